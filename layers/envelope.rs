@@ -1,0 +1,196 @@
+//! The envelope layer (SPEC §3.2–§3.6): a frame in, a frame (or nothing) out.
+//!
+//! It parses and classifies each frame, answers invalid ones with the error
+//! the spec names (and logs `frame_rejected` without their contents), routes
+//! responses to the connection's pending daemon requests (never answering
+//! them), looks the method up in the static table (`-32601` before anything
+//! else), and turns what the inner stack replies into the response frame,
+//! echoing the id byte for byte. Notifications are never answered.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use serde_json::value::RawValue;
+use tower::{Layer, Service};
+
+use super::Reply;
+use crate::context::Conn;
+use crate::error::RpcError;
+use crate::jsonrpc::{classify, error_frame, Classified, Payload};
+use crate::limits::MAX_FRAME_BYTES;
+use crate::methods;
+use crate::peer::PeerReply;
+use crate::request::{IdText, Request};
+
+/// Adds the envelope handling of one connection.
+#[derive(Debug, Clone)]
+pub struct EnvelopeLayer {
+    conn: Conn,
+    test_faults: bool,
+}
+
+impl EnvelopeLayer {
+    /// Envelope handling for `conn`; `test_faults` exposes `debug/set-faults`.
+    pub fn new(conn: Conn, test_faults: bool) -> Self {
+        Self { conn, test_faults }
+    }
+}
+
+impl<S> Layer<S> for EnvelopeLayer {
+    type Service = Envelope<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        Envelope {
+            inner,
+            conn: self.conn.clone(),
+            test_faults: self.test_faults,
+        }
+    }
+}
+
+/// The envelope service.
+#[derive(Debug, Clone)]
+pub struct Envelope<S> {
+    inner: S,
+    conn: Conn,
+    test_faults: bool,
+}
+
+pin_project_lite::pin_project! {
+    /// Either the inner request's future and its id, or a frame decided at once.
+    #[project = EnvelopeProj]
+    pub enum EnvelopeFuture<F> {
+        Call { #[pin] fut: F, id: Option<IdText> },
+        Done { frame: Option<Vec<u8>> },
+    }
+}
+
+impl<F: Future<Output = Reply>> Future for EnvelopeFuture<F> {
+    type Output = Result<Option<Vec<u8>>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            EnvelopeProj::Call { fut, id } => {
+                let reply = std::task::ready!(fut.poll(cx));
+                Poll::Ready(Ok(id.take().map(|id| response_frame(reply, id.as_str()))))
+            }
+            EnvelopeProj::Done { frame } => Poll::Ready(Ok(frame.take())),
+        }
+    }
+}
+
+/// Where `part` (a slice of `frame`) lies in `frame`.
+fn span_of(frame: &str, part: &str) -> std::ops::Range<usize> {
+    let start = part.as_ptr() as usize - frame.as_ptr() as usize;
+    start..start + part.len()
+}
+
+/// The response frame for `reply`, or `response_too_large` if it would exceed the frame limit.
+fn response_frame(reply: Reply, id: &str) -> Vec<u8> {
+    match reply {
+        Ok(payload) => {
+            let frame = payload.into_frame(id);
+            if frame.len() - 1 > MAX_FRAME_BYTES {
+                let e = RpcError::internal(
+                    format!("Response exceeds {MAX_FRAME_BYTES} bytes"),
+                    Some("response_too_large"),
+                );
+                return error_frame(&e, Some(id));
+            }
+            frame
+        }
+        Err(e) => error_frame(&e, Some(id)),
+    }
+}
+
+impl<S> Envelope<S> {
+    fn rejected(&self, frame_len: usize, reason: &str) {
+        tracing::info!(
+            event = "frame_rejected",
+            peer = %self.conn.peer.label,
+            principal_id = %self.conn.principal_id(),
+            line_len = frame_len,
+            reason,
+        );
+    }
+
+    fn route_response(&self, id: &RawValue, outcome: Result<&RawValue, &RawValue>) {
+        let reply = match outcome {
+            Ok(r) => PeerReply::Result(r.to_owned()),
+            Err(e) => PeerReply::Error(e.to_owned()),
+        };
+        if !self.conn.peer_requests.resolve(id, reply) {
+            tracing::info!(
+                event = "response_dropped",
+                peer = %self.conn.peer.label,
+                principal_id = %self.conn.principal_id(),
+                reason = "no pending request has this id",
+            );
+        }
+    }
+}
+
+impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> for Envelope<S> {
+    type Response = Option<Vec<u8>>;
+    type Error = Infallible;
+    type Future = EnvelopeFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // The gates below never fail readiness; a failure would only mean
+        // "answer with an error", which `call` does anyway.
+        self.inner.poll_ready(cx).map(|_| Ok(()))
+    }
+
+    fn call(&mut self, frame: String) -> Self::Future {
+        if frame.trim().is_empty() {
+            return EnvelopeFuture::Done { frame: None };
+        }
+        let (id, spec, params) = match classify(&frame) {
+            Classified::Request { id, method, params } => {
+                match methods::lookup(&method, self.test_faults) {
+                    Some(spec) => (
+                        id.map(|i| IdText::new(i.get())),
+                        spec,
+                        params.map(|p| span_of(&frame, p.get())),
+                    ),
+                    None => {
+                        let reply = id.map(|id| {
+                            error_frame(
+                                &RpcError::MethodNotFound(method.into_owned()),
+                                Some(id.get()),
+                            )
+                        });
+                        return EnvelopeFuture::Done { frame: reply };
+                    }
+                }
+            }
+            Classified::Reply { id, error } => {
+                let reason = match error {
+                    RpcError::Parse(_) => "parse_error",
+                    RpcError::Batch => "batch",
+                    _ => "invalid_envelope",
+                };
+                self.rejected(frame.len(), reason);
+                return EnvelopeFuture::Done {
+                    frame: Some(error_frame(&error, id.map(RawValue::get))),
+                };
+            }
+            Classified::Drop { reason } => {
+                self.rejected(frame.len(), reason);
+                return EnvelopeFuture::Done { frame: None };
+            }
+            Classified::Response { id, outcome } => {
+                self.route_response(id, outcome);
+                return EnvelopeFuture::Done { frame: None };
+            }
+        };
+        let expects_reply = id.is_some();
+        let req =
+            Request::with_params_range(frame, params, spec, expects_reply, self.conn.dialect());
+        EnvelopeFuture::Call {
+            fut: self.inner.call(req),
+            id,
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The per-connection in-flight bound (SPEC §3.7, §4): at most 64 requests
+//! and 64 MiB of their frames. A request over either bound is answered
+//! `-32004` at once — tower's `ConcurrencyLimit` + `LoadShed` shape —
+//! because reading must never pause: the frame after it may be the answer
+//! to a daemon→client request that a running handler is waiting for.
+//!
+//! The counters live in the connection's state, created at accept, so the
+//! bound holds across every request of the connection.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use tower::{Layer, Service};
+
+use super::{Gate, Reply};
+use crate::context::Conn;
+use crate::error::RpcError;
+use crate::jsonrpc::Payload;
+use crate::limits::{MAX_IN_FLIGHT_BYTES, MAX_IN_FLIGHT_REQUESTS};
+use crate::request::Request;
+
+/// A connection's in-flight counters.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    requests: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+impl InFlight {
+    /// Takes one slot and `bytes`, or names the bound that is reached.
+    fn try_acquire(&self, bytes: usize) -> Result<(), RpcError> {
+        let n = self.requests.fetch_add(1, Ordering::AcqRel);
+        if n >= MAX_IN_FLIGHT_REQUESTS {
+            self.requests.fetch_sub(1, Ordering::AcqRel);
+            return Err(RpcError::LimitExceeded {
+                limit: "requests_in_flight",
+                max: MAX_IN_FLIGHT_REQUESTS as u64,
+            });
+        }
+        let b = self.bytes.fetch_add(bytes, Ordering::AcqRel);
+        if b + bytes > MAX_IN_FLIGHT_BYTES {
+            self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+            self.requests.fetch_sub(1, Ordering::AcqRel);
+            return Err(RpcError::LimitExceeded {
+                limit: "request_bytes_in_flight",
+                max: MAX_IN_FLIGHT_BYTES as u64,
+            });
+        }
+        Ok(())
+    }
+
+    fn release(&self, bytes: usize) {
+        self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+        self.requests.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Requests in flight now.
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::Acquire)
+    }
+}
+
+/// Adds the in-flight bound of one connection.
+#[derive(Debug, Clone)]
+pub struct LimitLayer {
+    conn: Conn,
+}
+
+impl LimitLayer {
+    /// The bound of `conn`.
+    pub fn new(conn: Conn) -> Self {
+        Self { conn }
+    }
+}
+
+impl<S> Layer<S> for LimitLayer {
+    type Service = Limit<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        Limit {
+            inner,
+            conn: self.conn.clone(),
+        }
+    }
+}
+
+/// The in-flight bound.
+#[derive(Debug, Clone)]
+pub struct Limit<S> {
+    inner: S,
+    conn: Conn,
+}
+
+/// Holds a slot until the request's future completes or is dropped.
+#[derive(Debug)]
+pub struct Slot {
+    conn: Conn,
+    bytes: usize,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.conn.in_flight.release(self.bytes);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The inner future, holding its slot.
+    pub struct LimitFuture<F> {
+        #[pin]
+        inner: Gate<F>,
+        slot: Option<Slot>,
+    }
+}
+
+impl<F: Future<Output = Reply>> Future for LimitFuture<F> {
+    type Output = Reply;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
+        let this = self.project();
+        let out = std::task::ready!(this.inner.poll(cx));
+        this.slot.take();
+        Poll::Ready(out)
+    }
+}
+
+impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request> for Limit<S> {
+    type Response = Payload;
+    type Error = RpcError;
+    type Future = LimitFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let bytes = req.frame_len();
+        match self.conn.in_flight.try_acquire(bytes) {
+            Ok(()) => LimitFuture {
+                slot: Some(Slot {
+                    conn: self.conn.clone(),
+                    bytes,
+                }),
+                inner: Gate::Pass {
+                    fut: self.inner.call(req),
+                },
+            },
+            Err(e) => {
+                if !req.expects_reply {
+                    tracing::info!(event = "notification_dropped", peer = %self.conn.peer.label, method = req.method.name, reason = "in_flight_limit");
+                }
+                LimitFuture {
+                    slot: None,
+                    inner: Gate::reject(e),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::testing::{conn, mock_inner, request};
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn the_65th_request_is_shed_at_once_and_slots_come_back() {
+        let conn = conn();
+        let (svc, mut handle) = mock_inner();
+        let mut limit = tower::ServiceBuilder::new()
+            .layer(LimitLayer::new(conn.clone()))
+            .service(svc);
+        handle.allow(1000);
+        let mut held = Vec::new();
+        for _ in 0..MAX_IN_FLIGHT_REQUESTS {
+            limit.ready().await.unwrap();
+            held.push(limit.call(request("status")));
+        }
+        assert_eq!(conn.in_flight.requests(), 64);
+        limit.ready().await.unwrap();
+        let err = limit.call(request("status")).await.unwrap_err();
+        assert_eq!(
+            err,
+            RpcError::LimitExceeded {
+                limit: "requests_in_flight",
+                max: 64
+            }
+        );
+        // Completing one frees one slot; dropping the rest frees them all.
+        let first = held.remove(0);
+        limit.ready().await.unwrap();
+        let (_, send) = handle.next_request().await.unwrap();
+        send.send_response(Payload::empty_object());
+        first.await.unwrap();
+        assert_eq!(conn.in_flight.requests(), 63);
+        drop(held);
+        assert_eq!(conn.in_flight.requests(), 0);
+    }
+
+    #[test]
+    fn the_byte_bound_is_checked_too() {
+        let f = InFlight::default();
+        f.try_acquire(MAX_IN_FLIGHT_BYTES - 10).unwrap();
+        assert_eq!(
+            f.try_acquire(11).unwrap_err(),
+            RpcError::LimitExceeded {
+                limit: "request_bytes_in_flight",
+                max: MAX_IN_FLIGHT_BYTES as u64
+            }
+        );
+        assert_eq!(f.requests(), 1);
+        f.try_acquire(10).unwrap();
+    }
+}

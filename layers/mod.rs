@@ -1,0 +1,158 @@
+//! The tower layers in front of the method services, one concern per file.
+//!
+//! Order (outermost first), as [`crate::connection::build_stack`] assembles it:
+//! envelope → trace → transport → handshake → limit → authz → router.
+//! Every layer below the envelope maps [`Request`] to [`Reply`]; the envelope
+//! layer turns a frame into a request and a reply into a frame.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::error::RpcError;
+use crate::jsonrpc::Payload;
+
+pub mod authz;
+pub mod envelope;
+pub mod handshake;
+pub mod limit;
+pub mod trace;
+pub mod transport;
+
+/// What a method (or a gate in front of it) answers.
+pub type Reply = Result<Payload, RpcError>;
+
+pin_project_lite::pin_project! {
+    /// A gate's future: either its inner service's future, or a rejection
+    /// decided in `call` without reaching the inner service.
+    #[project = GateProj]
+    pub enum Gate<F> {
+        Pass { #[pin] fut: F },
+        Reject { error: Option<RpcError> },
+    }
+}
+
+impl<F> Gate<F> {
+    /// A rejection.
+    pub fn reject(error: RpcError) -> Self {
+        Gate::Reject { error: Some(error) }
+    }
+}
+
+impl<F: Future<Output = Reply>> Future for Gate<F> {
+    type Output = Reply;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
+        match self.project() {
+            GateProj::Pass { fut } => fut.poll(cx),
+            GateProj::Reject { error } => Poll::Ready(Err(error
+                .take()
+                .unwrap_or_else(|| RpcError::internal("gate polled after completion", None)))),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Helpers for the layers' unit tests.
+    use std::sync::Arc;
+
+    use tokio_util::sync::CancellationToken;
+    use tower::ServiceExt;
+
+    use crate::authz::{Binding, Credential, Principal};
+    use crate::context::{Conn, ConnCtx, PeerInfo, Transport};
+    use crate::dialect::Dialect;
+    use crate::error::RpcError;
+    use crate::jsonrpc::Payload;
+    use crate::methods::{Access, MethodSpec};
+    use crate::request::Request;
+
+    /// A connection with a write queue nobody drains.
+    pub fn conn() -> Conn {
+        let closed = CancellationToken::new();
+        let (out, q) = crate::outbound::write_queue(closed.clone());
+        std::mem::forget(q);
+        let peer = PeerInfo {
+            uid: Some(0),
+            pid: Some(1),
+            label: "test".into(),
+        };
+        Arc::new(ConnCtx::new(1, peer, Transport::Local, out, closed))
+    }
+
+    /// Binds `conn` as the shared operator at generation 1.
+    pub fn bind(conn: &Conn) {
+        conn.set_binding(Some(Arc::new(Binding {
+            principal: Arc::new(Principal::shared_operator()),
+            generation: 1,
+            credential: Credential::None,
+        })));
+    }
+
+    static TEST_METHODS: &[MethodSpec] = &[
+        MethodSpec {
+            name: "initialize",
+            access: Access::Handshake,
+            local_only: false,
+            test_faults_only: false,
+        },
+        MethodSpec {
+            name: "status",
+            access: Access::Grant(crate::config::Grant(
+                crate::config::Resource::System,
+                crate::config::Verb::Read,
+            )),
+            local_only: false,
+            test_faults_only: false,
+        },
+        MethodSpec {
+            name: "config/set",
+            access: Access::Grant(crate::config::Grant(
+                crate::config::Resource::Config,
+                crate::config::Verb::Update,
+            )),
+            local_only: false,
+            test_faults_only: false,
+        },
+        MethodSpec {
+            name: "pairing/list",
+            access: Access::Admin,
+            local_only: false,
+            test_faults_only: false,
+        },
+        MethodSpec {
+            name: "file/upload/begin",
+            access: Access::Grant(crate::config::Grant(
+                crate::config::Resource::Files,
+                crate::config::Verb::Create,
+            )),
+            local_only: true,
+            test_faults_only: false,
+        },
+    ];
+
+    /// A request for one of the test methods, with `{}` params.
+    pub fn request(method: &str) -> Request {
+        let spec = TEST_METHODS
+            .iter()
+            .find(|m| m.name == method)
+            .expect("test method");
+        Request::with_params_range(String::from("{}"), Some(0..2), spec, true, Dialect::Camel)
+    }
+
+    /// A tower-test mock as an inner service of the layers.
+    #[allow(clippy::type_complexity)]
+    pub fn mock_inner() -> (
+        tower::util::MapErr<
+            tower_test::mock::Mock<Request, Payload>,
+            fn(Box<dyn std::error::Error + Send + Sync>) -> RpcError,
+        >,
+        tower_test::mock::Handle<Request, Payload>,
+    ) {
+        let (svc, handle) = tower_test::mock::pair::<Request, Payload>();
+        let f: fn(Box<dyn std::error::Error + Send + Sync>) -> RpcError =
+            |e| RpcError::internal(e.to_string(), None);
+        (svc.map_err(f), handle)
+    }
+}

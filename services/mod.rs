@@ -1,0 +1,105 @@
+//! The method services, one file per method family, and the router that
+//! picks one by the method's table row.
+//!
+//! Every service answers with a [`RouteFuture`]: methods that finish at
+//! once (`status`, `config/get`) return it ready, so the connection loop
+//! answers them without spawning or allocating a future; the others box
+//! their future. Both shapes are `Unpin`, so the whole stack's future is.
+//! A panic inside a handler becomes `-32603` for that request only.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tower::Service;
+
+use crate::context::Conn;
+use crate::error::RpcError;
+use crate::jsonrpc::Payload;
+use crate::layers::Reply;
+use crate::request::Request;
+use crate::state::Daemon;
+
+pub mod initialize;
+pub mod status;
+
+/// A method's answer: ready now, or a boxed future.
+#[allow(missing_debug_implementations)]
+pub enum RouteFuture {
+    Ready(Option<Reply>),
+    Pending(Pin<Box<dyn Future<Output = Reply> + Send>>),
+}
+
+impl RouteFuture {
+    /// An answer available now.
+    pub fn ready(reply: Reply) -> Self {
+        Self::Ready(Some(reply))
+    }
+
+    /// An answer that needs to wait.
+    pub fn boxed(fut: impl Future<Output = Reply> + Send + 'static) -> Self {
+        Self::Pending(Box::pin(fut))
+    }
+}
+
+fn panicked() -> RpcError {
+    RpcError::internal("internal error: the handler panicked", None)
+}
+
+impl Future for RouteFuture {
+    type Output = Reply;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
+        match &mut *self {
+            Self::Ready(r) => Poll::Ready(r.take().unwrap_or_else(|| Err(panicked()))),
+            Self::Pending(fut) => catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)))
+                .unwrap_or_else(|_| {
+                    tracing::error!(event = "handler_panicked");
+                    Poll::Ready(Err(panicked()))
+                }),
+        }
+    }
+}
+
+/// Method name → service.
+#[allow(missing_debug_implementations)]
+pub struct Router {
+    initialize: initialize::Initialize,
+    status: status::Status,
+}
+
+impl Router {
+    /// The services of one connection.
+    pub fn new(daemon: &Arc<Daemon>, conn: &Conn) -> Self {
+        Self {
+            initialize: initialize::Initialize::new(daemon.clone(), conn.clone()),
+            status: status::Status::new(daemon.clone()),
+        }
+    }
+
+    fn route(&mut self, req: Request) -> RouteFuture {
+        match req.method.name {
+            "initialize" => self.initialize.call(req),
+            "status" => self.status.call(req),
+            other => RouteFuture::ready(Err(RpcError::MethodNotFound(other.to_owned()))),
+        }
+    }
+}
+
+impl Service<Request> for Router {
+    type Response = Payload;
+    type Error = RpcError;
+    type Future = RouteFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> RouteFuture {
+        catch_unwind(AssertUnwindSafe(|| self.route(req))).unwrap_or_else(|_| {
+            tracing::error!(event = "handler_panicked");
+            RouteFuture::ready(Err(panicked()))
+        })
+    }
+}

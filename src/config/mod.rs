@@ -1,0 +1,31 @@
+//! The daemon's configuration: the typed `config.toml` (§11), props (§8.14–8.16), validation
+//! (§11.3), the authorization policy derived from it (§5.2, §6) and its atomic persistence.
+//!
+//! The pieces compose into the config pipeline of §8.16: the caller checks write paths
+//! ([`staging::check_write_paths`]), stages the entries into a validated candidate
+//! ([`staging::stage_many`]), derives the new [`Policy`] from it, persists it
+//! ([`ConfigStore::commit`]) and only then installs it. Nothing here takes async locks or talks
+//! JSON-RPC: every error is a [`ConfigError`] whose message is the spec's wording.
+
+pub mod error;
+mod paths;
+pub mod policy;
+pub mod props;
+pub mod schema;
+pub mod staging;
+pub mod store;
+pub mod validate;
+
+pub use error::ConfigError;
+pub use paths::is_valid_name;
+pub use policy::{
+    is_admin_only_prop, is_paired, selector_matches, token_digest, token_from_bytes, AgentSelector,
+    Grant, GrantSet, Policy, Principal, Resolution, Resource, Verb, SHARED_OPERATOR_ID,
+};
+pub use props::{effective_json, PropError, PropReason};
+pub use schema::{
+    AgentConfig, Config, DaemonConfig, GatewayConfig, PermissionProfile, SecurityConfig, UserConfig,
+};
+pub use staging::{check_write_path, check_write_paths, stage_many, stage_one};
+pub use store::ConfigStore;
+pub use validate::{validate, Failure};

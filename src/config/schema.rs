@@ -1,0 +1,313 @@
+//! The typed configuration of `config.toml` (§11.1, §10.2, §6.2, §6.3).
+//!
+//! Every struct rejects unknown keys and fills defaults, and every map is a `BTreeMap`, so the
+//! effective config and the file the daemon writes list entries in byte order of their keys.
+//! Fields the spec calls *required* (`agents.<alias>.backend`, `users.<name>.uid`,
+//! `users.<name>.permission_profiles`) are `Option` here: their absence is a validation error
+//! with its own path (§11.3), not a deserialization failure. Integers are `u32` (`port`: `u16`)
+//! so that every accepted value also fits TOML's signed 64-bit integers and a `Duration`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::ConfigError;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Format version; read-only, must be 1.
+    #[serde(default = "one")]
+    pub schema_version: u32,
+    /// `[daemon]`.
+    #[serde(default)]
+    pub daemon: DaemonConfig,
+    /// `[security]`.
+    #[serde(default)]
+    pub security: SecurityConfig,
+    /// `[gateway]` (milestone 2).
+    #[serde(default)]
+    pub gateway: GatewayConfig,
+    /// `[agents.<alias>]`.
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// `[permission_profiles.<alias>]`.
+    #[serde(default)]
+    pub permission_profiles: BTreeMap<String, PermissionProfile>,
+    /// `[users.<name>]`.
+    #[serde(default)]
+    pub users: BTreeMap<String, UserConfig>,
+}
+
+/// `[daemon]`: timeouts and idle limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// Live-session idle reclamation in seconds; 0 = never.
+    pub session_idle_secs: u32,
+    /// Wait for an approval answer.
+    pub approval_timeout_secs: u32,
+    /// Wait for an `elicitation/create` answer.
+    pub ask_timeout_secs: u32,
+    /// Staged upload idle limit.
+    pub upload_idle_secs: u32,
+}
+
+/// `[security]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecurityConfig {
+    /// The daemon's own uid binds the shared operator.
+    pub trust_daemon_uid: bool,
+    /// Serve this group's members (§2.3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_group: Option<String>,
+}
+
+/// `[gateway]` (milestone 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// Start the HTTP/WebSocket gateway.
+    pub enabled: bool,
+    /// Listen address.
+    pub host: String,
+    /// Listen port, 1–65535.
+    pub port: u16,
+    /// Remote clients must present a paired token.
+    pub require_pairing: bool,
+    /// SHA-256 hex digests of paired tokens; managed by `pairing/*` only.
+    pub paired_tokens: Vec<String>,
+    /// TLS certificate file (later milestone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<String>,
+    /// TLS key file (later milestone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<String>,
+}
+
+/// `[agents.<alias>]` (§10.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// `"echo"` or `"command"`; required.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Defaults to `<config_dir>/agents/<alias>/workspace` (resolved by the daemon).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_dir: Option<String>,
+    /// Passed to the backend each turn.
+    pub system_prompt: String,
+    /// Compaction threshold.
+    pub context_max_messages: u32,
+    /// Messages kept by compaction.
+    pub compact_keep_messages: u32,
+    /// Echo: characters per message chunk.
+    pub chunk_chars: u32,
+    /// Echo: delay before each chunk.
+    pub chunk_delay_ms: u32,
+    /// Command: argv; required and non-empty for `backend = "command"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Command: `"prompt"` or `"context_json"`.
+    pub input: String,
+    /// Command: extra environment variables.
+    pub env: BTreeMap<String, String>,
+    /// Command: wall-clock limit per turn.
+    pub timeout_secs: u32,
+}
+
+/// `[permission_profiles.<alias>]` (§6.3). Grants stay strings here so that a bad resource or
+/// verb is a validation error with a path rather than a parse failure.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PermissionProfile {
+    /// Grants everything.
+    pub admin: bool,
+    /// resource → verbs.
+    pub grants: BTreeMap<String, Vec<String>>,
+    /// Agent aliases the holder may use; `"*"` = every agent.
+    pub allowed_agents: Vec<String>,
+    /// Config write selectors: `"*"`, a prop, or a prop followed by `.*`.
+    pub config_write_paths: Vec<String>,
+}
+
+/// `[users.<name>]` (§6.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UserConfig {
+    /// Local uid; required and unique.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    /// Profiles whose union the user holds; required and non-empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_profiles: Option<Vec<String>>,
+    /// Principal id; defaults to the entry name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal_id: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            schema_version: 1,
+            daemon: DaemonConfig::default(),
+            security: SecurityConfig::default(),
+            gateway: GatewayConfig::default(),
+            agents: BTreeMap::new(),
+            permission_profiles: BTreeMap::new(),
+            users: BTreeMap::new(),
+        }
+    }
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            session_idle_secs: 1800,
+            approval_timeout_secs: 120,
+            ask_timeout_secs: 120,
+            upload_idle_secs: 300,
+        }
+    }
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        SecurityConfig {
+            trust_daemon_uid: true,
+            socket_group: None,
+        }
+    }
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            enabled: false,
+            host: "127.0.0.1".to_owned(),
+            port: 42617,
+            require_pairing: true,
+            paired_tokens: Vec::new(),
+            tls_cert: None,
+            tls_key: None,
+        }
+    }
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            backend: None,
+            workspace_dir: None,
+            system_prompt: String::new(),
+            context_max_messages: 50,
+            compact_keep_messages: 10,
+            chunk_chars: 16,
+            chunk_delay_ms: 0,
+            command: None,
+            input: "prompt".to_owned(),
+            env: BTreeMap::new(),
+            timeout_secs: 600,
+        }
+    }
+}
+
+impl UserConfig {
+    /// The effective principal id: `principal_id`, else the entry name (§6.1).
+    pub fn effective_principal_id<'a>(&'a self, name: &'a str) -> &'a str {
+        self.principal_id.as_deref().unwrap_or(name)
+    }
+}
+
+impl Config {
+    /// The file written when `config.toml` does not exist.
+    pub fn default_file_text() -> &'static str {
+        "schema_version = 1\n\n[agents.echo]\nbackend = \"echo\"\n"
+    }
+
+    /// Parses TOML text: syntax errors are [`ConfigError::Startup`]; unknown keys, wrong types
+    /// and failed §11.3 checks are [`ConfigError::Invalid`] naming the path. The result is valid.
+    pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| ConfigError::Startup(e.to_string()))?;
+        super::validate::check_toml_shape(&table).map_err(|f| f.into_error(None))?;
+        let config: Config = table
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Startup(e.to_string()))?;
+        super::validate::validate(&config).map_err(|f| f.into_error(None))?;
+        Ok(config)
+    }
+
+    /// Serializes to the TOML text the daemon persists.
+    pub fn to_toml_string(&self) -> Result<String, ConfigError> {
+        toml::to_string(self).map_err(|e| ConfigError::Storage(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_file_parses_with_defaults() {
+        let c = Config::from_toml_str(Config::default_file_text()).unwrap();
+        let echo = &c.agents["echo"];
+        assert_eq!(echo.backend.as_deref(), Some("echo"));
+        assert_eq!(echo.chunk_chars, 16);
+        assert_eq!(echo.timeout_secs, 600);
+        assert_eq!(echo.input, "prompt");
+        assert_eq!(c.daemon, DaemonConfig::default());
+        assert_eq!(c.daemon.session_idle_secs, 1800);
+        assert!(c.security.trust_daemon_uid);
+        assert_eq!(c.gateway.port, 42617);
+        assert_eq!(c.gateway.host, "127.0.0.1");
+        assert!(c.gateway.require_pairing);
+    }
+
+    #[test]
+    fn spec_example_parses_and_round_trips() {
+        let text = r#"
+schema_version = 1
+[daemon]
+session_idle_secs = 0
+[security]
+trust_daemon_uid = true
+socket_group = "zeroclaw"
+[gateway]
+paired_tokens = []
+[agents.echo]
+backend = "echo"
+[agents.llm]
+backend = "command"
+command = ["llm", "--model", "local"]
+input = "prompt"
+env = { A = "1" }
+[permission_profiles.operator]
+allowed_agents = ["echo"]
+config_write_paths = ["agents.echo.*"]
+grants = { sessions = ["create", "read", "update", "delete", "execute"], files = ["create"], system = ["read"] }
+[users.example]
+uid = 1001
+permission_profiles = ["operator"]
+"#;
+        let c = Config::from_toml_str(text).unwrap();
+        let out = c.to_toml_string().unwrap();
+        assert_eq!(Config::from_toml_str(&out).unwrap(), c);
+        assert_eq!(
+            c.users["example"].effective_principal_id("example"),
+            "example"
+        );
+    }
+
+    #[test]
+    fn syntax_error_is_startup_error() {
+        let e = Config::from_toml_str("schema_version = ").unwrap_err();
+        assert!(matches!(e, ConfigError::Startup(_)), "{e:?}");
+    }
+}

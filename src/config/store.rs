@@ -1,0 +1,171 @@
+//! Persistence of `config.toml` (§11.1, §8.16 step 8).
+//!
+//! The store remembers the exact bytes it last read or wrote. A commit takes an exclusive lock
+//! on `config.toml.lock`, refuses to write when the file no longer holds those bytes (someone
+//! edited it), and replaces the file atomically: write `config.toml.tmp` (0600), fsync, rename,
+//! fsync the directory. A failed commit leaves the old file in place and no temporary file.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::error::ConfigError;
+use super::schema::Config;
+
+const FILE: &str = "config.toml";
+const TMP: &str = "config.toml.tmp";
+const LOCK: &str = "config.toml.lock";
+
+/// The on-disk configuration of one daemon.
+#[derive(Debug)]
+pub struct ConfigStore {
+    dir: PathBuf,
+    last_bytes: Vec<u8>,
+    /// Test hook for the `config_commit` fault point (§8.20): commits fail with
+    /// [`ConfigError::Storage`] before writing anything.
+    pub fail_commit: bool,
+}
+
+impl ConfigStore {
+    /// Opens `<config_dir>/config.toml`, creating it (0600) with
+    /// [`Config::default_file_text`] if missing, and returns the valid config it holds. Any
+    /// failure is [`ConfigError::Startup`], naming the file and, for invalid content, the path.
+    pub fn open(config_dir: &Path) -> Result<(ConfigStore, Config), ConfigError> {
+        let path = config_dir.join(FILE);
+        let startup = |what: &str, e: &dyn std::fmt::Display| {
+            ConfigError::Startup(format!("{}: {what}{e}", path.display()))
+        };
+        match create_file(&path) {
+            Ok(mut file) => {
+                let written = file
+                    .write_all(Config::default_file_text().as_bytes())
+                    .and_then(|()| file.sync_all());
+                if let Err(e) = written {
+                    // Do not leave a truncated default file behind for the next start.
+                    let _ = fs::remove_file(&path);
+                    return Err(startup("cannot write default config: ", &e));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(startup("cannot create: ", &e)),
+        }
+        let bytes = fs::read(&path).map_err(|e| startup("cannot read: ", &e))?;
+        let text = std::str::from_utf8(&bytes).map_err(|e| startup("not UTF-8: ", &e))?;
+        let config = Config::from_toml_str(text).map_err(|e| startup("", &e))?;
+        let store = ConfigStore {
+            dir: config_dir.to_owned(),
+            last_bytes: bytes,
+            fail_commit: false,
+        };
+        Ok((store, config))
+    }
+
+    /// The path of `config.toml`.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(FILE)
+    }
+
+    /// The bytes this store last read or wrote.
+    pub fn last_bytes(&self) -> &[u8] {
+        &self.last_bytes
+    }
+
+    /// Persists `candidate` (§8.16 step 8). [`ConfigError::ConfigChanged`] when the file changed
+    /// on disk, [`ConfigError::Storage`] for any other failure; in both cases `config.toml` is
+    /// unchanged and no temporary file remains.
+    pub fn commit(&mut self, candidate: &Config) -> Result<(), ConfigError> {
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode_0600()
+            .open(self.dir.join(LOCK))
+            .map_err(|e| storage("cannot open lock file", &e))?;
+        lock.lock().map_err(|e| storage("cannot lock", &e))?;
+        match fs::read(self.path()) {
+            Ok(bytes) if bytes == self.last_bytes => {}
+            Ok(_) => return Err(ConfigError::ConfigChanged),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(ConfigError::ConfigChanged)
+            }
+            Err(e) => return Err(storage("cannot read config.toml", &e)),
+        }
+        let text = candidate.to_toml_string()?;
+        // The file must load back as exactly this config, or the next start would differ.
+        match Config::from_toml_str(&text) {
+            Ok(reparsed) if reparsed == *candidate => {}
+            _ => return Err(ConfigError::Storage("config does not round-trip".into())),
+        }
+        if self.fail_commit {
+            return Err(ConfigError::Storage("injected fault: config_commit".into()));
+        }
+        let tmp = self.dir.join(TMP);
+        if let Err(e) =
+            write_tmp(&tmp, text.as_bytes()).and_then(|()| fs::rename(&tmp, self.path()))
+        {
+            let _ = fs::remove_file(&tmp);
+            return Err(storage("cannot write config.toml", &e));
+        }
+        // The rename is visible now: record what the file holds before reporting anything else.
+        self.last_bytes = text.into_bytes();
+        sync_dir(&self.dir).map_err(|e| storage("cannot sync the config directory", &e))?;
+        drop(lock);
+        Ok(())
+    }
+}
+
+fn storage(what: &str, e: &io::Error) -> ConfigError {
+    ConfigError::Storage(format!("{what}: {e}"))
+}
+
+/// Writes a fresh temporary file (a stale one from a crash is replaced, mode included).
+fn write_tmp(tmp: &Path, bytes: &[u8]) -> io::Result<()> {
+    match fs::remove_file(tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = create_file(tmp)?;
+    file.write_all(bytes)?;
+    file.flush()?;
+    file.sync_all()
+}
+
+fn create_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode_0600()
+        .open(path)
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> io::Result<()> {
+    // Directories cannot be opened for syncing on Windows; the rename is already durable enough.
+    Ok(())
+}
+
+/// `mode(0o600)` on Unix, a no-op elsewhere.
+trait Mode0600 {
+    fn mode_0600(&mut self) -> &mut Self;
+}
+
+impl Mode0600 for OpenOptions {
+    #[cfg(unix)]
+    fn mode_0600(&mut self) -> &mut Self {
+        std::os::unix::fs::OpenOptionsExt::mode(self, 0o600)
+    }
+
+    #[cfg(not(unix))]
+    fn mode_0600(&mut self) -> &mut Self {
+        self
+    }
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

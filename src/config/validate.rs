@@ -1,0 +1,299 @@
+//! Validation of a whole configuration (§11.3), at startup and in step 6 of the config pipeline.
+//!
+//! Every failing check reports the path of the field it is about, and among all failing checks
+//! the one with the smallest path in byte order wins, so the reported error does not depend on
+//! the order in which checks run. "Every key is known and has the right type" is checked on the
+//! raw TOML table by [`check_toml_shape`] (the typed [`Config`] cannot hold a bad key); the
+//! other rules by [`validate`].
+
+use std::collections::BTreeMap;
+
+use super::error::ConfigError;
+use super::paths::{self, is_valid_name, Kind, Node};
+use super::policy::{Resource, Verb};
+use super::schema::Config;
+
+/// One failing check: the path it is about and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// Dotted path of the field (`users.example.permission_profiles`).
+    pub path: String,
+    /// Human-readable reason.
+    pub reason: String,
+}
+
+impl Failure {
+    /// The pipeline error: `[sets[<i>]: ]invalid configuration: <path>: <reason>`.
+    pub fn into_error(self, index: Option<usize>) -> ConfigError {
+        let text = format!("invalid configuration: {}: {}", self.path, self.reason);
+        let message = match index {
+            Some(i) => format!("sets[{i}]: {text}"),
+            None => text,
+        };
+        ConfigError::Invalid {
+            index,
+            path: self.path,
+            message,
+        }
+    }
+}
+
+/// Keeps the failure with the smallest path (the first reported among equal paths).
+#[derive(Default)]
+struct Report(Option<Failure>);
+
+impl Report {
+    fn fail(&mut self, path: String, reason: impl Into<String>) {
+        if self.0.as_ref().is_none_or(|f| path < f.path) {
+            self.0 = Some(Failure {
+                path,
+                reason: reason.into(),
+            });
+        }
+    }
+
+    fn at_least_one(&mut self, path: String, value: u32) {
+        if value < 1 {
+            self.fail(path, "must be at least 1");
+        }
+    }
+
+    fn finish(self) -> Result<(), Failure> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
+const NAME_RULE: &str = "invalid name (must match [A-Za-z0-9][A-Za-z0-9_-]{0,63})";
+
+/// Checks every rule of §11.3 except key/type conformance, which the typed config guarantees.
+pub fn validate(config: &Config) -> Result<(), Failure> {
+    let mut r = Report::default();
+    if config.schema_version != 1 {
+        let reason = format!(
+            "unsupported schema version {} (expected 1)",
+            config.schema_version
+        );
+        r.fail("schema_version".into(), reason);
+    }
+    let d = &config.daemon;
+    r.at_least_one(
+        "daemon.approval_timeout_secs".into(),
+        d.approval_timeout_secs,
+    );
+    r.at_least_one("daemon.ask_timeout_secs".into(), d.ask_timeout_secs);
+    r.at_least_one("daemon.upload_idle_secs".into(), d.upload_idle_secs);
+    check_gateway(&mut r, config);
+    check_agents(&mut r, config);
+    check_profiles(&mut r, config);
+    check_users(&mut r, config);
+    r.finish()
+}
+
+fn check_gateway(r: &mut Report, config: &Config) {
+    let g = &config.gateway;
+    if g.port == 0 {
+        r.fail("gateway.port".into(), "must be 1-65535");
+    }
+    if let Some(bad) = g.paired_tokens.iter().find(|t| !is_digest(t)) {
+        let reason = format!("entry {bad:?} is not 64 hex digits");
+        r.fail("gateway.paired_tokens".into(), reason);
+    }
+    if g.enabled && !g.require_pairing && g.paired_tokens.is_empty() {
+        let reason = "pairing is impossible: set require_pairing or pair a token";
+        r.fail("gateway.enabled".into(), reason);
+    }
+}
+
+fn is_digest(token: &str) -> bool {
+    token.len() == 64 && token.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn check_agents(r: &mut Report, config: &Config) {
+    for (alias, a) in &config.agents {
+        let p = format!("agents.{alias}");
+        if !is_valid_name(alias) {
+            r.fail(p.clone(), NAME_RULE);
+        }
+        match a.backend.as_deref() {
+            None => r.fail(format!("{p}.backend"), "required"),
+            Some("echo") => {}
+            Some("command") => match a.command.as_deref() {
+                None | Some([]) => {
+                    let reason = "required and non-empty for backend \"command\"";
+                    r.fail(format!("{p}.command"), reason);
+                }
+                Some([program, ..]) if program.is_empty() => {
+                    r.fail(format!("{p}.command"), "the program name is empty");
+                }
+                Some(_) => {}
+            },
+            Some(other) => {
+                let reason =
+                    format!("unknown backend {other:?} (expected \"echo\" or \"command\")");
+                r.fail(format!("{p}.backend"), reason);
+            }
+        }
+        if a.input != "prompt" && a.input != "context_json" {
+            let reason = format!(
+                "unknown input {:?} (expected \"prompt\" or \"context_json\")",
+                a.input
+            );
+            r.fail(format!("{p}.input"), reason);
+        }
+        r.at_least_one(format!("{p}.chunk_chars"), a.chunk_chars);
+        r.at_least_one(format!("{p}.timeout_secs"), a.timeout_secs);
+        if a.compact_keep_messages >= a.context_max_messages {
+            let reason = format!(
+                "must be less than context_max_messages ({})",
+                a.context_max_messages
+            );
+            r.fail(format!("{p}.compact_keep_messages"), reason);
+        }
+        let bad_key = |k: &String| k.is_empty() || k.contains(['=', '\0']);
+        if let Some(k) = a.env.keys().find(|k| bad_key(k)) {
+            r.fail(format!("{p}.env"), format!("invalid variable name {k:?}"));
+        }
+        if let Some((k, _)) = a.env.iter().find(|(_, v)| v.contains('\0')) {
+            r.fail(format!("{p}.env"), format!("value of {k:?} contains NUL"));
+        }
+    }
+}
+
+fn check_profiles(r: &mut Report, config: &Config) {
+    for (alias, profile) in &config.permission_profiles {
+        let p = format!("permission_profiles.{alias}");
+        if !is_valid_name(alias) {
+            r.fail(p.clone(), NAME_RULE);
+        }
+        let unknown_agent = |a: &&String| *a != "*" && !config.agents.contains_key(a.as_str());
+        if let Some(a) = profile.allowed_agents.iter().find(unknown_agent) {
+            r.fail(
+                format!("{p}.allowed_agents"),
+                format!("unknown agent {a:?}"),
+            );
+        }
+        for (resource, verbs) in &profile.grants {
+            let path = format!("{p}.grants.{resource}");
+            if Resource::parse(resource).is_none() {
+                r.fail(path, format!("unknown resource {resource:?}"));
+            } else if let Some(v) = verbs.iter().find(|v| Verb::parse(v).is_none()) {
+                r.fail(path, format!("unknown verb {v:?}"));
+            }
+        }
+        let bad = |s: &&String| !paths::is_valid_selector(s);
+        if let Some(s) = profile.config_write_paths.iter().find(bad) {
+            let reason = format!(
+                "invalid selector {s:?} (expected \"*\", a prop, or a prop followed by \".*\")"
+            );
+            r.fail(format!("{p}.config_write_paths"), reason);
+        }
+    }
+}
+
+/// Duplicates (uids, principal ids) are reported at every entry after the first holder in
+/// byte order of entry names, so the report lands on the entry that collides.
+fn check_users(r: &mut Report, config: &Config) {
+    let mut uids: BTreeMap<u32, &str> = BTreeMap::new();
+    let mut ids: BTreeMap<&str, &str> = BTreeMap::new();
+    for (name, u) in &config.users {
+        let p = format!("users.{name}");
+        if !is_valid_name(name) {
+            r.fail(p.clone(), NAME_RULE);
+        }
+        match u.uid {
+            None => r.fail(format!("{p}.uid"), "required"),
+            Some(uid) => match uids.get(&uid) {
+                Some(first) => {
+                    let reason = format!("duplicate uid {uid} (also users.{first})");
+                    r.fail(format!("{p}.uid"), reason);
+                }
+                None => {
+                    uids.insert(uid, name);
+                }
+            },
+        }
+        let profiles_path = format!("{p}.permission_profiles");
+        match u.permission_profiles.as_deref() {
+            None => r.fail(profiles_path, "required"),
+            Some([]) => r.fail(profiles_path, "must not be empty"),
+            Some(list) => {
+                let missing = list
+                    .iter()
+                    .find(|x| !config.permission_profiles.contains_key(*x));
+                if let Some(x) = missing {
+                    r.fail(profiles_path, format!("unknown permission profile {x:?}"));
+                }
+            }
+        }
+        let id = u.effective_principal_id(name);
+        if u.principal_id.is_some() && !is_valid_name(id) {
+            r.fail(format!("{p}.principal_id"), NAME_RULE);
+        }
+        if let Some(first) = ids.get(id) {
+            let reason = format!("duplicate principal id {id:?} (also users.{first})");
+            r.fail(format!("{p}.principal_id"), reason);
+        } else {
+            ids.insert(id, name);
+        }
+    }
+}
+
+/// Checks that every key of a parsed `config.toml` is known and has the right type.
+pub fn check_toml_shape(root: &toml::Table) -> Result<(), Failure> {
+    let mut r = Report::default();
+    walk(&mut r, &mut Vec::new(), root);
+    r.finish()
+}
+
+fn walk<'a>(r: &mut Report, segments: &mut Vec<&'a str>, table: &'a toml::Table) {
+    for (key, value) in table {
+        segments.push(key);
+        let path = segments.join(".");
+        match paths::node(segments) {
+            None | Some(Node::Root) => r.fail(path, "unknown key"),
+            Some(Node::Section(_) | Node::Map(_) | Node::Entry(_))
+            | Some(Node::Leaf {
+                kind: Kind::Grants, ..
+            }) => match value.as_table() {
+                Some(t) => walk(r, segments, t),
+                None => r.fail(path, "expected a table"),
+            },
+            Some(Node::Leaf { kind, .. }) => {
+                if let Err(expected) = check_value(kind, value) {
+                    r.fail(path, format!("expected {expected}"));
+                }
+            }
+        }
+        segments.pop();
+    }
+}
+
+fn check_value(kind: Kind, value: &toml::Value) -> Result<(), String> {
+    let ok = match kind {
+        Kind::Str => value.is_str(),
+        Kind::Int(max) => value
+            .as_integer()
+            .is_some_and(|i| u64::try_from(i).is_ok_and(|n| n <= max)),
+        Kind::Bool => value.is_bool(),
+        Kind::StrList => value
+            .as_array()
+            .is_some_and(|items| items.iter().all(toml::Value::is_str)),
+        Kind::StrTable | Kind::Grants => value
+            .as_table()
+            .is_some_and(|t| t.values().all(toml::Value::is_str)),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(match kind {
+        Kind::Str => "a string".into(),
+        Kind::Int(max) => format!("an integer in 0..={max}"),
+        Kind::Bool => "a boolean".into(),
+        Kind::StrList => "an array of strings".into(),
+        Kind::StrTable | Kind::Grants => "a table of strings".into(),
+    })
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;

@@ -1,0 +1,179 @@
+//! One connection's life (SPEC §3.7, §15): a reader that feeds frames to
+//! the tower stack in arrival order, and a writer task that drains the
+//! connection's bounded queue.
+//!
+//! Reading never waits for a handler. Each frame's future is polled once,
+//! in place: most methods answer then and there (no task, no allocation);
+//! a future that must wait is moved into a task of its own, so a long
+//! `session/prompt` or a request waiting for the client never blocks the
+//! frames behind it. The stack's future is `Unpin` by construction, which is
+//! what lets it be polled in place and then moved.
+//!
+//! Any transport that yields bytes can be served here (Unix socket, named
+//! pipe, an in-memory duplex in tests); the WebSocket gateway drives the same
+//! stack from its own message loop.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use futures_util::StreamExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::FramedRead;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::{Service, ServiceBuilder};
+
+use crate::codec::{FrameCodec, FrameError};
+use crate::context::{Conn, ConnCtx, PeerInfo, Transport};
+use crate::jsonrpc::error_frame;
+use crate::layers::{
+    authz::AuthzLayer, envelope::EnvelopeLayer, handshake::HandshakeLayer, limit::LimitLayer,
+};
+use crate::layers::{trace::TraceLayer, transport::TransportLayer};
+use crate::outbound::write_queue;
+use crate::services::Router;
+use crate::state::{ConnectionGuard, Daemon};
+
+/// Initial capacity of a connection's read buffer. Small, because idle
+/// connections keep it; it grows while a larger frame is in flight and is
+/// given back once the connection is idle again.
+const READ_BUFFER: usize = 1024;
+/// A read buffer grown past this is released when it empties.
+const READ_BUFFER_KEEP: usize = 64 * 1024;
+
+/// The per-connection tower stack: frame in, frame (or nothing) out.
+pub type Stack = crate::layers::envelope::Envelope<
+    crate::layers::trace::Trace<
+        crate::layers::transport::TransportGate<
+            crate::layers::handshake::Handshake<
+                crate::layers::limit::Limit<crate::layers::authz::Authz<Router>>,
+            >,
+        >,
+    >,
+>;
+
+/// Builds the stack of one connection. The WebSocket gateway builds the same.
+pub fn build_stack(daemon: &Arc<Daemon>, conn: &Conn) -> Stack {
+    ServiceBuilder::new()
+        .layer(EnvelopeLayer::new(conn.clone(), daemon.test_faults))
+        .layer(TraceLayer::new(conn.clone()))
+        .layer(TransportLayer::new(conn.transport))
+        .layer(HandshakeLayer::new(conn.clone()))
+        .layer(LimitLayer::new(conn.clone()))
+        .layer(AuthzLayer::new(conn.clone(), daemon.authz.clone()))
+        .service(Router::new(daemon, conn))
+}
+
+/// Feeds one frame through the stack. A ready answer is queued here; an
+/// unfinished one continues in its own task (tracked by `tasks`).
+/// Returns `false` when the connection can take no more output.
+pub async fn dispatch(stack: &mut Stack, conn: &Conn, tasks: &TaskTracker, frame: String) -> bool {
+    // Every layer is always ready (load is shed, not queued), so this returns at once.
+    let _ = std::future::poll_fn(|cx| stack.poll_ready(cx)).await;
+    let mut fut = stack.call(frame);
+    let polled = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut fut).poll(cx))).await;
+    match polled {
+        Poll::Ready(Ok(Some(frame))) => conn.outbound.send(frame).await.is_ok(),
+        Poll::Ready(Ok(None)) => true,
+        Poll::Ready(Err(never)) => match never {},
+        Poll::Pending => {
+            let out = conn.outbound.clone();
+            tasks.spawn(async move {
+                if let Ok(Some(frame)) = fut.await {
+                    let _ = out.send(frame).await;
+                }
+            });
+            true
+        }
+    }
+}
+
+/// Serves one accepted byte-stream connection until it ends.
+pub async fn serve<R, W>(
+    daemon: Arc<Daemon>,
+    guard: ConnectionGuard,
+    reader: R,
+    writer: W,
+    peer: PeerInfo,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let closed = daemon.shutdown.child_token();
+    let (outbound, queue) = write_queue(closed.clone());
+    let conn = Arc::new(ConnCtx::new(
+        guard.id,
+        peer,
+        Transport::Local,
+        outbound,
+        closed.clone(),
+    ));
+    tracing::info!(event = "connection_accepted", conn = conn.id, peer = %conn.peer.label);
+    let writer = tokio::spawn(queue.run(writer, closed.clone()));
+    let tasks = TaskTracker::new();
+    read_frames(&daemon, &conn, &tasks, reader, &closed).await;
+
+    // The peer sent its last frame. It can no longer answer daemon requests,
+    // but it may still be reading: finish what is in flight, then close.
+    conn.peer_requests.close();
+    tasks.close();
+    tokio::select! {
+        _ = tasks.wait() => {}
+        _ = closed.cancelled() => {}
+    }
+    closed.cancel();
+    let _ = writer.await;
+    tracing::info!(event = "connection_closed", conn = conn.id, peer = %conn.peer.label, principal_id = %conn.principal_id());
+    drop(guard);
+}
+
+async fn read_frames<R: AsyncRead + Unpin>(
+    daemon: &Arc<Daemon>,
+    conn: &Conn,
+    tasks: &TaskTracker,
+    reader: R,
+    closed: &CancellationToken,
+) {
+    let mut stack = build_stack(daemon, conn);
+    let mut frames = FramedRead::with_capacity(reader, FrameCodec::default(), READ_BUFFER);
+    let cancelled = closed.cancelled();
+    tokio::pin!(cancelled);
+    // After a decode error FramedRead yields one `None` before reading on.
+    let mut after_error = false;
+    loop {
+        let item = tokio::select! {
+            biased;
+            item = frames.next() => item,
+            _ = &mut cancelled => return,
+        };
+        match item {
+            Some(Ok(frame)) => {
+                after_error = false;
+                if !dispatch(&mut stack, conn, tasks, frame).await {
+                    return;
+                }
+                let buf = frames.read_buffer_mut();
+                if buf.is_empty() && buf.capacity() > READ_BUFFER_KEEP {
+                    *buf = bytes::BytesMut::with_capacity(READ_BUFFER);
+                }
+            }
+            Some(Err(FrameError::Io(e))) => {
+                tracing::debug!(conn = conn.id, error = %e, "read failed");
+                return;
+            }
+            Some(Err(e)) => {
+                after_error = true;
+                tracing::info!(event = "frame_rejected", peer = %conn.peer.label, principal_id = %conn.principal_id(), reason = e.audit_reason());
+                if let Some(reply) = e.reply() {
+                    if conn.outbound.send(error_frame(&reply, None)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            None if after_error => after_error = false,
+            None => return,
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! What one connection knows about itself, shared by its reader, its writer,
+//! its in-flight requests and the sessions it is the channel of.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::authz::Binding;
+use crate::dialect::Dialect;
+use crate::layers::limit::InFlight;
+use crate::outbound::Outbound;
+use crate::peer::PeerRequests;
+
+/// Which transport carries the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Unix socket or named pipe.
+    Local,
+    /// The WebSocket gateway.
+    Wss,
+}
+
+impl Transport {
+    /// The `transport` member of the `initialize` result.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Wss => "wss",
+        }
+    }
+}
+
+/// Who is at the other end, as the transport saw it at accept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerInfo {
+    /// The peer's uid, when the kernel told us.
+    pub uid: Option<u32>,
+    /// The peer's pid, when the kernel told us.
+    pub pid: Option<u32>,
+    /// The audit label: `unix:pid=<pid>,uid=<uid>`, `unix:unknown`, `pipe:local`, `wss:<ip>:<port>`.
+    pub label: String,
+}
+
+/// The shared state of one connection.
+#[derive(Debug)]
+pub struct ConnCtx {
+    /// Daemon-unique connection number (for logs).
+    pub id: u64,
+    pub peer: PeerInfo,
+    pub transport: Transport,
+    /// Outbound frames.
+    pub outbound: Outbound,
+    /// Daemon→client requests awaiting answers.
+    pub peer_requests: PeerRequests,
+    /// Requests in flight (SPEC §4).
+    pub in_flight: InFlight,
+    /// Cancelled when the connection must close.
+    pub closed: CancellationToken,
+    binding: Mutex<Option<Arc<Binding>>>,
+    dialect: AtomicU8,
+    elicitation: AtomicBool,
+}
+
+impl ConnCtx {
+    /// A fresh, unbound connection.
+    pub fn new(
+        id: u64,
+        peer: PeerInfo,
+        transport: Transport,
+        outbound: Outbound,
+        closed: CancellationToken,
+    ) -> Self {
+        Self {
+            id,
+            peer,
+            transport,
+            outbound,
+            peer_requests: PeerRequests::default(),
+            in_flight: InFlight::default(),
+            closed,
+            binding: Mutex::new(None),
+            dialect: AtomicU8::new(Dialect::Camel.as_u8()),
+            elicitation: AtomicBool::new(false),
+        }
+    }
+
+    /// The current binding, if `initialize` succeeded and it was not dropped.
+    pub fn binding(&self) -> Option<Arc<Binding>> {
+        self.binding
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces (or, with `None`, drops) the binding.
+    pub fn set_binding(&self, binding: Option<Arc<Binding>>) {
+        *self.binding.lock().unwrap_or_else(|p| p.into_inner()) = binding;
+    }
+
+    /// Drops the binding only if it is still `expected` (a concurrent `initialize` wins).
+    pub fn drop_binding_if(&self, expected: &Arc<Binding>) {
+        let mut b = self.binding.lock().unwrap_or_else(|p| p.into_inner());
+        if b.as_ref().is_some_and(|cur| Arc::ptr_eq(cur, expected)) {
+            *b = None;
+        }
+    }
+
+    /// The connection's wire dialect.
+    pub fn dialect(&self) -> Dialect {
+        Dialect::from_u8(self.dialect.load(Ordering::Relaxed))
+    }
+
+    /// Sets the dialect (by a successful `initialize`).
+    pub fn set_dialect(&self, d: Dialect) {
+        self.dialect.store(d.as_u8(), Ordering::Relaxed);
+    }
+
+    /// Whether the client advertised `elicitation` support.
+    pub fn supports_elicitation(&self) -> bool {
+        self.elicitation.load(Ordering::Relaxed)
+    }
+
+    /// Records the client's elicitation capability.
+    pub fn set_elicitation(&self, yes: bool) {
+        self.elicitation.store(yes, Ordering::Relaxed);
+    }
+
+    /// The principal id for audit logs (`-` while unbound).
+    pub fn principal_id(&self) -> String {
+        self.binding()
+            .map(|b| b.principal.id.clone())
+            .unwrap_or_else(|| "-".to_owned())
+    }
+}
+
+/// Shorthand for the shared handle.
+pub type Conn = Arc<ConnCtx>;

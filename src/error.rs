@@ -1,0 +1,349 @@
+//! The JSON-RPC error type of the daemon and its wire codes.
+//!
+//! This is the one place where an error becomes a `code`, a `message` and a
+//! `data` object (SPEC §7). Domain modules keep their own error enums and
+//! convert into [`RpcError`]; nothing else in the crate spells a numeric code.
+
+use std::borrow::Cow;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{json, Value};
+
+use crate::limits::MAX_FRAME_BYTES;
+
+/// The `data` member of an error: an object whose members keep the order
+/// they were given in (`reason` first, as the spec writes them).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ErrorData(pub Vec<(&'static str, Value)>);
+
+impl ErrorData {
+    /// `{"reason": reason}`.
+    pub fn reason(reason: &'static str) -> Self {
+        Self(vec![("reason", Value::from(reason))])
+    }
+
+    /// Adds one member.
+    pub fn with(mut self, key: &'static str, value: impl Into<Value>) -> Self {
+        self.0.push((key, value.into()));
+        self
+    }
+}
+
+impl Serialize for ErrorData {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// Reasons of `-32010` (SPEC §7.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthReason {
+    NotInitialized,
+    CredentialRejected,
+    UnknownAuthProvider,
+    RosterRequired,
+    TokenRequired,
+    TokenRevoked,
+}
+
+impl AuthReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::NotInitialized => "not_initialized",
+            Self::CredentialRejected => "credential_rejected",
+            Self::UnknownAuthProvider => "unknown_auth_provider",
+            Self::RosterRequired => "roster_required",
+            Self::TokenRequired => "token_required",
+            Self::TokenRevoked => "token_revoked",
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Self::NotInitialized => "First call must be 'initialize'",
+            Self::CredentialRejected => "Credential rejected",
+            Self::UnknownAuthProvider => "Unknown auth provider",
+            Self::RosterRequired => {
+                "A local user roster is configured: connect from a mapped uid or present authToken"
+            }
+            Self::TokenRequired => "Remote connections must present authToken",
+            Self::TokenRevoked => "Pairing token revoked: re-pair and re-initialize",
+        }
+    }
+}
+
+/// Reasons of `-32012` (SPEC §7.2), with their members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Forbidden {
+    MissingGrant { required: String, method: String },
+    AdminOnly { method: String },
+    AdminOnlyParam { param: &'static str },
+    Agent { alias: String },
+    ConfigPath { index: Option<usize>, prop: String },
+    Revoked,
+    LocalOnly { method: String },
+    NoGrants,
+}
+
+/// Every error the daemon can answer with.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RpcError {
+    #[error("Parse error: {0}")]
+    Parse(String),
+    #[error("Invalid request: {0}")]
+    InvalidEnvelope(Cow<'static, str>),
+    #[error("Invalid request: batch arrays are not supported")]
+    Batch,
+    #[error("Frame exceeds {MAX_FRAME_BYTES} bytes")]
+    FrameTooLarge,
+    #[error("Unknown method: {0}")]
+    MethodNotFound(String),
+    /// `-32602`; `data` carries `reason` (and its members) or `index`/`prop`/`path`.
+    #[error("{message}")]
+    InvalidParams {
+        message: String,
+        data: Option<ErrorData>,
+    },
+    /// `-32603`; `reason` is one of the §7.2 values when the error has one.
+    #[error("{message}")]
+    Internal {
+        message: String,
+        reason: Option<&'static str>,
+    },
+    /// `-32000`; `data` is absent for a plain "Session not found".
+    #[error("{message}")]
+    SessionNotFound {
+        message: Cow<'static, str>,
+        data: Option<ErrorData>,
+    },
+    #[error("Session limit reached")]
+    SessionLimit { max: u64 },
+    #[error("Session busy: {detail}")]
+    SessionBusy {
+        detail: &'static str,
+        data: ErrorData,
+    },
+    #[error("Caller does not own this session")]
+    NotOwned,
+    /// `-32004`: `limit` is the §7.2 limit name.
+    #[error("{}", limit_message(limit))]
+    LimitExceeded { limit: &'static str, max: u64 },
+    #[error("{}", .0.message())]
+    Auth(AuthReason),
+    #[error("Protocol version mismatch: server=1, client={requested}")]
+    VersionMismatch { requested: Value },
+    #[error("{}", forbidden_message(.0))]
+    Forbidden(Forbidden),
+}
+
+fn limit_message(limit: &str) -> Cow<'static, str> {
+    match limit {
+        "connections" => Cow::Borrowed("Too many connections"),
+        other => Cow::Owned(format!("{other} exceeded")),
+    }
+}
+
+fn forbidden_message(f: &Forbidden) -> String {
+    match f {
+        Forbidden::MissingGrant { required, method } => {
+            format!("Principal is not granted {required} (required by {method})")
+        }
+        Forbidden::AdminOnly { method } => {
+            format!("Principal is not an admin (required by {method})")
+        }
+        Forbidden::AdminOnlyParam { param } => format!("Parameter {param} is admin-only"),
+        Forbidden::Agent { alias } => format!("Principal is not entitled to agent {alias}"),
+        Forbidden::ConfigPath {
+            index: Some(i),
+            prop,
+        } => {
+            format!("sets[{i}]: principal is not granted config write access to {prop}")
+        }
+        Forbidden::ConfigPath { index: None, prop } => {
+            format!("principal is not granted config write access to {prop}")
+        }
+        Forbidden::Revoked => "Permission revoked: the principal no longer resolves".to_owned(),
+        Forbidden::LocalOnly { method } => {
+            let family = if method.starts_with("file/upload/") {
+                "file/upload/*"
+            } else {
+                method
+            };
+            format!("{family} is only available on local connections")
+        }
+        Forbidden::NoGrants => {
+            "Authenticated, but no permission profile grants this identity anything".to_owned()
+        }
+    }
+}
+
+impl RpcError {
+    /// The JSON-RPC error code (SPEC §7.1).
+    pub fn code(&self) -> i32 {
+        match self {
+            Self::Parse(_) => -32700,
+            Self::InvalidEnvelope(_) | Self::Batch | Self::FrameTooLarge => -32600,
+            Self::MethodNotFound(_) => -32601,
+            Self::InvalidParams { .. } => -32602,
+            Self::Internal { .. } => -32603,
+            Self::SessionNotFound { .. } => -32000,
+            Self::SessionLimit { .. } => -32001,
+            Self::SessionBusy { .. } => -32002,
+            Self::NotOwned => -32003,
+            Self::LimitExceeded { .. } => -32004,
+            Self::Auth(_) => -32010,
+            Self::VersionMismatch { .. } => -32011,
+            Self::Forbidden(_) => -32012,
+        }
+    }
+
+    /// The `data` member (SPEC §7.2), if this error has one.
+    pub fn data(&self) -> Option<ErrorData> {
+        let reason = ErrorData::reason;
+        match self {
+            Self::Parse(_) | Self::MethodNotFound(_) | Self::NotOwned => None,
+            Self::InvalidEnvelope(_) => Some(reason("invalid_envelope")),
+            Self::Batch => Some(reason("batch")),
+            Self::FrameTooLarge => {
+                Some(reason("frame_too_large").with("max_frame_bytes", MAX_FRAME_BYTES))
+            }
+            Self::InvalidParams { data, .. } | Self::SessionNotFound { data, .. } => data.clone(),
+            Self::Internal { reason: r, .. } => r.map(reason),
+            Self::SessionLimit { max } => Some(ErrorData::default().with("max", *max)),
+            Self::SessionBusy { data, .. } => Some(data.clone()),
+            Self::LimitExceeded { limit, max } => {
+                Some(ErrorData::default().with("limit", *limit).with("max", *max))
+            }
+            Self::Auth(r) => Some(reason(r.as_str())),
+            Self::VersionMismatch { requested } => Some(
+                ErrorData::default()
+                    .with("supported", json!([1]))
+                    .with("requested", requested.clone()),
+            ),
+            Self::Forbidden(f) => Some(match f {
+                Forbidden::MissingGrant { required, .. } => {
+                    reason("missing_grant").with("required", required.as_str())
+                }
+                Forbidden::AdminOnly { .. } | Forbidden::AdminOnlyParam { .. } => {
+                    reason("admin_only")
+                }
+                Forbidden::Agent { alias } => reason("agent").with("agent", alias.as_str()),
+                Forbidden::ConfigPath {
+                    index: Some(i),
+                    prop,
+                } => reason("config_path")
+                    .with("index", *i)
+                    .with("prop", prop.as_str()),
+                Forbidden::ConfigPath { index: None, prop } => {
+                    reason("config_path").with("prop", prop.as_str())
+                }
+                Forbidden::Revoked => reason("revoked"),
+                Forbidden::LocalOnly { .. } => reason("local_only"),
+                Forbidden::NoGrants => reason("no_grants"),
+            }),
+        }
+    }
+
+    /// A `-32602` without `data`.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::InvalidParams {
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// A `-32602` with a `data.reason` and extra members.
+    pub fn invalid_params_reason(message: impl Into<String>, data: ErrorData) -> Self {
+        Self::InvalidParams {
+            message: message.into(),
+            data: Some(data),
+        }
+    }
+
+    /// A `-32603` with an optional `data.reason`.
+    pub fn internal(message: impl Into<String>, reason: Option<&'static str>) -> Self {
+        Self::Internal {
+            message: message.into(),
+            reason,
+        }
+    }
+
+    /// `-32603` `storage`.
+    pub fn storage(message: impl Into<String>) -> Self {
+        Self::internal(message, Some("storage"))
+    }
+
+    /// Plain `-32000` "Session not found".
+    pub fn session_not_found() -> Self {
+        Self::SessionNotFound {
+            message: Cow::Borrowed("Session not found"),
+            data: None,
+        }
+    }
+
+    /// `-32000` with a `data.reason`.
+    pub fn session_gone(message: &'static str, reason: &'static str) -> Self {
+        Self::SessionNotFound {
+            message: Cow::Borrowed(message),
+            data: Some(ErrorData::reason(reason)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_too_large_has_the_spec_bytes() {
+        let e = RpcError::FrameTooLarge;
+        assert_eq!(e.code(), -32600);
+        assert_eq!(e.to_string(), "Frame exceeds 8388608 bytes");
+        assert_eq!(
+            serde_json::to_string(&e.data()).unwrap(),
+            r#"{"reason":"frame_too_large","max_frame_bytes":8388608}"#
+        );
+    }
+
+    #[test]
+    fn messages_follow_the_spec() {
+        assert_eq!(
+            RpcError::Auth(AuthReason::NotInitialized).to_string(),
+            "First call must be 'initialize'"
+        );
+        assert_eq!(
+            RpcError::VersionMismatch {
+                requested: json!(2)
+            }
+            .to_string(),
+            "Protocol version mismatch: server=1, client=2"
+        );
+        assert_eq!(
+            RpcError::LimitExceeded {
+                limit: "connections",
+                max: 256
+            }
+            .to_string(),
+            "Too many connections"
+        );
+        assert_eq!(
+            RpcError::Forbidden(Forbidden::MissingGrant {
+                required: "config:update".into(),
+                method: "config/set".into()
+            })
+            .to_string(),
+            "Principal is not granted config:update (required by config/set)"
+        );
+        assert_eq!(
+            RpcError::Forbidden(Forbidden::LocalOnly {
+                method: "file/upload/begin".into()
+            })
+            .to_string(),
+            "file/upload/* is only available on local connections"
+        );
+    }
+}

@@ -1,0 +1,522 @@
+//! JSON-RPC 2.0 envelopes (SPEC §3.2–§3.4): one frame parsed, validated and
+//! classified by shape, and the writing of outbound frames.
+//!
+//! Parsing borrows from the frame: `id`, `params`, `result` and `error` stay
+//! [`RawValue`]s, so an id is echoed as the exact JSON text received (a
+//! string with its escapes, a number with all its digits) and params are
+//! decoded once, by the method that owns them.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::dialect::{write_json, Dialect};
+use crate::error::RpcError;
+
+/// What one frame is, once parsed and validated.
+#[derive(Debug)]
+pub enum Classified<'a> {
+    /// A valid request (`id` present) or notification (`id` absent).
+    Request {
+        id: Option<&'a RawValue>,
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
+    },
+    /// A valid response: `Ok(result)` or `Err(error object)`.
+    Response {
+        id: &'a RawValue,
+        outcome: Result<&'a RawValue, &'a RawValue>,
+    },
+    /// An invalid frame that is answered with `error` and this id (`None` = `null`).
+    Reply {
+        id: Option<&'a RawValue>,
+        error: RpcError,
+    },
+    /// A malformed response: logged without its contents, never answered.
+    Drop { reason: &'static str },
+}
+
+/// The JSON type of a raw value, from its first byte (serde_json trims whitespace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonKind {
+    Object,
+    Array,
+    String,
+    Number,
+    Bool,
+    Null,
+}
+
+/// The JSON type of `raw`.
+pub fn kind(raw: &RawValue) -> JsonKind {
+    match raw.get().as_bytes().first() {
+        Some(b'{') => JsonKind::Object,
+        Some(b'[') => JsonKind::Array,
+        Some(b'"') => JsonKind::String,
+        Some(b't' | b'f') => JsonKind::Bool,
+        Some(b'n') => JsonKind::Null,
+        _ => JsonKind::Number,
+    }
+}
+
+fn is_valid_id(raw: &RawValue) -> bool {
+    matches!(
+        kind(raw),
+        JsonKind::String | JsonKind::Number | JsonKind::Null
+    )
+}
+
+/// Parses and classifies one frame (the table of SPEC §3.3).
+pub fn classify(frame: &str) -> Classified<'_> {
+    let env: Envelope<'_> = match serde_json::from_str(frame) {
+        Ok(env) => env,
+        Err(e) => return classify_non_object(frame, e),
+    };
+    match env.method {
+        Some(method) => classify_request(env, method),
+        None if env.result.is_some() || env.error.is_some() => classify_response(env),
+        None => ambiguous("frame has neither method nor result/error"),
+    }
+}
+
+/// The frame did not decode as an object: tell invalid JSON from valid non-objects.
+fn classify_non_object<'a>(frame: &'a str, err: serde_json::Error) -> Classified<'a> {
+    if err.is_syntax() || err.is_eof() {
+        return Classified::Reply {
+            id: None,
+            error: RpcError::Parse(err.to_string()),
+        };
+    }
+    // A type error may come before the end of the text: check the whole text is JSON.
+    if let Err(e) = serde_json::from_str::<IgnoredAny>(frame) {
+        return Classified::Reply {
+            id: None,
+            error: RpcError::Parse(e.to_string()),
+        };
+    }
+    if frame.trim_start().starts_with('[') {
+        Classified::Reply {
+            id: None,
+            error: RpcError::Batch,
+        }
+    } else {
+        ambiguous("frame is not a JSON object")
+    }
+}
+
+fn ambiguous(detail: &'static str) -> Classified<'static> {
+    Classified::Reply {
+        id: None,
+        error: RpcError::InvalidEnvelope(Cow::Borrowed(detail)),
+    }
+}
+
+fn classify_request<'a>(env: Envelope<'a>, method: &'a RawValue) -> Classified<'a> {
+    if kind(method) != JsonKind::String {
+        return ambiguous("method must be a string");
+    }
+    if env.result.is_some() || env.error.is_some() {
+        return ambiguous("a request must not carry result or error");
+    }
+    let echo_id = env.id.filter(|id| is_valid_id(id));
+    let invalid = |detail: &'static str| Classified::Reply {
+        id: echo_id,
+        error: RpcError::InvalidEnvelope(Cow::Borrowed(detail)),
+    };
+    if !is_jsonrpc_2(env.jsonrpc) {
+        return invalid("jsonrpc must be \"2.0\"");
+    }
+    if env.id.is_some() && echo_id.is_none() {
+        return invalid("id must be a string, number or null");
+    }
+    if let Some(p) = env.params {
+        if !matches!(kind(p), JsonKind::Object | JsonKind::Array) {
+            return invalid("params must be an object or an array");
+        }
+    }
+    match serde_json::from_str::<Cow<'a, str>>(method.get()) {
+        Ok(method) => Classified::Request {
+            id: env.id,
+            method,
+            params: env.params,
+        },
+        Err(_) => invalid("method must be a string"),
+    }
+}
+
+fn classify_response(env: Envelope<'_>) -> Classified<'_> {
+    let Some(id) = env.id else {
+        return Classified::Drop {
+            reason: "response without id",
+        };
+    };
+    if !is_valid_id(id) {
+        return Classified::Drop {
+            reason: "response id must be a string, number or null",
+        };
+    }
+    if !is_jsonrpc_2(env.jsonrpc) {
+        return Classified::Drop {
+            reason: "jsonrpc must be \"2.0\"",
+        };
+    }
+    if env.params.is_some() {
+        return Classified::Drop {
+            reason: "response must not carry params",
+        };
+    }
+    match (env.result, env.error) {
+        (Some(result), None) => Classified::Response {
+            id,
+            outcome: Ok(result),
+        },
+        (None, Some(error)) if is_error_object(error) => Classified::Response {
+            id,
+            outcome: Err(error),
+        },
+        (None, Some(_)) => Classified::Drop {
+            reason: "malformed error object",
+        },
+        _ => Classified::Drop {
+            reason: "response must carry exactly one of result and error",
+        },
+    }
+}
+
+fn is_jsonrpc_2(v: Option<&RawValue>) -> bool {
+    match v {
+        Some(v) if v.get() == "\"2.0\"" => true,
+        Some(v) if kind(v) == JsonKind::String => {
+            serde_json::from_str::<Cow<'_, str>>(v.get()).is_ok_and(|s| s == "2.0")
+        }
+        _ => false,
+    }
+}
+
+/// `{"code": <integer>, "message": <string>, "data"?: <any>}`.
+fn is_error_object(raw: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct ErrorObject<'a> {
+        #[allow(dead_code)]
+        code: i64,
+        #[allow(dead_code)]
+        #[serde(borrow)]
+        message: Cow<'a, str>,
+    }
+    kind(raw) == JsonKind::Object && serde_json::from_str::<ErrorObject<'_>>(raw.get()).is_ok()
+}
+
+/// The members of a frame that matter; all others are ignored (§3.2 rule 4).
+#[derive(Default)]
+struct Envelope<'a> {
+    jsonrpc: Option<&'a RawValue>,
+    method: Option<&'a RawValue>,
+    id: Option<&'a RawValue>,
+    params: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Member {
+    Jsonrpc,
+    Method,
+    Id,
+    Params,
+    Result,
+    Error,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Envelope<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON-RPC object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut env = Envelope::default();
+                while let Some(key) = map.next_key::<Member>()? {
+                    // A repeated member keeps its last value, as JSON parsers commonly do.
+                    let slot = match key {
+                        Member::Jsonrpc => &mut env.jsonrpc,
+                        Member::Method => &mut env.method,
+                        Member::Id => &mut env.id,
+                        Member::Params => &mut env.params,
+                        Member::Result => &mut env.result,
+                        Member::Error => &mut env.error,
+                        Member::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value::<&'de RawValue>()?);
+                }
+                Ok(env)
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Outbound frames. Member order follows the spec's examples.
+
+const RESULT_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","result":"#;
+
+/// A serialized `result`, already framed up to the id: finishing it costs no copy.
+#[derive(Debug)]
+pub struct Payload(Vec<u8>);
+
+impl Payload {
+    /// Serializes `result` with member names in `dialect`.
+    pub fn new<T: Serialize + ?Sized>(result: &T, dialect: Dialect) -> Result<Self, RpcError> {
+        let mut buf = Vec::with_capacity(128);
+        buf.extend_from_slice(RESULT_PREFIX);
+        write_json(&mut buf, result, dialect)
+            .map_err(|e| RpcError::internal(format!("serializing the result failed: {e}"), None))?;
+        Ok(Self(buf))
+    }
+
+    /// `{}`.
+    pub fn empty_object() -> Self {
+        let mut buf = Vec::with_capacity(RESULT_PREFIX.len() + 24);
+        buf.extend_from_slice(RESULT_PREFIX);
+        buf.extend_from_slice(b"{}");
+        Self(buf)
+    }
+
+    /// The response frame for request `id` (raw JSON text), `\n` included.
+    pub fn into_frame(self, id: &str) -> Vec<u8> {
+        let mut buf = self.0;
+        buf.extend_from_slice(b",\"id\":");
+        buf.extend_from_slice(id.as_bytes());
+        buf.extend_from_slice(b"}\n");
+        buf
+    }
+
+    /// Bytes of the frame this payload becomes, without the id.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Never true: a payload always holds its frame prefix.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The error frame answering request `id` (`None` = `null`), `\n` included.
+pub fn error_frame(error: &RpcError, id: Option<&str>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct ErrorBody<'a> {
+        code: i32,
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        data: Option<crate::error::ErrorData>,
+        #[serde(skip)]
+        _p: std::marker::PhantomData<&'a ()>,
+    }
+    let body = ErrorBody {
+        code: error.code(),
+        message: error.to_string(),
+        data: error.data(),
+        _p: std::marker::PhantomData,
+    };
+    let mut buf = Vec::with_capacity(160);
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","error":"#);
+    // Serializing plain strings and numbers into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut buf, &body);
+    buf.extend_from_slice(b",\"id\":");
+    buf.extend_from_slice(id.unwrap_or("null").as_bytes());
+    buf.extend_from_slice(b"}\n");
+    buf
+}
+
+/// A notification frame (`\n` included), params in `dialect`.
+pub fn notification_frame<T: Serialize + ?Sized>(
+    method: &str,
+    params: &T,
+    dialect: Dialect,
+) -> serde_json::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(96);
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    serde_json::to_writer(&mut buf, method)?;
+    buf.extend_from_slice(br#","params":"#);
+    write_json(&mut buf, params, dialect)?;
+    buf.extend_from_slice(b"}\n");
+    Ok(buf)
+}
+
+/// A daemon→client request frame (`\n` included) with a `zc-out-<n>` id.
+pub fn request_frame<T: Serialize + ?Sized>(
+    method: &str,
+    params: &T,
+    seq: u64,
+) -> serde_json::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(160);
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    serde_json::to_writer(&mut buf, method)?;
+    buf.extend_from_slice(br#","params":"#);
+    serde_json::to_writer(&mut buf, params)?;
+    buf.extend_from_slice(br#","id":"zc-out-"#);
+    buf.extend_from_slice(seq.to_string().as_bytes());
+    buf.extend_from_slice(b"\"}\n");
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(frame: &str) -> (Option<String>, i32, Option<String>) {
+        match classify(frame) {
+            Classified::Reply { id, error } => (
+                id.map(|i| i.get().to_owned()),
+                error.code(),
+                error.data().map(|d| serde_json::to_string(&d).unwrap()),
+            ),
+            other => panic!("expected a reply for {frame}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_request_and_notification() {
+        match classify(r#"{"jsonrpc":"2.0","method":"status","params":{},"id":1}"#) {
+            Classified::Request { id, method, params } => {
+                assert_eq!(id.unwrap().get(), "1");
+                assert_eq!(method, "status");
+                assert_eq!(params.unwrap().get(), "{}");
+            }
+            other => panic!("{other:?}"),
+        }
+        match classify(r#"{"jsonrpc":"2.0","method":"st\u0061tus"}"#) {
+            Classified::Request {
+                id: None,
+                method,
+                params: None,
+            } => assert_eq!(method, "status"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ids_are_kept_as_received_text() {
+        for id in [
+            r#""a\"b""#,
+            "12345678901234567890123456789",
+            "-0.5e10",
+            "null",
+            r#""zc-out-0""#,
+        ] {
+            let frame = format!(r#"{{"jsonrpc":"2.0","method":"x","id":{id}}}"#);
+            match classify(&frame) {
+                Classified::Request { id: Some(got), .. } => assert_eq!(got.get(), id),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_invalid_row_of_the_table() {
+        let inv = Some(r#"{"reason":"invalid_envelope"}"#.to_owned());
+        // not JSON
+        assert_eq!(reply("{"), (None, -32700, None));
+        assert_eq!(reply("[1,"), (None, -32700, None));
+        assert_eq!(reply(r#"{"a":1} x"#), (None, -32700, None));
+        // request-shaped
+        assert_eq!(
+            reply(r#"{"method":"status","id":7}"#),
+            (Some("7".into()), -32600, inv.clone())
+        );
+        assert_eq!(reply(r#"{"method":"status"}"#), (None, -32600, inv.clone()));
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","method":"s","params":null,"id":"x"}"#),
+            (Some("\"x\"".into()), -32600, inv.clone())
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","method":"s","params":3,"id":null}"#),
+            (Some("null".into()), -32600, inv.clone())
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","method":"s","id":{}}"#),
+            (None, -32600, inv.clone())
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"1.0","method":"s","id":2}"#),
+            (Some("2".into()), -32600, inv.clone())
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":2.0,"method":"s","id":2}"#),
+            (Some("2".into()), -32600, inv.clone())
+        );
+        // direction-ambiguous
+        assert_eq!(
+            reply("[]"),
+            (None, -32600, Some(r#"{"reason":"batch"}"#.into()))
+        );
+        assert_eq!(
+            reply(r#"[{"jsonrpc":"2.0","method":"status","id":1}]"#),
+            (None, -32600, Some(r#"{"reason":"batch"}"#.into()))
+        );
+        assert_eq!(reply("3"), (None, -32600, inv.clone()));
+        assert_eq!(reply(r#""x""#), (None, -32600, inv.clone()));
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","method":5,"id":1}"#),
+            (None, -32600, inv.clone())
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","method":"s","result":1,"id":1}"#),
+            (None, -32600, inv.clone())
+        );
+        assert_eq!(
+            reply(r#"{"jsonrpc":"2.0","id":1}"#),
+            (None, -32600, inv.clone())
+        );
+        assert_eq!(reply(r#"{}"#), (None, -32600, inv));
+    }
+
+    #[test]
+    fn responses_valid_and_dropped() {
+        assert!(
+            matches!(classify(r#"{"jsonrpc":"2.0","result":null,"id":"zc-out-0"}"#), Classified::Response { outcome: Ok(r), .. } if r.get() == "null")
+        );
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","error":{"code":1,"message":"m"},"id":3}"#),
+            Classified::Response {
+                outcome: Err(_),
+                ..
+            }
+        ));
+        for bad in [
+            r#"{"jsonrpc":"2.0","result":1}"#,
+            r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"m"},"id":1}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":1.5,"message":"m"},"id":1}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":1},"id":1}"#,
+            r#"{"jsonrpc":"2.0","error":[],"id":1}"#,
+            r#"{"jsonrpc":"2.0","result":1,"params":{},"id":1}"#,
+            r#"{"result":1,"id":1}"#,
+            r#"{"jsonrpc":"2.0","result":1,"id":[1]}"#,
+        ] {
+            assert!(matches!(classify(bad), Classified::Drop { .. }), "{bad}");
+        }
+    }
+
+    #[test]
+    fn frames_are_written_in_spec_order() {
+        let f = error_frame(&RpcError::FrameTooLarge, None);
+        assert_eq!(
+            String::from_utf8(f).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32600,\"message\":\"Frame exceeds 8388608 bytes\",\"data\":{\"reason\":\"frame_too_large\",\"max_frame_bytes\":8388608}},\"id\":null}\n"
+        );
+        let p = Payload::empty_object().into_frame("\"a\"");
+        assert_eq!(p, b"{\"jsonrpc\":\"2.0\",\"result\":{},\"id\":\"a\"}\n");
+    }
+}

@@ -1,0 +1,25 @@
+//! `zeroclaw`: a local JSON-RPC 2.0 daemon speaking NDJSON over a Unix
+//! socket (a named pipe on Windows). See `docs/architecture.md` for the path
+//! of one request through these modules.
+
+#![warn(missing_debug_implementations)]
+
+pub mod authz;
+pub mod codec;
+pub mod config;
+pub mod connection;
+pub mod context;
+pub mod dialect;
+pub mod error;
+pub mod jsonrpc;
+pub mod limits;
+pub mod methods;
+pub mod outbound;
+pub mod peer;
+pub mod request;
+pub mod state;
+
+#[path = "../layers/mod.rs"]
+pub mod layers;
+#[path = "../services/mod.rs"]
+pub mod services;

@@ -1,0 +1,32 @@
+//! The numeric limits of protocol version 1 (SPEC §4), in one place.
+
+use std::time::Duration;
+
+/// Largest frame in either direction, every byte before the `\n`.
+pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
+/// Requests (and notifications being processed) in flight per connection.
+pub const MAX_IN_FLIGHT_REQUESTS: usize = 64;
+/// Bytes of the frames of the requests in flight per connection.
+pub const MAX_IN_FLIGHT_BYTES: usize = 64 * 1024 * 1024;
+/// Daemon→client requests awaiting an answer per connection.
+pub const MAX_PENDING_PEER_REQUESTS: usize = 16;
+/// Frames queued for writing per connection.
+pub const WRITE_QUEUE_FRAMES: usize = 64;
+/// Bytes queued for writing per connection.
+pub const WRITE_QUEUE_BYTES: usize = 16 * 1024 * 1024;
+/// How long producers may wait on a full write queue before the connection is closed.
+pub const WRITE_STALL: Duration = Duration::from_secs(30);
+/// Concurrent local connections.
+pub const MAX_CONNECTIONS: usize = 256;
+/// Decoded bytes of one upload chunk.
+pub const UPLOAD_CHUNK_BYTES: usize = 1024 * 1024;
+/// Largest file, attached or uploaded.
+pub const UPLOAD_MAX_BYTES: usize = 10 * 1024 * 1024;
+/// Staged uploads per connection.
+pub const MAX_STAGED_UPLOADS: usize = 4;
+/// Backoff after a transient `accept` error (SPEC §2.6).
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// Ephemeral mode: how long the daemon waits after the last client left.
+pub const EPHEMERAL_GRACE: Duration = Duration::from_secs(1);
+/// How long a graceful shutdown waits for running turns.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);

@@ -1,0 +1,77 @@
+//! The static method table (SPEC §3.5, §6.4): name → required access,
+//! local-only flag. The layers consult it before the router, so an unknown
+//! method is answered `-32601` even before `initialize`, and the
+//! authorization gate never needs to know what a method does.
+
+use crate::config::{Grant, Resource, Resource::*, Verb, Verb::*};
+
+/// What a method requires of the principal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// `initialize`: the handshake itself.
+    Handshake,
+    /// Exactly one grant.
+    Grant(Grant),
+    /// Admin-only methods.
+    Admin,
+}
+
+/// One row of the method table.
+#[derive(Debug)]
+pub struct MethodSpec {
+    /// Wire name.
+    pub name: &'static str,
+    /// Required access.
+    pub access: Access,
+    /// Served only on local connections (`-32012` `local_only` on WebSocket).
+    pub local_only: bool,
+    /// Exists only when the daemon runs with `--test-faults`.
+    pub test_faults_only: bool,
+}
+
+const fn m(name: &'static str, access: Access) -> MethodSpec {
+    MethodSpec {
+        name,
+        access,
+        local_only: false,
+        test_faults_only: false,
+    }
+}
+
+const fn g(r: Resource, v: Verb) -> Access {
+    Access::Grant(Grant(r, v))
+}
+
+/// Every client→daemon method served, in the order of the §6.4 table.
+/// A method joins this table when its service exists.
+pub static METHODS: &[MethodSpec] = &[
+    m("initialize", Access::Handshake),
+    m("status", g(System, Read)),
+];
+
+/// The row for `name`, if the daemon serves it (with `--test-faults` when required).
+pub fn lookup(name: &str, test_faults: bool) -> Option<&'static MethodSpec> {
+    METHODS
+        .iter()
+        .find(|m| m.name == name && (test_faults || !m.test_faults_only))
+}
+
+/// The `capabilities` list of `initialize` (§8.1) for a transport.
+pub fn capabilities(local: bool, test_faults: bool) -> impl Iterator<Item = &'static str> {
+    METHODS
+        .iter()
+        .filter(move |m| (local || !m.local_only) && (test_faults || !m.test_faults_only))
+        .map(|m| m.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_finds_served_methods_only() {
+        assert_eq!(lookup("status", false).map(|m| m.name), Some("status"));
+        assert!(lookup("nope", true).is_none());
+        assert!(lookup("Status", false).is_none());
+    }
+}

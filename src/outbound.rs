@@ -1,0 +1,239 @@
+//! The write side of a connection (SPEC §3.7, §4): every outbound frame
+//! (responses, notifications, daemon→client requests) goes through one
+//! bounded queue to one writer task, so frames never interleave.
+//!
+//! The queue holds at most 64 frames and 16 MiB. Producers wait while it is
+//! full; one that has waited 30 s closes the connection (a client that stops
+//! reading cannot grow the daemon's memory). The writer drains every frame
+//! that is ready into one write, so a pipelining client costs one syscall
+//! per batch, not per frame.
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, Semaphore, TryAcquireError};
+use tokio_util::sync::CancellationToken;
+
+use crate::limits::{WRITE_QUEUE_BYTES, WRITE_QUEUE_FRAMES, WRITE_STALL};
+
+/// The connection is closed (or closing): the frame was not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("connection closed")]
+pub struct Closed;
+
+/// Largest batch the writer assembles before writing.
+const MAX_BATCH_BYTES: usize = 256 * 1024;
+
+/// What the queue may hold: frames and bytes, each counted from the moment
+/// a producer queues a frame until the writer has written it (a frame the
+/// writer is busy writing still counts).
+#[derive(Debug)]
+struct Budget {
+    frames: Semaphore,
+    bytes: Semaphore,
+}
+
+impl Budget {
+    fn close(&self) {
+        self.frames.close();
+        self.bytes.close();
+    }
+
+    fn give_back(&self, frames: usize, bytes: usize) {
+        self.frames.add_permits(frames);
+        self.bytes.add_permits(bytes);
+    }
+}
+
+/// A producer's handle on a connection's write queue.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    budget: Arc<Budget>,
+    closed: CancellationToken,
+}
+
+/// The writer's end of the queue.
+#[derive(Debug)]
+pub struct WriteQueue {
+    rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    budget: Arc<Budget>,
+}
+
+/// A new queue; `closed` is cancelled when a producer stalls too long.
+pub fn write_queue(closed: CancellationToken) -> (Outbound, WriteQueue) {
+    // The channel itself is unbounded: the budget is what bounds it.
+    let (tx, rx) = mpsc::unbounded_channel();
+    let budget = Arc::new(Budget {
+        frames: Semaphore::new(WRITE_QUEUE_FRAMES),
+        bytes: Semaphore::new(WRITE_QUEUE_BYTES),
+    });
+    (
+        Outbound {
+            tx,
+            budget: budget.clone(),
+            closed,
+        },
+        WriteQueue { rx, budget },
+    )
+}
+
+fn charge(frame: &[u8]) -> u32 {
+    // A frame is at most 8 MiB, so it always fits into an empty queue.
+    frame.len().min(WRITE_QUEUE_BYTES) as u32
+}
+
+fn take(sem: &Semaphore, n: u32) -> Result<bool, Closed> {
+    match sem.try_acquire_many(n) {
+        Ok(permit) => {
+            permit.forget();
+            Ok(true)
+        }
+        Err(TryAcquireError::NoPermits) => Ok(false),
+        Err(TryAcquireError::Closed) => Err(Closed),
+    }
+}
+
+impl Outbound {
+    /// Queues one frame, waiting while the queue is full.
+    pub async fn send(&self, frame: Vec<u8>) -> Result<(), Closed> {
+        let n = charge(&frame);
+        let has_frame = take(&self.budget.frames, 1)?;
+        let has_bytes = has_frame && take(&self.budget.bytes, n)?;
+        if !has_bytes {
+            self.wait_for_room(has_frame, n).await?;
+        }
+        self.tx.send(frame).map_err(|_| Closed)
+    }
+
+    /// The slow path: wait for room, at most [`WRITE_STALL`] in all.
+    async fn wait_for_room(&self, has_frame: bool, n: u32) -> Result<(), Closed> {
+        let budget = &self.budget;
+        let wait = async {
+            if !has_frame {
+                budget.frames.acquire().await.map_err(|_| Closed)?.forget();
+            }
+            budget
+                .bytes
+                .acquire_many(n)
+                .await
+                .map_err(|_| Closed)?
+                .forget();
+            Ok::<(), Closed>(())
+        };
+        match tokio::time::timeout(WRITE_STALL, wait).await {
+            Ok(r) => r,
+            Err(_) => {
+                tracing::info!(
+                    event = "write_stalled",
+                    "write queue full for 30 s: closing the connection"
+                );
+                self.closed.cancel();
+                Err(Closed)
+            }
+        }
+    }
+
+    /// Whether the writer has gone.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+impl WriteQueue {
+    /// Writes queued frames to `sink` until every producer is gone or
+    /// `closed` is cancelled, then shuts the sink down.
+    pub async fn run<W: AsyncWrite + Unpin>(mut self, mut sink: W, closed: CancellationToken) {
+        let mut batch: Vec<u8> = Vec::new();
+        loop {
+            let first = tokio::select! {
+                biased;
+                f = self.rx.recv() => match f { Some(f) => f, None => break },
+                _ = closed.cancelled() => break,
+            };
+            let (mut frames, mut bytes) = (1, charge(&first) as usize);
+            let result = if let Ok(second) = self.rx.try_recv() {
+                batch.clear();
+                batch.extend_from_slice(&first);
+                batch.extend_from_slice(&second);
+                frames += 1;
+                bytes += charge(&second) as usize;
+                while batch.len() < MAX_BATCH_BYTES {
+                    let Ok(next) = self.rx.try_recv() else { break };
+                    frames += 1;
+                    bytes += charge(&next) as usize;
+                    batch.extend_from_slice(&next);
+                }
+                write(&mut sink, &batch, &closed).await
+            } else {
+                write(&mut sink, &first, &closed).await
+            };
+            self.budget.give_back(frames, bytes);
+            if batch.capacity() > MAX_BATCH_BYTES * 2 {
+                batch = Vec::new();
+            }
+            if result.is_err() {
+                closed.cancel();
+                break;
+            }
+        }
+        // Producers see `Closed` from now on.
+        self.rx.close();
+        self.budget.close();
+        let _ = sink.shutdown().await;
+    }
+}
+
+async fn write<W: AsyncWrite + Unpin>(
+    sink: &mut W,
+    buf: &[u8],
+    closed: &CancellationToken,
+) -> std::io::Result<()> {
+    tokio::select! {
+        r = sink.write_all(buf) => r,
+        _ = closed.cancelled() => Err(std::io::ErrorKind::BrokenPipe.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn frames_arrive_in_order_and_batched() {
+        let closed = CancellationToken::new();
+        let (out, q) = write_queue(closed.clone());
+        let (a, mut b) = tokio::io::duplex(1 << 20);
+        let writer = tokio::spawn(q.run(a, closed.clone()));
+        for i in 0..100 {
+            out.send(format!("{i}\n").into_bytes()).await.unwrap();
+        }
+        drop(out);
+        writer.await.unwrap();
+        let mut s = String::new();
+        b.read_to_string(&mut s).await.unwrap();
+        let expect: String = (0..100).map(|i| format!("{i}\n")).collect();
+        assert_eq!(s, expect);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_reader_closes_the_connection_after_30s() {
+        let closed = CancellationToken::new();
+        let (out, q) = write_queue(closed.clone());
+        let (a, _b) = tokio::io::duplex(64); // nobody reads _b
+        tokio::spawn(q.run(a, closed.clone()));
+        let mut sent = 0usize;
+        let start = tokio::time::Instant::now();
+        while out.send(vec![b'x'; 1024]).await.is_ok() {
+            sent += 1;
+            assert!(sent < 1000, "queue must be bounded");
+        }
+        assert!(closed.is_cancelled());
+        assert!(start.elapsed() >= WRITE_STALL);
+        assert_eq!(
+            sent, WRITE_QUEUE_FRAMES,
+            "the queue holds exactly 64 frames"
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! The request as the layers and services see it: the frame it came from,
+//! its method's table row, where its params are, and what the layers have
+//! learnt about it (binding, dialect). Params are decoded only by the
+//! method's service, straight from the frame text.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::authz::Binding;
+use crate::dialect::Dialect;
+use crate::error::RpcError;
+use crate::jsonrpc::{kind, JsonKind};
+use crate::methods::MethodSpec;
+
+/// One valid request or notification on its way through the stack.
+#[derive(Debug)]
+pub struct Request {
+    frame: String,
+    params: Option<Range<usize>>,
+    /// The method's table row.
+    pub method: &'static MethodSpec,
+    /// `false` for a notification (no `id` member): never answered.
+    pub expects_reply: bool,
+    /// The connection's binding, attached by the handshake layer and refreshed by authz.
+    pub binding: Option<Arc<Binding>>,
+    /// The connection's dialect when the request was read.
+    pub dialect: Dialect,
+}
+
+impl Request {
+    /// A request over `frame`, whose params text (if any) is `frame[params]`.
+    pub fn with_params_range(
+        frame: String,
+        params: Option<Range<usize>>,
+        method: &'static MethodSpec,
+        expects_reply: bool,
+        dialect: Dialect,
+    ) -> Self {
+        Self {
+            frame,
+            params,
+            method,
+            expects_reply,
+            binding: None,
+            dialect,
+        }
+    }
+
+    /// Bytes of the frame (counted by the in-flight limit).
+    pub fn frame_len(&self) -> usize {
+        self.frame.len()
+    }
+
+    /// The raw params text, if present.
+    pub fn raw_params(&self) -> Option<&str> {
+        self.params.clone().and_then(|r| self.frame.get(r))
+    }
+
+    /// Decodes params (SPEC §1.3): omitted → `{}`, an array → `-32602`, unknown fields ignored.
+    pub fn params<'a, T: Deserialize<'a>>(&'a self) -> Result<T, RpcError> {
+        let text = self.raw_params().unwrap_or("{}");
+        if text.starts_with('[') {
+            return Err(RpcError::invalid_params(
+                "params must be an object: positional parameters are not supported",
+            ));
+        }
+        serde_json::from_str(text)
+            .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
+    }
+
+    /// The bound principal's binding. Present for every method but `initialize`.
+    pub fn binding(&self) -> Result<&Arc<Binding>, RpcError> {
+        self.binding
+            .as_ref()
+            .ok_or(RpcError::Auth(crate::error::AuthReason::NotInitialized))
+    }
+}
+
+/// Whether `raw` is JSON `null` (SPEC §1.3: a null parameter is absent).
+pub fn is_null(raw: &RawValue) -> bool {
+    kind(raw) == JsonKind::Null
+}
+
+/// A request id as the exact JSON text received, stored inline when short
+/// (almost always) so answering costs no allocation.
+#[derive(Debug, Clone)]
+pub enum IdText {
+    Inline { len: u8, bytes: [u8; 38] },
+    Heap(Box<str>),
+}
+
+impl IdText {
+    /// Copies the raw JSON text of an id.
+    pub fn new(raw: &str) -> Self {
+        let mut bytes = [0u8; 38];
+        match bytes.get_mut(..raw.len()) {
+            Some(slot) => {
+                slot.copy_from_slice(raw.as_bytes());
+                Self::Inline {
+                    len: raw.len() as u8,
+                    bytes,
+                }
+            }
+            None => Self::Heap(raw.into()),
+        }
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            // The inline bytes are a copy of a `&str` prefix of exactly `len` bytes.
+            Self::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..*len as usize]).unwrap_or("null")
+            }
+            Self::Heap(s) => s,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_text_round_trips_short_and_long() {
+        for s in [
+            "1",
+            "\"zc-out-0\"",
+            "null",
+            &"9".repeat(38),
+            &"7".repeat(200),
+        ] {
+            assert_eq!(IdText::new(s).as_str(), s);
+        }
+        assert!(matches!(
+            IdText::new(&"9".repeat(38)),
+            IdText::Inline { .. }
+        ));
+        assert!(matches!(IdText::new(&"9".repeat(39)), IdText::Heap(_)));
+    }
+}

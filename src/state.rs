@@ -1,0 +1,102 @@
+//! The daemon-wide state every connection shares: where things are, the
+//! live authorization state, the connection count, the shutdown signal.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::authz::AuthzState;
+
+/// Resolved locations (SPEC §2.1, §2.2), as `status` reports them.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub config_dir: PathBuf,
+    pub config_file: PathBuf,
+    pub data_dir: PathBuf,
+    /// The endpoint as clients name it (socket path or pipe name).
+    pub endpoint: String,
+}
+
+/// Shared by every connection of one daemon.
+#[derive(Debug)]
+pub struct Daemon {
+    pub started: Instant,
+    pub paths: Paths,
+    /// `--ephemeral`.
+    pub ephemeral: bool,
+    /// `--test-faults`.
+    pub test_faults: bool,
+    pub authz: Arc<AuthzState>,
+    /// Cancelled to shut the daemon down.
+    pub shutdown: CancellationToken,
+    connections: AtomicUsize,
+    conn_seq: AtomicU64,
+    /// Notified whenever the connection count changes (ephemeral mode watches it).
+    pub clients_changed: Notify,
+}
+
+impl Daemon {
+    /// A daemon with no connections yet.
+    pub fn new(paths: Paths, authz: AuthzState, ephemeral: bool, test_faults: bool) -> Arc<Self> {
+        Arc::new(Self {
+            started: Instant::now(),
+            paths,
+            ephemeral,
+            test_faults,
+            authz: Arc::new(authz),
+            shutdown: CancellationToken::new(),
+            connections: AtomicUsize::new(0),
+            conn_seq: AtomicU64::new(0),
+            clients_changed: Notify::new(),
+        })
+    }
+
+    /// Open connections (rejected ones never count).
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::Acquire)
+    }
+
+    /// Counts a connection in, if fewer than `max` are open; its guard counts it out.
+    pub fn admit(self: &Arc<Self>, max: usize) -> Option<ConnectionGuard> {
+        let mut n = self.connections.load(Ordering::Acquire);
+        loop {
+            if n >= max {
+                return None;
+            }
+            match self.connections.compare_exchange_weak(
+                n,
+                n + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(cur) => n = cur,
+            }
+        }
+        self.clients_changed.notify_waiters();
+        let id = self.conn_seq.fetch_add(1, Ordering::Relaxed) + 1;
+        Some(ConnectionGuard {
+            daemon: self.clone(),
+            id,
+        })
+    }
+}
+
+/// One admitted connection; dropping it counts the connection out.
+#[derive(Debug)]
+pub struct ConnectionGuard {
+    daemon: Arc<Daemon>,
+    /// The connection's number.
+    pub id: u64,
+}
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.daemon.connections.fetch_sub(1, Ordering::AcqRel);
+        self.daemon.clients_changed.notify_waiters();
+    }
+}
