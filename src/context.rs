@@ -31,16 +31,7 @@ impl Transport {
     }
 }
 
-/// Who is at the other end, as the transport saw it at accept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PeerInfo {
-    /// The peer's uid, when the kernel told us.
-    pub uid: Option<u32>,
-    /// The peer's pid, when the kernel told us.
-    pub pid: Option<u32>,
-    /// The audit label: `unix:pid=<pid>,uid=<uid>`, `unix:unknown`, `pipe:local`, `wss:<ip>:<port>`.
-    pub label: String,
-}
+pub use crate::endpoint::PeerInfo;
 
 /// The shared state of one connection.
 #[derive(Debug)]

@@ -4,12 +4,16 @@
 
 #![warn(missing_debug_implementations)]
 
+pub mod agent;
 pub mod authz;
+pub mod client;
 pub mod codec;
 pub mod config;
 pub mod connection;
 pub mod context;
+pub mod daemon;
 pub mod dialect;
+pub mod endpoint;
 pub mod error;
 pub mod jsonrpc;
 pub mod limits;

@@ -1,0 +1,231 @@
+//! The built-in `echo` agent (SPEC §10.3): executes the prompt's directive
+//! language line by line and nothing else, so the same prompt, context and
+//! client answers always produce the same events.
+//!
+//! Text items (text lines and the text of `::repeat`, `::ask`, `::context`)
+//! form the reply: the first is emitted as is, each later one prefixed by
+//! `"\n"`. Every wait (chunk delay, `::sleep`, approval, ask) ends the turn as
+//! cancelled as soon as cancellation is signalled.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+use super::context::append_context_document;
+use super::directive::{parse_line, Line, ToolCall};
+use super::emit::{Emitter, Stop, Stream};
+use super::sink::{ApprovalDecision, AskOutcome, EventSink};
+use super::{TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
+
+/// The schema of every `::ask` (§10.3).
+pub const ASK_SCHEMA: &str = r#"{"type":"object","properties":{"answer":{"type":"string","title":"Answer"}},"required":["answer"]}"#;
+
+/// Runs one echo turn.
+pub async fn run<S: EventSink>(
+    input: &TurnInput<'_>,
+    sink: &mut S,
+    cancel: &CancellationToken,
+) -> TurnOutcome {
+    let mut turn = EchoTurn {
+        input,
+        emitter: Emitter::new(
+            input.settings.chunk_chars,
+            input.settings.chunk_delay_ms,
+            cancel,
+        ),
+        any_text: false,
+        next_tool: 1,
+        allowed_this_turn: HashSet::new(),
+    };
+    match turn.run(sink).await {
+        Ok(()) => TurnOutcome::Completed,
+        Err(Stop::Cancelled) => TurnOutcome::Cancelled,
+        Err(Stop::Failed(message)) => TurnOutcome::Failed(message),
+        Err(Stop::SinkClosed) => TurnOutcome::Failed(SINK_CLOSED_MESSAGE.to_owned()),
+    }
+}
+
+struct EchoTurn<'t, 'a, 'c> {
+    input: &'t TurnInput<'a>,
+    emitter: Emitter<'c>,
+    /// Whether a text item was already seen (even an empty one).
+    any_text: bool,
+    /// k of the next `tc_<k>`.
+    next_tool: u64,
+    /// `allow_always` decisions made during this turn; the runtime records
+    /// them for later turns, but `always_allowed` is a snapshot.
+    allowed_this_turn: HashSet<&'a str>,
+}
+
+impl<'a> EchoTurn<'_, 'a, '_> {
+    async fn run<S: EventSink>(&mut self, sink: &mut S) -> Result<(), Stop> {
+        let prompt: &'a str = self.input.prompt;
+        for line in prompt.lines() {
+            match parse_line(line) {
+                Line::Text(text) => {
+                    let segment = self.segment(text);
+                    self.emitter.emit(sink, Stream::Message, &segment).await?;
+                }
+                Line::Think(text) => self.emitter.emit(sink, Stream::Thought, text).await?,
+                Line::Tool(call) => {
+                    let id = self.tool_call(sink, &call).await?;
+                    sink.tool_result(&id, call.name, &tool_output(&call))
+                        .await?;
+                }
+                Line::Approve(call) => self.approve(sink, &call).await?,
+                Line::Ask(message) => self.ask(sink, message).await?,
+                Line::Sleep(ms) => self.emitter.wait(Duration::from_millis(ms)).await?,
+                Line::Delay(ms) => self.emitter.set_delay_ms(ms),
+                Line::Chunk(n) => self.emitter.set_chunk_chars(n),
+                Line::Repeat { times, text } => {
+                    let segment = self.repeat_segment(text, times);
+                    self.emitter.emit(sink, Stream::Message, &segment).await?;
+                }
+                Line::Context => {
+                    let mut segment = self.item_prefix();
+                    append_context_document(&mut segment, self.input.context)
+                        .map_err(|e| Stop::Failed(format!("cannot write the context: {e}")))?;
+                    self.emitter.emit(sink, Stream::Message, &segment).await?;
+                }
+                // Acted on by the runtime before the turn (§9.5).
+                Line::Compact | Line::CompactEmpty => {}
+                Line::Fail(message) => return Err(Stop::Failed(message.to_owned())),
+            }
+        }
+        Ok(())
+    }
+
+    /// The segment of a text item: the item itself if it is the first of the
+    /// turn, else `"\n"` followed by it.
+    fn segment<'s>(&mut self, item: &'s str) -> Cow<'s, str> {
+        if std::mem::replace(&mut self.any_text, true) {
+            let mut segment = String::with_capacity(item.len() + 1);
+            segment.push('\n');
+            segment.push_str(item);
+            Cow::Owned(segment)
+        } else {
+            Cow::Borrowed(item)
+        }
+    }
+
+    /// The start of a text item's segment built in place: `""` for the
+    /// turn's first item, else `"\n"`.
+    fn item_prefix(&mut self) -> String {
+        if std::mem::replace(&mut self.any_text, true) {
+            "\n".to_owned()
+        } else {
+            String::new()
+        }
+    }
+
+    /// `::repeat`: built once, prefix included, by doubling (a one-byte TEXT
+    /// repeated 16 Mi times is 24 copies, not 16 Mi pushes).
+    fn repeat_segment(&mut self, text: &str, times: usize) -> String {
+        let mut bytes = self.item_prefix().into_bytes();
+        let body_start = bytes.len();
+        let body_len = text.len().saturating_mul(times);
+        bytes.reserve_exact(body_len);
+        if body_len > 0 {
+            bytes.extend_from_slice(text.as_bytes());
+            while bytes.len() - body_start < body_len {
+                let have = bytes.len() - body_start;
+                let take = have.min(body_len - have);
+                bytes.extend_from_within(body_start..body_start + take);
+            }
+        }
+        // Concatenated copies of a `str` are valid UTF-8.
+        String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+
+    async fn tool_call<S: EventSink>(
+        &mut self,
+        sink: &mut S,
+        call: &ToolCall<'_>,
+    ) -> Result<String, Stop> {
+        let id = format!("tc_{}", self.next_tool);
+        self.next_tool += 1;
+        sink.tool_call(&id, call.name, &call.input).await?;
+        Ok(id)
+    }
+
+    async fn approve<S: EventSink>(
+        &mut self,
+        sink: &mut S,
+        call: &ToolCall<'a>,
+    ) -> Result<(), Stop> {
+        let id = self.tool_call(sink, call).await?;
+        let always = self.input.always_allowed.contains(call.name)
+            || self.allowed_this_turn.contains(call.name);
+        let decision = if always {
+            ApprovalDecision::AllowOnce
+        } else {
+            let summary = call.input.get();
+            self.emitter
+                .race(sink.request_approval(call.name, summary))
+                .await?
+        };
+        let output: Cow<'_, str> = match decision {
+            ApprovalDecision::AllowOnce => tool_output(call),
+            ApprovalDecision::AllowAlways => {
+                self.allowed_this_turn.insert(call.name);
+                tool_output(call)
+            }
+            ApprovalDecision::Rejected => "denied: rejected".into(),
+            ApprovalDecision::Replaced(text) => format!("denied: replaced: {text}").into(),
+            ApprovalDecision::TimedOut => "denied: timed_out".into(),
+            ApprovalDecision::Unreachable => "denied: unreachable".into(),
+        };
+        sink.tool_result(&id, call.name, &output).await?;
+        Ok(())
+    }
+
+    async fn ask<S: EventSink>(&mut self, sink: &mut S, message: &str) -> Result<(), Stop> {
+        let schema: Box<RawValue> = serde_json::from_str(ASK_SCHEMA)
+            .map_err(|e| Stop::Failed(format!("invalid ask schema: {e}")))?;
+        let outcome = self.emitter.race(sink.ask_user(message, &schema)).await?;
+        let answer = match &outcome {
+            AskOutcome::Accept(content) => accepted_answer(content),
+            AskOutcome::Decline => "declined".into(),
+            AskOutcome::Cancel => "cancelled".into(),
+            AskOutcome::Unavailable(_) => "unavailable".into(),
+        };
+        let mut segment = self.item_prefix();
+        segment.push_str("answer: ");
+        segment.push_str(&answer);
+        self.emitter.emit(sink, Stream::Message, &segment).await
+    }
+}
+
+/// `content.answer` if it is a string, else the compact JSON of `content`.
+fn accepted_answer(content: &RawValue) -> Cow<'_, str> {
+    let answer = serde_json::from_str::<serde_json::Value>(content.get())
+        .ok()
+        .and_then(|value| match value.get("answer") {
+            Some(serde_json::Value::String(s)) => Some(s.clone()),
+            _ => None,
+        });
+    match answer {
+        Some(s) => Cow::Owned(s),
+        None => super::json::compact_json(content.get()),
+    }
+}
+
+/// The output of an approved or plain tool: the compact input, or for `big`
+/// `"x"` repeated `input.bytes` times.
+fn tool_output<'c>(call: &'c ToolCall<'_>) -> Cow<'c, str> {
+    match call.big_bytes {
+        Some(bytes) => Cow::Owned("x".repeat(bytes)),
+        None => Cow::Borrowed(call.input.get()),
+    }
+}
+
+#[cfg(test)]
+#[path = "echo_tests.rs"]
+mod tests;
+#[cfg(test)]
+#[path = "echo_wait_tests.rs"]
+mod wait_tests;

@@ -1,0 +1,206 @@
+//! Chunked, delayed, cancellable emission of one text segment.
+//!
+//! A segment is split into chunks of `chunk_chars` Unicode scalar values;
+//! each chunk is preceded by the current chunk delay, and each chunk is one
+//! sink call with a `&str` slice of the segment (no allocation per chunk: a
+//! one-million-chunk reply must stay cheap). A zero delay never touches the
+//! timer; cancellation is then still noticed before every chunk, so a long
+//! undelayed reply stops promptly too.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::sink::{EventSink, SinkClosed};
+
+/// Why a turn stops early.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Cancellation was observed.
+    Cancelled,
+    /// The sink refused an event.
+    SinkClosed,
+    /// `::fail MESSAGE`.
+    Failed(String),
+}
+
+impl From<SinkClosed> for Stop {
+    fn from(_: SinkClosed) -> Self {
+        Stop::SinkClosed
+    }
+}
+
+/// Which chunk event a segment becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// `agent_message_chunk`.
+    Message,
+    /// `agent_thought_chunk`.
+    Thought,
+}
+
+/// Chunk size, chunk delay and the turn's cancellation signal.
+pub struct Emitter<'c> {
+    chunk_chars: usize,
+    delay: Duration,
+    cancel: &'c CancellationToken,
+}
+
+impl<'c> Emitter<'c> {
+    /// An emitter with the turn's starting settings.
+    pub fn new(chunk_chars: u32, delay_ms: u64, cancel: &'c CancellationToken) -> Self {
+        let mut emitter = Emitter {
+            chunk_chars: 1,
+            delay: Duration::ZERO,
+            cancel,
+        };
+        emitter.set_chunk_chars(chunk_chars);
+        emitter.set_delay_ms(delay_ms);
+        emitter
+    }
+
+    /// `::chunk N`. Zero (only reachable through settings) counts as one.
+    pub fn set_chunk_chars(&mut self, chars: u32) {
+        self.chunk_chars = usize::try_from(chars.max(1)).unwrap_or(usize::MAX);
+    }
+
+    /// `::delay MS`.
+    pub fn set_delay_ms(&mut self, ms: u64) {
+        self.delay = Duration::from_millis(ms);
+    }
+
+    /// Waits `duration`, or returns [`Stop::Cancelled`] as soon as the turn is
+    /// cancelled. A zero duration only checks for cancellation.
+    pub async fn wait(&self, duration: Duration) -> Result<(), Stop> {
+        if duration.is_zero() {
+            return if self.cancel.is_cancelled() {
+                Err(Stop::Cancelled)
+            } else {
+                Ok(())
+            };
+        }
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(Stop::Cancelled),
+            () = tokio::time::sleep(duration) => Ok(()),
+        }
+    }
+
+    /// Awaits a sink request (approval, ask) unless the turn is cancelled
+    /// first; on cancellation the request's future is dropped.
+    pub async fn race<T>(
+        &self,
+        request: impl Future<Output = Result<T, SinkClosed>>,
+    ) -> Result<T, Stop> {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(Stop::Cancelled),
+            answer = request => Ok(answer?),
+        }
+    }
+
+    /// Emits `segment` as chunks. An empty segment emits nothing.
+    pub async fn emit<S: EventSink>(
+        &self,
+        sink: &mut S,
+        stream: Stream,
+        segment: &str,
+    ) -> Result<(), Stop> {
+        let n = self.chunk_chars;
+        if segment.len() <= n {
+            // At most n bytes, so at most n chars: one chunk (or none).
+            if !segment.is_empty() {
+                self.chunk(sink, stream, segment).await?;
+            }
+            return Ok(());
+        }
+        if segment.is_ascii() {
+            let mut start = 0;
+            while start < segment.len() {
+                let end = segment.len().min(start.saturating_add(n));
+                self.chunk(sink, stream, &segment[start..end]).await?;
+                start = end;
+            }
+            return Ok(());
+        }
+        let mut start = 0;
+        let mut count = 0;
+        for (i, _) in segment.char_indices() {
+            if count == n {
+                self.chunk(sink, stream, &segment[start..i]).await?;
+                start = i;
+                count = 0;
+            }
+            count += 1;
+        }
+        self.chunk(sink, stream, &segment[start..]).await
+    }
+
+    async fn chunk<S: EventSink>(
+        &self,
+        sink: &mut S,
+        stream: Stream,
+        text: &str,
+    ) -> Result<(), Stop> {
+        self.wait(self.delay).await?;
+        match stream {
+            Stream::Message => sink.message_chunk(text).await?,
+            Stream::Thought => sink.thought_chunk(text).await?,
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::testing::RecordingSink;
+
+    async fn chunks(chars: u32, segment: &str) -> Vec<String> {
+        let cancel = CancellationToken::new();
+        let mut sink = RecordingSink::default();
+        Emitter::new(chars, 0, &cancel)
+            .emit(&mut sink, Stream::Message, segment)
+            .await
+            .unwrap();
+        sink.lines()
+    }
+
+    #[tokio::test]
+    async fn splits_by_scalar_values() {
+        assert_eq!(chunks(2, "abcde").await, ["msg:ab", "msg:cd", "msg:e"]);
+        assert_eq!(chunks(2, "héllo").await, ["msg:hé", "msg:ll", "msg:o"]);
+        assert_eq!(chunks(1, "😀é").await, ["msg:😀", "msg:é"]);
+        assert_eq!(chunks(3, "ééé").await, ["msg:ééé"]);
+        assert_eq!(chunks(16, "abc").await, ["msg:abc"]);
+        assert!(chunks(4, "").await.is_empty());
+        assert_eq!(chunks(0, "ab").await, ["msg:a", "msg:b"]);
+        assert_eq!(chunks(u32::MAX, "ab").await, ["msg:ab"]);
+    }
+
+    #[tokio::test]
+    async fn cancelled_token_stops_undelayed_emission() {
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let mut sink = RecordingSink::default();
+        let r = Emitter::new(1, 0, &cancel)
+            .emit(&mut sink, Stream::Thought, "abc")
+            .await;
+        assert_eq!(r, Err(Stop::Cancelled));
+        assert!(sink.lines().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn delay_precedes_each_chunk() {
+        let cancel = CancellationToken::new();
+        let mut sink = RecordingSink::default();
+        let start = tokio::time::Instant::now();
+        Emitter::new(2, 100, &cancel)
+            .emit(&mut sink, Stream::Thought, "abcde")
+            .await
+            .unwrap();
+        assert_eq!(start.elapsed(), Duration::from_millis(300));
+        assert_eq!(sink.lines(), ["thought:ab", "thought:cd", "thought:e"]);
+    }
+}

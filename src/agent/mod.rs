@@ -1,0 +1,137 @@
+//! Agent backends: what runs one turn of a session (SPEC §10).
+//!
+//! A backend gets a [`TurnInput`], reports what it does through an
+//! [`EventSink`] (awaiting each call, so events keep their order) and ends
+//! with a [`TurnOutcome`]. It owns nothing else: the runtime owns the retained
+//! context, compaction, persistence, approvals memory, the 64 KiB re-splitting
+//! of chunks and notifications.
+//!
+//! - [`echo`]: the built-in deterministic agent and its directive language.
+//! - [`command`]: runs a configured local program once per turn.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+mod command;
+mod context;
+mod directive;
+mod echo;
+mod emit;
+mod json;
+mod process;
+mod sink;
+#[cfg(test)]
+mod testing;
+
+pub use command::{run_command, CommandRun};
+pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
+pub use directive::{echo_compaction_request, CompactionRequest};
+pub use json::compact_json;
+pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
+
+/// The failure message of a turn stopped because its sink closed.
+pub const SINK_CLOSED_MESSAGE: &str = "turn stopped: event sink closed";
+
+/// How the command agent feeds its program (§10.2 `input`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputMode {
+    /// The prompt text.
+    #[default]
+    Prompt,
+    /// `{"system_prompt":…,"messages":[…]}`.
+    ContextJson,
+}
+
+/// The per-turn agent configuration (§10.2), read when the turn starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSettings {
+    /// Echo: Unicode scalar values per message chunk (0 is treated as 1).
+    pub chunk_chars: u32,
+    /// Echo: delay before each chunk.
+    pub chunk_delay_ms: u64,
+    /// Command: argv.
+    pub command: Vec<String>,
+    /// Command: what goes to stdin.
+    pub input: InputMode,
+    /// Command: extra environment variables.
+    pub env: BTreeMap<String, String>,
+    /// Command: wall-clock limit per turn.
+    pub timeout_secs: u64,
+}
+
+impl Default for AgentSettings {
+    /// The §10.2 defaults.
+    fn default() -> Self {
+        AgentSettings {
+            chunk_chars: 16,
+            chunk_delay_ms: 0,
+            command: Vec::new(),
+            input: InputMode::Prompt,
+            env: BTreeMap::new(),
+            timeout_secs: 600,
+        }
+    }
+}
+
+/// Everything a backend needs to run one turn.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnInput<'a> {
+    /// The session.
+    pub session_id: &'a str,
+    /// The turn.
+    pub turn_id: &'a str,
+    /// The agent alias of the session.
+    pub agent_alias: &'a str,
+    /// The session's working directory.
+    pub cwd: &'a Path,
+    /// The prompt text.
+    pub prompt: &'a str,
+    /// The agent's system prompt (never part of the context).
+    pub system_prompt: &'a str,
+    /// The retained context the turn starts with (without the prompt).
+    pub context: &'a [ContextMessage],
+    /// The agent configuration at turn start.
+    pub settings: &'a AgentSettings,
+    /// Tool names already `allow_always`ed in this live session when the turn
+    /// starts. Decisions made during the turn are tracked by the backend
+    /// itself and recorded by the runtime's sink.
+    pub always_allowed: &'a HashSet<String>,
+}
+
+/// How a turn ended (§10.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnOutcome {
+    /// The turn ran to its end.
+    Completed,
+    /// Cancellation was observed; the events sent so far stand.
+    Cancelled,
+    /// The turn failed with this message.
+    Failed(String),
+}
+
+/// Which backend runs a turn (§10.2 `backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// The built-in deterministic agent.
+    Echo,
+    /// A configured local program.
+    Command,
+}
+
+/// Runs one turn with `backend`. The future is `Send` when the sink is.
+pub async fn run_turn<S: EventSink>(
+    backend: Backend,
+    input: TurnInput<'_>,
+    sink: &mut S,
+    cancel: &CancellationToken,
+) -> TurnOutcome {
+    match backend {
+        Backend::Echo => echo::run(&input, sink, cancel).await,
+        Backend::Command => run_command(&input, sink, cancel).await.outcome,
+    }
+}

@@ -1,0 +1,280 @@
+//! The daemon process (SPEC §2): startup in the order the spec gives,
+//! the accept loop with its connection limit and transient-error backoff,
+//! signals, ephemeral mode and graceful shutdown.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::authz::AuthzState;
+use crate::config::{ConfigStore, Policy};
+use crate::connection;
+use crate::endpoint::{self, ClaimOptions, Claimed, Dirs, EndpointError, LocalStream, PeerInfo};
+use crate::error::RpcError;
+use crate::jsonrpc::error_frame;
+use crate::limits::{ACCEPT_BACKOFF, EPHEMERAL_GRACE, MAX_CONNECTIONS, SHUTDOWN_GRACE};
+use crate::state::{Daemon, Paths};
+
+/// How `zeroclaw daemon` was invoked.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--config-dir`.
+    pub config_dir: Option<OsString>,
+    /// `--ephemeral`.
+    pub ephemeral: bool,
+    /// `--test-faults`.
+    pub test_faults: bool,
+}
+
+/// A startup failure, with the exit status it maps to (SPEC §2.3).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl StartError {
+    /// 3 when the data dir or endpoint is already owned or serving, else 1.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::Endpoint(e) => e.exit_code(),
+            _ => 1,
+        }
+    }
+}
+
+/// The process environment, as the daemon and its clients resolve it (§2.1, §2.2).
+pub fn resolve_dirs(config_dir: Option<&std::ffi::OsStr>) -> Result<Dirs, EndpointError> {
+    let cwd = std::env::current_dir().map_err(|source| EndpointError::Io {
+        context: "reading the working directory".into(),
+        source,
+    })?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    endpoint::resolve_dirs(config_dir, |k| std::env::var_os(k), &cwd, home.as_deref())
+}
+
+/// Runs the daemon until it is shut down; returns the process exit status.
+pub async fn run(opts: Options) -> i32 {
+    match start(&opts).await {
+        Ok((daemon, claimed)) => serve(daemon, claimed).await,
+        Err(e) => {
+            tracing::error!(event = "startup_failed", error = %e);
+            eprintln!("zeroclaw daemon: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Steps 1–5 of §2.3, with the config loaded between directory creation and the claim.
+async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed), StartError> {
+    let dirs = resolve_dirs(opts.config_dir.as_deref())?;
+    if let Some(w) = &dirs.warning {
+        tracing::warn!(event = "data_dir_env_ignored", "{w}");
+    }
+    endpoint::ensure_dirs(&dirs, None)?;
+    let (_store, config) =
+        ConfigStore::open(&dirs.config_dir).map_err(|e| StartError::Config(e.to_string()))?;
+    let endpoint_name = endpoint::resolve_endpoint(&dirs.data_dir, |k| std::env::var_os(k));
+    let socket_group = config.security.socket_group.clone();
+    let claimed = endpoint::claim(
+        &dirs.data_dir,
+        &endpoint_name,
+        &ClaimOptions { socket_group },
+    )
+    .await?;
+
+    let authz = AuthzState::new(
+        Policy::from_config(&config),
+        config.gateway.paired_tokens.clone(),
+        daemon_uid(),
+    );
+    let paths = Paths {
+        config_dir: dirs.config_dir.clone(),
+        config_file: dirs.config_file.clone(),
+        data_dir: dirs.data_dir.clone(),
+        endpoint: claimed.endpoint_display(),
+    };
+    let daemon = Daemon::new(paths, authz, opts.ephemeral, opts.test_faults);
+    tracing::info!(event = "listening", endpoint = %daemon.paths.endpoint, pid = std::process::id());
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Ready<'a> {
+        event: &'static str,
+        endpoint: &'a str,
+        pid: u32,
+        protocol_version: u32,
+    }
+    let ready = Ready {
+        event: "ready",
+        endpoint: &daemon.paths.endpoint,
+        pid: std::process::id(),
+        protocol_version: 1,
+    };
+    let ready = serde_json::to_string(&ready).map_err(|e| StartError::Other(e.to_string()))?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{ready}")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| StartError::Other(format!("writing the ready line: {e}")))?;
+    Ok((daemon, claimed))
+}
+
+#[cfg(unix)]
+fn daemon_uid() -> Option<u32> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    Some(unsafe { libc::geteuid() })
+}
+
+#[cfg(not(unix))]
+fn daemon_uid() -> Option<u32> {
+    None
+}
+
+/// Accepts until shutdown, then shuts down gracefully (§2.6).
+async fn serve(daemon: Arc<Daemon>, claimed: Claimed) -> i32 {
+    tokio::spawn(watch_signals(daemon.shutdown.clone()));
+    if daemon.ephemeral {
+        tokio::spawn(ephemeral_watch(daemon.clone()));
+    }
+    let status = accept_loop(&daemon, &claimed).await;
+    daemon.shutdown.cancel();
+    // Connections are cancelled with the daemon; give them the grace to flush.
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    while daemon.connections() > 0 && tokio::time::Instant::now() < deadline {
+        let changed = daemon.clients_changed.notified();
+        if daemon.connections() == 0 {
+            break;
+        }
+        let _ = tokio::time::timeout_at(deadline, changed).await;
+    }
+    claimed.release();
+    tracing::info!(event = "shutdown", status);
+    status
+}
+
+async fn accept_loop(daemon: &Arc<Daemon>, claimed: &Claimed) -> i32 {
+    loop {
+        let accepted = tokio::select! {
+            _ = daemon.shutdown.cancelled() => return 0,
+            a = claimed.accept() => a,
+        };
+        match accepted {
+            Ok((stream, peer)) => admit(daemon, stream, peer),
+            Err(e) if endpoint::is_transient_accept_error(&e) => {
+                tracing::warn!(event = "accept_failed", error = %e, "transient; retrying in 50 ms");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+            Err(e) => {
+                tracing::error!(event = "accept_failed", error = %e, "fatal");
+                return 1;
+            }
+        }
+    }
+}
+
+/// Serves an accepted stream, or turns it away over the connection limit.
+fn admit(daemon: &Arc<Daemon>, stream: LocalStream, peer: PeerInfo) {
+    let (reader, writer) = endpoint::split(stream);
+    match daemon.admit(MAX_CONNECTIONS) {
+        Some(guard) => {
+            tokio::spawn(connection::serve(
+                daemon.clone(),
+                guard,
+                reader,
+                writer,
+                peer,
+            ));
+        }
+        None => {
+            tracing::info!(event = "connection_rejected", peer = %peer.label, reason = "connections");
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut writer = writer;
+                let e = RpcError::LimitExceeded {
+                    limit: "connections",
+                    max: MAX_CONNECTIONS as u64,
+                };
+                let write = async {
+                    writer.write_all(&error_frame(&e, None)).await?;
+                    writer.shutdown().await
+                };
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
+                drop(reader);
+            });
+        }
+    }
+}
+
+/// SIGINT/SIGTERM shut down; SIGHUP is logged and ignored.
+#[cfg(unix)]
+async fn watch_signals(shutdown: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        tracing::error!(event = "signals_unavailable");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = int.recv() => break,
+            _ = term.recv() => break,
+            _ = hup.recv() => tracing::info!(event = "sighup_ignored"),
+        }
+    }
+    tracing::info!(event = "shutdown_requested");
+    shutdown.cancel();
+}
+
+#[cfg(not(unix))]
+async fn watch_signals(shutdown: CancellationToken) {
+    if tokio::signal::ctrl_c().await.is_ok() {
+        shutdown.cancel();
+    }
+}
+
+/// `--ephemeral` (§2.6): after the first client, shut down once the count
+/// has stayed at zero for the grace period.
+async fn ephemeral_watch(daemon: Arc<Daemon>) {
+    // Wait for the first client.
+    loop {
+        let changed = daemon.clients_changed.notified();
+        if daemon.connections() > 0 {
+            break;
+        }
+        changed.await;
+    }
+    loop {
+        // Wait for zero.
+        loop {
+            let changed = daemon.clients_changed.notified();
+            if daemon.connections() == 0 {
+                break;
+            }
+            changed.await;
+        }
+        // Grace: a new client cancels the shutdown.
+        let changed = daemon.clients_changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if daemon.connections() > 0 {
+            continue;
+        }
+        match tokio::time::timeout(EPHEMERAL_GRACE, &mut changed).await {
+            Err(_) if daemon.connections() == 0 => {
+                tracing::info!(event = "ephemeral_exit", "last client left");
+                daemon.shutdown.cancel();
+                return;
+            }
+            _ => continue,
+        }
+    }
+}
