@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use tower::{Layer, Service};
 
 use super::Gate;
-use crate::authz::{AuthzState, Binding, Credential};
+use crate::authz::AuthzState;
 use crate::context::Conn;
 use crate::error::{AuthReason, Forbidden, RpcError};
 use crate::jsonrpc::Payload;
@@ -52,39 +52,6 @@ pub struct Authz<S> {
     state: Arc<AuthzState>,
 }
 
-impl<S> Authz<S> {
-    /// The binding under the current policy, re-resolved if the policy moved.
-    fn current(&self, binding: &Arc<Binding>) -> Result<Arc<Binding>, RpcError> {
-        if binding.generation == self.state.generation() {
-            return Ok(binding.clone());
-        }
-        let snap = self.state.snapshot();
-        let fresh = match self.state.resolve(&snap, &binding.credential) {
-            Ok(p) if p.id == binding.principal.id => Ok(p),
-            Err(_) if matches!(binding.credential, Credential::Token(_)) => {
-                Err(RpcError::Auth(AuthReason::TokenRevoked))
-            }
-            _ => Err(RpcError::Forbidden(Forbidden::Revoked)),
-        };
-        match fresh {
-            Ok(principal) => {
-                let renewed = Arc::new(Binding {
-                    principal: Arc::new(principal),
-                    generation: snap.generation,
-                    credential: binding.credential.clone(),
-                });
-                self.conn.set_binding(Some(renewed.clone()));
-                Ok(renewed)
-            }
-            Err(e) => {
-                tracing::info!(event = "binding_dropped", peer = %self.conn.peer.label, principal_id = %binding.principal.id, reason = ?e.data());
-                self.conn.drop_binding_if(binding);
-                Err(e)
-            }
-        }
-    }
-}
-
 impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request> for Authz<S> {
     type Response = Payload;
     type Error = RpcError;
@@ -104,7 +71,7 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
         let Some(binding) = req.binding.as_ref() else {
             return Gate::reject(RpcError::Auth(AuthReason::NotInitialized));
         };
-        let binding = match self.current(binding) {
+        let binding = match self.state.refresh(&self.conn, binding) {
             Ok(b) => b,
             Err(e) => return Gate::reject(e),
         };
@@ -148,7 +115,7 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authz::{Policy, Principal};
+    use crate::authz::{Binding, Credential, Policy, Principal};
     use crate::config::{AgentSelector, Config, Grant, GrantSet, Resource, Verb};
 
     fn policy(trust_daemon_uid: bool) -> Policy {

@@ -22,7 +22,9 @@ use crate::layers::Reply;
 use crate::request::Request;
 use crate::state::Daemon;
 
+pub mod config;
 pub mod initialize;
+pub mod pairing;
 pub mod status;
 
 /// A method's answer: ready now, or a boxed future.
@@ -67,6 +69,8 @@ impl Future for RouteFuture {
 pub struct Router {
     initialize: initialize::Initialize,
     status: status::Status,
+    config: config::ConfigService,
+    pairing: pairing::PairingService,
 }
 
 impl Router {
@@ -75,6 +79,8 @@ impl Router {
         Self {
             initialize: initialize::Initialize::new(daemon.clone(), conn.clone()),
             status: status::Status::new(daemon.clone()),
+            config: config::ConfigService::new(daemon.clone(), conn.clone()),
+            pairing: pairing::PairingService::new(daemon.clone(), conn.clone()),
         }
     }
 
@@ -82,6 +88,8 @@ impl Router {
         match req.method.name {
             "initialize" => self.initialize.call(req),
             "status" => self.status.call(req),
+            "config/get" | "config/set" | "config/set-many" => self.config.call(req),
+            "pairing/list" | "pairing/create" | "pairing/revoke" => self.pairing.call(req),
             other => RouteFuture::ready(Err(RpcError::MethodNotFound(other.to_owned()))),
         }
     }

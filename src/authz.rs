@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::config::Resolution;
 pub use crate::config::{Policy, Principal, SHARED_OPERATOR_ID};
+use crate::context::ConnCtx;
 use crate::error::{AuthReason, Forbidden, RpcError};
 
 /// What a connection authenticated with; replayed when the policy changes.
@@ -113,5 +114,47 @@ impl AuthzState {
             return Err(RpcError::Forbidden(Forbidden::NoGrants));
         }
         Ok(principal)
+    }
+
+    /// `binding` under the current policy (§6.5 steps 1–2): unchanged when
+    /// the generation did not move, else the credential replayed. A binding
+    /// that no longer resolves to the same principal is dropped from `conn`.
+    pub fn refresh(
+        &self,
+        conn: &ConnCtx,
+        binding: &Arc<Binding>,
+    ) -> Result<Arc<Binding>, RpcError> {
+        if binding.generation == self.generation() {
+            return Ok(binding.clone());
+        }
+        let snap = self.snapshot();
+        let fresh = match self.resolve(&snap, &binding.credential) {
+            Ok(p) if p.id == binding.principal.id => Ok(p),
+            Err(_) if matches!(binding.credential, Credential::Token(_)) => {
+                Err(RpcError::Auth(AuthReason::TokenRevoked))
+            }
+            _ => Err(RpcError::Forbidden(Forbidden::Revoked)),
+        };
+        match fresh {
+            Ok(principal) => {
+                let renewed = Arc::new(Binding {
+                    principal: Arc::new(principal),
+                    generation: snap.generation,
+                    credential: binding.credential.clone(),
+                });
+                conn.replace_binding_if(binding, renewed.clone());
+                Ok(renewed)
+            }
+            Err(e) => {
+                tracing::info!(
+                    event = "binding_dropped",
+                    peer = %conn.peer.label,
+                    principal_id = %binding.principal.id,
+                    reason = if matches!(e, RpcError::Auth(_)) { "token_revoked" } else { "revoked" },
+                );
+                conn.drop_binding_if(binding);
+                Err(e)
+            }
+        }
     }
 }

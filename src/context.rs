@@ -91,9 +91,18 @@ impl ConnCtx {
 
     /// Drops the binding only if it is still `expected` (a concurrent `initialize` wins).
     pub fn drop_binding_if(&self, expected: &Arc<Binding>) {
+        self.swap_binding_if(expected, None);
+    }
+
+    /// Replaces the binding only if it is still `expected`.
+    pub fn replace_binding_if(&self, expected: &Arc<Binding>, new: Arc<Binding>) {
+        self.swap_binding_if(expected, Some(new));
+    }
+
+    fn swap_binding_if(&self, expected: &Arc<Binding>, new: Option<Arc<Binding>>) {
         let mut b = self.binding.lock().unwrap_or_else(|p| p.into_inner());
         if b.as_ref().is_some_and(|cur| Arc::ptr_eq(cur, expected)) {
-            *b = None;
+            *b = new;
         }
     }
 

@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::authz::AuthzState;
-use crate::config::{ConfigStore, Policy};
+use crate::config::ConfigStore;
 use crate::connection;
 use crate::endpoint::{self, ClaimOptions, Claimed, Dirs, EndpointError, LocalStream, PeerInfo};
 use crate::error::RpcError;
@@ -79,7 +78,7 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed), StartError> {
         tracing::warn!(event = "data_dir_env_ignored", "{w}");
     }
     endpoint::ensure_dirs(&dirs, None)?;
-    let (_store, config) =
+    let (store, config) =
         ConfigStore::open(&dirs.config_dir).map_err(|e| StartError::Config(e.to_string()))?;
     let endpoint_name = endpoint::resolve_endpoint(&dirs.data_dir, |k| std::env::var_os(k));
     let socket_group = config.security.socket_group.clone();
@@ -90,18 +89,19 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed), StartError> {
     )
     .await?;
 
-    let authz = AuthzState::new(
-        Policy::from_config(&config),
-        config.gateway.paired_tokens.clone(),
-        daemon_uid(),
-    );
     let paths = Paths {
         config_dir: dirs.config_dir.clone(),
         config_file: dirs.config_file.clone(),
         data_dir: dirs.data_dir.clone(),
         endpoint: claimed.endpoint_display(),
     };
-    let daemon = Daemon::new(paths, authz, opts.ephemeral, opts.test_faults);
+    let daemon = Daemon::new(
+        paths,
+        (store, config),
+        daemon_uid(),
+        opts.ephemeral,
+        opts.test_faults,
+    );
     tracing::info!(event = "listening", endpoint = %daemon.paths.endpoint, pid = std::process::id());
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]

@@ -294,6 +294,31 @@ impl RpcError {
     }
 }
 
+impl From<crate::config::ConfigError> for RpcError {
+    fn from(e: crate::config::ConfigError) -> Self {
+        use crate::config::ConfigError as C;
+        let message = e.to_string();
+        let with_index = |index: Option<usize>| match index {
+            Some(i) => ErrorData::default().with("index", i),
+            None => ErrorData::default(),
+        };
+        match e {
+            C::InvalidEntry { index, prop, .. } => Self::InvalidParams {
+                message,
+                data: Some(with_index(index).with("prop", prop)),
+            },
+            C::Invalid { index, path, .. } => Self::InvalidParams {
+                message,
+                data: Some(with_index(index).with("path", path)),
+            },
+            C::Forbidden { index, prop } => Self::Forbidden(Forbidden::ConfigPath { index, prop }),
+            C::ConfigChanged => Self::internal(message, Some("config_changed")),
+            C::Storage(_) => Self::storage(message),
+            C::Startup(_) => Self::internal(message, None),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@ pub mod endpoint;
 pub mod error;
 pub mod jsonrpc;
 pub mod limits;
+pub mod live_config;
 pub mod methods;
 pub mod outbound;
 pub mod peer;

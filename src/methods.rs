@@ -47,6 +47,12 @@ const fn g(r: Resource, v: Verb) -> Access {
 pub static METHODS: &[MethodSpec] = &[
     m("initialize", Access::Handshake),
     m("status", g(System, Read)),
+    m("config/get", g(Config, Read)),
+    m("config/set", g(Config, Update)),
+    m("config/set-many", g(Config, Update)),
+    m("pairing/list", Access::Admin),
+    m("pairing/create", Access::Admin),
+    m("pairing/revoke", Access::Admin),
 ];
 
 /// The row for `name`, if the daemon serves it (with `--test-faults` when required).

@@ -10,6 +10,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::authz::AuthzState;
+use crate::config::{Config, ConfigStore, Policy};
+use crate::live_config::LiveConfig;
 
 /// Resolved locations (SPEC §2.1, §2.2), as `status` reports them.
 #[derive(Debug, Clone)]
@@ -31,6 +33,8 @@ pub struct Daemon {
     /// `--test-faults`.
     pub test_faults: bool,
     pub authz: Arc<AuthzState>,
+    /// The running configuration and its write path.
+    pub config: LiveConfig,
     /// Cancelled to shut the daemon down.
     pub shutdown: CancellationToken,
     connections: AtomicUsize,
@@ -41,13 +45,26 @@ pub struct Daemon {
 
 impl Daemon {
     /// A daemon with no connections yet.
-    pub fn new(paths: Paths, authz: AuthzState, ephemeral: bool, test_faults: bool) -> Arc<Self> {
+    pub fn new(
+        paths: Paths,
+        config: (ConfigStore, Config),
+        daemon_uid: Option<u32>,
+        ephemeral: bool,
+        test_faults: bool,
+    ) -> Arc<Self> {
+        let (store, config) = config;
+        let authz = Arc::new(AuthzState::new(
+            Policy::from_config(&config),
+            config.gateway.paired_tokens.clone(),
+            daemon_uid,
+        ));
         Arc::new(Self {
             started: Instant::now(),
             paths,
             ephemeral,
             test_faults,
-            authz: Arc::new(authz),
+            config: LiveConfig::new(store, config, authz.clone()),
+            authz,
             shutdown: CancellationToken::new(),
             connections: AtomicUsize::new(0),
             conn_seq: AtomicU64::new(0),

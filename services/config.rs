@@ -1,0 +1,176 @@
+//! `config/get`, `config/set`, `config/set-many` (SPEC §8.14–§8.16).
+//!
+//! Both writes run the one pipeline of §8.16, in its order: shape check,
+//! write lock, permissions re-resolved under the lock, every prop checked
+//! against the write paths, staging into one candidate, validation, derived
+//! views, one atomic commit, install. Any failure leaves the file and the
+//! running config as they were.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tower::Service;
+
+use super::RouteFuture;
+use crate::config::{
+    self, check_write_path, check_write_paths, effective_json, stage_many, stage_one, Grant,
+    Policy, Resource, Verb,
+};
+use crate::context::Conn;
+use crate::error::{ErrorData, Forbidden, RpcError};
+use crate::jsonrpc::Payload;
+use crate::request::Request;
+use crate::state::Daemon;
+
+/// Most entries in one `config/set-many`.
+const MAX_SETS: usize = 256;
+
+/// The `config/*` service of one connection.
+#[derive(Debug)]
+pub struct ConfigService {
+    daemon: Arc<Daemon>,
+    conn: Conn,
+}
+
+impl ConfigService {
+    /// `config/*` for `conn`.
+    pub fn new(daemon: Arc<Daemon>, conn: Conn) -> Self {
+        Self { daemon, conn }
+    }
+}
+
+#[derive(Deserialize)]
+struct GetParams {
+    prop: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct SetParams {
+    prop: String,
+    value: Value,
+}
+
+fn get(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
+    let p: GetParams = req.params()?;
+    let running = daemon.config.current();
+    match p.prop {
+        None => Payload::new(&effective_json(&running), Default::default()),
+        Some(prop) => {
+            let value = config::props::get(&running, &prop)
+                .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+            let value = if prop == "gateway.paired_tokens" {
+                mask(value)
+            } else {
+                value
+            };
+            Payload::new(&json!({"prop": prop, "value": value}), Default::default())
+        }
+    }
+}
+
+fn mask(v: Value) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(
+            a.into_iter()
+                .map(|_| Value::from(config::props::MASK))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// Step 1: `sets` is an array of 1–256 objects with a string `prop` and a `value`.
+fn shape(req: &Request) -> Result<Vec<(String, Value)>, RpcError> {
+    #[derive(Deserialize)]
+    struct Raw {
+        sets: Option<Value>,
+    }
+    let raw: Raw = req.params()?;
+    let sets = match raw.sets {
+        Some(Value::Array(a)) if (1..=MAX_SETS).contains(&a.len()) => a,
+        Some(Value::Array(_)) => {
+            return Err(RpcError::invalid_params(format!(
+                "sets must have 1 to {MAX_SETS} entries"
+            )))
+        }
+        _ => return Err(RpcError::invalid_params("sets must be an array")),
+    };
+    sets.into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let bad = |why: &str| RpcError::InvalidParams {
+                message: format!("sets[{i}]: {why}"),
+                data: Some(ErrorData::default().with("index", i)),
+            };
+            let Value::Object(mut o) = entry else {
+                return Err(bad("must be an object"));
+            };
+            let prop = match o.remove("prop") {
+                Some(Value::String(p)) => p,
+                _ => return Err(bad("prop must be a string")),
+            };
+            let value = o.remove("value").ok_or_else(|| bad("value is required"))?;
+            Ok((prop, value))
+        })
+        .collect()
+}
+
+/// Step 3: the caller's binding under the current policy, still holding `config:update`.
+pub fn may_update_config(
+    daemon: &Daemon,
+    conn: &Conn,
+    req: &Request,
+) -> Result<Arc<config::Principal>, RpcError> {
+    let binding = daemon.authz.refresh(conn, req.binding()?)?;
+    let g = Grant(Resource::Config, Verb::Update);
+    if !binding.principal.has(g) {
+        return Err(RpcError::Forbidden(Forbidden::MissingGrant {
+            required: g.to_string(),
+            method: req.method.name.to_owned(),
+        }));
+    }
+    Ok(binding.principal.clone())
+}
+
+async fn set_many(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
+    let sets = shape(&req)?;
+    let lock = daemon.config.lock().await;
+    let principal = may_update_config(&daemon, &conn, &req)?;
+    check_write_paths(&principal, sets.iter().map(|(p, _)| p.as_str()))?;
+    let (candidate, props) = stage_many(&daemon.config.current(), &sets)?;
+    let policy = Policy::from_config(&candidate);
+    daemon.config.commit(&lock, candidate, policy).await?;
+    Payload::new(&json!({"props": props, "set": true}), Default::default())
+}
+
+async fn set(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
+    let p: SetParams = req.params()?;
+    let lock = daemon.config.lock().await;
+    let principal = may_update_config(&daemon, &conn, &req)?;
+    check_write_path(&principal, &p.prop)?;
+    let candidate = stage_one(&daemon.config.current(), &p.prop, &p.value)?;
+    let policy = Policy::from_config(&candidate);
+    daemon.config.commit(&lock, candidate, policy).await?;
+    Payload::new(&json!({"prop": p.prop, "set": true}), Default::default())
+}
+
+impl Service<Request> for ConfigService {
+    type Response = Payload;
+    type Error = RpcError;
+    type Future = RouteFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> RouteFuture {
+        let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
+        match req.method.name {
+            "config/get" => RouteFuture::ready(get(&daemon, &req)),
+            "config/set" => RouteFuture::boxed(set(daemon, conn, req)),
+            _ => RouteFuture::boxed(set_many(daemon, conn, req)),
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! `pairing/list`, `pairing/create`, `pairing/revoke` (SPEC §6.7, §8.19).
+//!
+//! Tokens are stored only as SHA-256 digests in `gateway.paired_tokens`.
+//! Create and revoke run steps 2, 3, 8 and 9 of the config pipeline, so a
+//! revocation is committed to disk before it takes effect, and bumps the
+//! policy generation: connections that used the token fail their next request.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use serde::Deserialize;
+use serde_json::json;
+use tower::Service;
+
+use super::RouteFuture;
+use crate::config::{token_digest, token_from_bytes, Config, Policy};
+use crate::context::Conn;
+use crate::error::{Forbidden, RpcError};
+use crate::jsonrpc::Payload;
+use crate::live_config::random_bytes;
+use crate::request::Request;
+use crate::state::Daemon;
+
+/// The `pairing/*` service of one connection.
+#[derive(Debug)]
+pub struct PairingService {
+    daemon: Arc<Daemon>,
+    conn: Conn,
+}
+
+impl PairingService {
+    /// `pairing/*` for `conn`.
+    pub fn new(daemon: Arc<Daemon>, conn: Conn) -> Self {
+        Self { daemon, conn }
+    }
+}
+
+#[derive(Deserialize)]
+struct RevokeParams {
+    token: Option<String>,
+    token_hash: Option<String>,
+}
+
+/// Step 3 for pairing: the caller must still resolve to an admin.
+fn still_admin(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<(), RpcError> {
+    let binding = daemon.authz.refresh(conn, req.binding()?)?;
+    if binding.principal.admin {
+        Ok(())
+    } else {
+        Err(RpcError::Forbidden(Forbidden::Revoked))
+    }
+}
+
+async fn create(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
+    let lock = daemon.config.lock().await;
+    still_admin(&daemon, &conn, &req)?;
+    let token = token_from_bytes(&random_bytes()?);
+    let digest = token_digest(&token);
+    let mut candidate: Config = (*daemon.config.current()).clone();
+    candidate.gateway.paired_tokens.push(digest.clone());
+    let policy = Policy::from_config(&candidate);
+    daemon.config.commit(&lock, candidate, policy).await?;
+    Payload::new(
+        &json!({"token": token, "token_hash": digest}),
+        Default::default(),
+    )
+}
+
+async fn revoke(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
+    let p: RevokeParams = req.params()?;
+    let digest = match (p.token, p.token_hash) {
+        (Some(t), None) => token_digest(&t),
+        (None, Some(h)) => h.to_ascii_lowercase(),
+        _ => {
+            return Err(RpcError::invalid_params(
+                "give exactly one of token and token_hash",
+            ))
+        }
+    };
+    let lock = daemon.config.lock().await;
+    still_admin(&daemon, &conn, &req)?;
+    let mut candidate: Config = (*daemon.config.current()).clone();
+    let before = candidate.gateway.paired_tokens.len();
+    candidate
+        .gateway
+        .paired_tokens
+        .retain(|t| !t.eq_ignore_ascii_case(&digest));
+    let revoked = candidate.gateway.paired_tokens.len() != before;
+    if revoked {
+        let policy = Policy::from_config(&candidate);
+        daemon.config.commit(&lock, candidate, policy).await?;
+    }
+    Payload::new(&json!({ "revoked": revoked }), Default::default())
+}
+
+fn list(daemon: &Daemon) -> Result<Payload, RpcError> {
+    let hashes: Vec<String> = daemon
+        .config
+        .current()
+        .gateway
+        .paired_tokens
+        .iter()
+        .map(|t| t.to_ascii_lowercase())
+        .collect();
+    Payload::new(&json!({ "token_hashes": hashes }), Default::default())
+}
+
+impl Service<Request> for PairingService {
+    type Response = Payload;
+    type Error = RpcError;
+    type Future = RouteFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> RouteFuture {
+        let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
+        match req.method.name {
+            "pairing/list" => RouteFuture::ready(list(&daemon)),
+            "pairing/create" => RouteFuture::boxed(create(daemon, conn, req)),
+            _ => RouteFuture::boxed(revoke(daemon, conn, req)),
+        }
+    }
+}
