@@ -82,6 +82,12 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed), StartError> {
         ConfigStore::open(&dirs.config_dir).map_err(|e| StartError::Config(e.to_string()))?;
     let endpoint_name = endpoint::resolve_endpoint(&dirs.data_dir, |k| std::env::var_os(k));
     let socket_group = config.security.socket_group.clone();
+    #[cfg(unix)]
+    if let (Some(group), endpoint::EndpointName::Path(socket)) = (&socket_group, &endpoint_name) {
+        if socket.starts_with(&dirs.config_dir) {
+            endpoint::let_group_traverse(&dirs.config_dir, endpoint::lookup_group(group)?)?;
+        }
+    }
     let claimed = endpoint::claim(
         &dirs.data_dir,
         &endpoint_name,

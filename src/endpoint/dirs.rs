@@ -219,6 +219,25 @@ pub(crate) fn set_own_dir_mode(path: &Path, group: Option<Gid>) -> Result<(), En
     Ok(())
 }
 
+/// Lets `gid` pass through `path` (mode `0710`, owned by the group: search,
+/// no listing). With `security.socket_group` and the default layout the
+/// socket lies in `<config_dir>/data/`, so the group must traverse the config
+/// dir too; `config.toml` itself stays `0600`.
+#[cfg(unix)]
+pub fn let_group_traverse(path: &Path, gid: Gid) -> Result<(), EndpointError> {
+    use std::os::unix::fs::PermissionsExt;
+    let chmod = |mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
+            EndpointError::io(format!("setting mode {mode:o} on `{}`", path.display()), e)
+        })
+    };
+    chmod(0o700)?;
+    std::os::unix::fs::chown(path, None, Some(gid)).map_err(|e| {
+        EndpointError::io(format!("giving `{}` to group {gid}", path.display()), e)
+    })?;
+    chmod(0o710)
+}
+
 #[cfg(not(unix))]
 pub(crate) fn set_own_dir_mode(_path: &Path, _group: Option<Gid>) -> Result<(), EndpointError> {
     Ok(())
