@@ -15,6 +15,7 @@ pub mod daemon;
 pub mod dialect;
 pub mod endpoint;
 pub mod error;
+pub mod faults;
 pub mod jsonrpc;
 pub mod limits;
 pub mod live_config;
@@ -23,6 +24,7 @@ pub mod outbound;
 pub mod peer;
 pub mod request;
 pub mod state;
+pub mod store;
 
 #[path = "../layers/mod.rs"]
 pub mod layers;

@@ -1,0 +1,1 @@
+//! The SQLite store (SPEC §9): being written.
