@@ -1,0 +1,377 @@
+//! Golden transcripts (DESIGN.md "Testing"): each `tests/golden/*.transcript`
+//! is replayed against a fresh daemon over the real socket.
+//!
+//! # Transcript format
+//!
+//! One directive per line; blank lines and lines starting with `#` are ignored.
+//!
+//! | Line | Meaning |
+//! |---|---|
+//! | `--> FRAME` | send `FRAME` exactly as written, then `\n` |
+//! | `-->raw BYTES` | send `BYTES` with escapes `\xHH`, `\r`, `\n`, `\t`, `\\` and nothing added (write `\n` yourself) |
+//! | `-->sized N TEMPLATE` | send `TEMPLATE` with `@PAD@` replaced by `x`s so the frame is exactly `N` bytes, then `\n` |
+//! | `--> (eof)` | half-close the client's write side |
+//! | `<-- JSON` | the next frame equals `JSON` as a JSON value (objects need the same members), with the patterns below |
+//! | `<--= LINE` | the next frame is byte for byte `LINE` |
+//! | `<--id RAW` | the next frame is a response whose `id` is exactly the JSON text `RAW` |
+//! | `<-- (nothing)` | nothing is answered: a probe request (unknown method) must get the very next frame; after `--> (eof)`, no byte within 300 ms |
+//! | `<-- (eof)` | the daemon closes the connection without sending more |
+//! | `<~~ JSON` | a later daemon log line (JSON on stderr) contains the members of `JSON` (subset match, patterns allowed); the search continues after it |
+//! | `!~~ TEXT` | no daemon log line so far contains `TEXT` |
+//! | `@@ reconnect` | close this connection and open a new one |
+//!
+//! Patterns (JSON strings inside expected values): `"$any"` matches any
+//! value; `"$starts:TEXT"` a string starting with `TEXT`; `"$uint"` a
+//! non-negative integer; `"$pid"` the daemon's pid (a number); `"$version"`
+//! the package version; `"$peer"` this test process's peer label
+//! `unix:pid=<pid>,uid=<uid>`; `"$config_dir"`, `"$config_file"`,
+//! `"$data_dir"`, `"$socket"` the daemon's paths.
+//!
+//! At the end of a file whose connection is still writable, a final probe
+//! checks that the daemon owes no further frame.
+//!
+//! Each file has a test below (`golden!`); `every_transcript_is_listed`
+//! keeps the list and the directory in step.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{describe, sized_frame, Client, Daemon, RecvError, RECV_TIMEOUT, VERSION};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// Lets the caller name the file and line of a failing directive.
+struct Ctx<'a> {
+    file: &'a str,
+    line_no: usize,
+    line: &'a str,
+    daemon: &'a Daemon,
+}
+
+impl Ctx<'_> {
+    fn fail(&self, msg: impl std::fmt::Display) -> ! {
+        let log = self.daemon.log.lines();
+        let tail = &log[log.len().saturating_sub(15)..];
+        panic!(
+            "\n{}:{}: {}\n    directive: {}\n    daemon log (last {} lines):\n      {}\n",
+            self.file,
+            self.line_no,
+            msg,
+            self.line,
+            tail.len(),
+            tail.join("\n      ")
+        );
+    }
+}
+
+/// Expected-value patterns resolved against one daemon.
+struct Vars {
+    pid: u64,
+    peer: String,
+    config_dir: String,
+    config_file: String,
+    data_dir: String,
+    socket: String,
+}
+
+impl Vars {
+    fn of(d: &Daemon) -> Self {
+        Self {
+            pid: d.pid as u64,
+            peer: common::own_peer_label(),
+            config_dir: d.config_dir.display().to_string(),
+            config_file: d.config_dir.join("config.toml").display().to_string(),
+            data_dir: d.data_dir().display().to_string(),
+            socket: d.socket.display().to_string(),
+        }
+    }
+
+    /// Whether `actual` matches `expected`; `subset` allows extra members in objects.
+    fn matches(&self, expected: &Value, actual: &Value, subset: bool) -> bool {
+        match expected {
+            Value::String(p) if p.starts_with('$') => match p.as_str() {
+                "$any" => true,
+                "$uint" => actual.as_u64().is_some(),
+                "$pid" => actual.as_u64() == Some(self.pid),
+                "$version" => actual == VERSION,
+                "$peer" => actual.as_str() == Some(&self.peer),
+                "$config_dir" => actual.as_str() == Some(&self.config_dir),
+                "$config_file" => actual.as_str() == Some(&self.config_file),
+                "$data_dir" => actual.as_str() == Some(&self.data_dir),
+                "$socket" => actual.as_str() == Some(&self.socket),
+                _ => match p.strip_prefix("$starts:") {
+                    Some(prefix) => actual.as_str().is_some_and(|a| a.starts_with(prefix)),
+                    None => panic!("unknown pattern {p}"),
+                },
+            },
+            Value::Object(e) => {
+                let Some(a) = actual.as_object() else {
+                    return false;
+                };
+                (subset || e.len() == a.len())
+                    && e.iter()
+                        .all(|(k, v)| a.get(k).is_some_and(|av| self.matches(v, av, subset)))
+            }
+            Value::Array(e) => {
+                let Some(a) = actual.as_array() else {
+                    return false;
+                };
+                e.len() == a.len() && e.iter().zip(a).all(|(ev, av)| self.matches(ev, av, subset))
+            }
+            _ => expected == actual,
+        }
+    }
+}
+
+/// `\xHH`, `\r`, `\n`, `\t`, `\\` → bytes.
+fn unescape(s: &str) -> Result<Vec<u8>, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        match b.get(i + 1) {
+            Some(b'n') => out.push(b'\n'),
+            Some(b'r') => out.push(b'\r'),
+            Some(b't') => out.push(b'\t'),
+            Some(b'\\') => out.push(b'\\'),
+            Some(b'x') => {
+                let hex = s
+                    .get(i + 2..i + 4)
+                    .ok_or_else(|| format!("truncated \\x escape at byte {i}"))?;
+                out.push(
+                    u8::from_str_radix(hex, 16)
+                        .map_err(|_| format!("bad \\x escape {hex:?} at byte {i}"))?,
+                );
+                i += 2;
+            }
+            other => {
+                return Err(format!(
+                    "unknown escape \\{} at byte {i}",
+                    other.map(|&c| c as char).unwrap_or(' ')
+                ))
+            }
+        }
+        i += 2;
+    }
+    Ok(out)
+}
+
+fn parse_json(ctx: &Ctx<'_>, text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| ctx.fail(format!("bad expected JSON: {e}")))
+}
+
+fn recv(ctx: &Ctx<'_>, client: &mut Client) -> String {
+    match client.try_recv_line(RECV_TIMEOUT) {
+        Ok(l) => l,
+        Err(e) => ctx.fail(format!("expected a frame, got {}", describe(&e))),
+    }
+}
+
+/// Replays one transcript against a fresh daemon.
+fn run_file(name: &str) {
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let display = format!("tests/golden/{name}");
+    let daemon = Daemon::start();
+    let vars = Vars::of(&daemon);
+    let mut client = daemon.connect();
+    let mut log_cursor = 0usize;
+    let mut last = (0usize, String::new());
+
+    for (idx, raw_line) in text.lines().enumerate() {
+        let line = raw_line;
+        let ctx = Ctx {
+            file: &display,
+            line_no: idx + 1,
+            line,
+            daemon: &daemon,
+        };
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        last = (idx + 1, line.to_owned());
+        let (op, arg) = line.split_once(' ').unwrap_or((line, ""));
+        match op {
+            "-->" if arg == "(eof)" => client.shutdown_write(),
+            "-->" => client.send_line(arg),
+            "-->raw" => {
+                let bytes = unescape(arg).unwrap_or_else(|e| ctx.fail(e));
+                client.send_raw(&bytes);
+            }
+            "-->sized" => {
+                let (n, template) = arg
+                    .split_once(' ')
+                    .unwrap_or_else(|| ctx.fail("usage: -->sized N TEMPLATE"));
+                let n: usize = n
+                    .parse()
+                    .unwrap_or_else(|_| ctx.fail(format!("bad size {n:?}")));
+                let mut frame = sized_frame(template, n);
+                frame.push(b'\n');
+                client.send_raw(&frame);
+            }
+            "<--" if arg == "(nothing)" => {
+                if client.write_closed() {
+                    match client.try_recv_line(Duration::from_millis(300)) {
+                        Err(RecvError::Timeout(p)) if p.is_empty() => {}
+                        Err(RecvError::Eof(p)) if p.is_empty() => {}
+                        Ok(l) => ctx.fail(format!("expected nothing, got {l}")),
+                        Err(e) => ctx.fail(format!("expected nothing, got {}", describe(&e))),
+                    }
+                } else {
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        client.expect_nothing_before_probe()
+                    }));
+                    if let Err(p) = r {
+                        let msg = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        ctx.fail(format!("expected nothing: {msg}"));
+                    }
+                }
+            }
+            "<--" if arg == "(eof)" => match client.try_recv_line(RECV_TIMEOUT) {
+                Err(RecvError::Eof(p)) if p.is_empty() => {}
+                Ok(l) => ctx.fail(format!("expected end of stream, got {l}")),
+                Err(e) => ctx.fail(format!("expected end of stream, got {}", describe(&e))),
+            },
+            "<--" => {
+                let expected = parse_json(&ctx, arg);
+                let got = recv(&ctx, &mut client);
+                let actual: Value = serde_json::from_str(&got)
+                    .unwrap_or_else(|e| ctx.fail(format!("frame is not JSON ({e}): {got}")));
+                if !vars.matches(&expected, &actual, false) {
+                    ctx.fail(format!("frame mismatch\n    got:      {got}"));
+                }
+            }
+            "<--=" => {
+                let got = recv(&ctx, &mut client);
+                if got != arg {
+                    ctx.fail(format!("frame differs\n    got:      {got}"));
+                }
+            }
+            "<--id" => {
+                // Raw members only: a number id such as 1e400 fits no f64.
+                let got = recv(&ctx, &mut client);
+                let members: BTreeMap<String, &RawValue> = serde_json::from_str(&got)
+                    .unwrap_or_else(|e| {
+                        ctx.fail(format!("frame is not a JSON object ({e}): {got}"))
+                    });
+                if members.contains_key("method")
+                    || members.contains_key("result") == members.contains_key("error")
+                {
+                    ctx.fail(format!("not a response: {got}"));
+                }
+                match members.get("id") {
+                    Some(id) if id.get() == arg => {}
+                    Some(id) => ctx.fail(format!("id differs: got {} in\n    {got}", id.get())),
+                    None => ctx.fail(format!("no id member: {got}")),
+                }
+            }
+            "<~~" => {
+                let expected = parse_json(&ctx, arg);
+                match daemon.log.wait_for(log_cursor, RECV_TIMEOUT, |v| {
+                    vars.matches(&expected, v, true)
+                }) {
+                    Some((i, _)) => log_cursor = i + 1,
+                    None => ctx.fail(format!(
+                        "no log line after line {log_cursor} of the daemon log matches"
+                    )),
+                }
+            }
+            "!~~" => {
+                if let Some(l) = daemon.log.lines().iter().find(|l| l.contains(arg)) {
+                    ctx.fail(format!("the daemon log contains it: {l}"));
+                }
+            }
+            "@@" if arg == "reconnect" => {
+                client = daemon.connect();
+            }
+            _ => ctx.fail("unknown directive"),
+        }
+    }
+    if !client.write_closed() {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            client.expect_nothing_before_probe()
+        }));
+        if r.is_err() {
+            panic!(
+                "{display}: after the last directive (line {}: {}), the daemon sent an unexpected frame",
+                last.0, last.1
+            );
+        }
+    }
+}
+
+macro_rules! golden {
+    ($($(#[$attr:meta])* $name:ident => $file:literal $(* $times:literal)?;)*) => {
+        $(
+            #[test]
+            $(#[$attr])*
+            fn $name() {
+                // `* N` replays a file N times (each against a fresh daemon),
+                // for races that show only some of the time.
+                for _ in 0..(1 $(- 1 + $times)?) {
+                    run_file($file);
+                }
+            }
+        )*
+        /// Every transcript that has a test above.
+        const LISTED: &[&str] = &[$($file),*];
+    };
+}
+
+golden! {
+    handshake => "handshake.transcript";
+    version_mismatch => "version_mismatch.transcript";
+    reinitialize => "reinitialize.transcript";
+    invalid_frames => "invalid_frames.transcript";
+    batches => "batches.transcript";
+    notifications => "notifications.transcript";
+    ids_echoed => "ids_echoed.transcript";
+    params => "params.transcript";
+    #[ignore = "BUG: `status` ignores its params, so `\"params\":[]` answers a result instead of -32602 (SPEC §1.3)"]
+    params_array_status => "params_array_status.transcript";
+    dialects => "dialects.transcript";
+    bidirectional => "bidirectional.transcript";
+    framing => "framing.transcript";
+    #[ignore = "BUG: answers still queued when the client half-closes are often lost (the writer's write races the connection's cancel), about 1 run in 2"]
+    eof_final_frame => "eof.transcript" * 12;
+    audit => "audit.transcript";
+}
+
+#[test]
+fn every_transcript_is_listed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".transcript"))
+        .collect();
+    found.sort();
+    let mut listed: Vec<String> = LISTED.iter().map(|s| s.to_string()).collect();
+    listed.sort();
+    assert_eq!(found, listed, "tests/golden and the golden! list differ");
+}
+
+#[test]
+fn unescape_handles_every_escape() {
+    assert_eq!(
+        unescape(r"a\x00\xff\r\n\t\\b").unwrap(),
+        b"a\x00\xff\r\n\t\\b".to_vec()
+    );
+    assert!(unescape(r"\q").is_err());
+    assert!(unescape(r"\x4").is_err());
+}
