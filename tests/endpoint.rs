@@ -34,8 +34,7 @@ fn a_second_daemon_on_the_same_data_dir_exits_3_and_the_first_keeps_serving() {
     let failure = Daemon::builder()
         .config_dir(&first.config_dir)
         .try_spawn()
-        .err()
-        .expect("a second daemon on the same data dir must not start");
+        .expect_err("a second daemon on the same data dir must not start");
     assert_eq!(failure.status.code(), Some(3), "{}", failure.log.text());
     let text = failure.log.text();
     assert!(
@@ -53,8 +52,7 @@ fn a_second_daemon_on_the_same_data_dir_exits_3_and_the_first_keeps_serving() {
         .config_dir(&first.config_dir)
         .config_dir_by_env()
         .try_spawn()
-        .err()
-        .expect("a second daemon (by env) must not start");
+        .expect_err("a second daemon (by env) must not start");
     assert_eq!(failure.status.code(), Some(3), "{}", failure.log.text());
     assert_serving(&first);
 }
@@ -69,8 +67,7 @@ fn a_second_daemon_on_the_same_socket_exits_3_and_the_first_keeps_serving() {
     let failure = Daemon::builder()
         .env("ZEROCLAW_SOCKET", &sock)
         .try_spawn()
-        .err()
-        .expect("a second daemon on the same socket must not start");
+        .expect_err("a second daemon on the same socket must not start");
     assert_eq!(failure.status.code(), Some(3), "{}", failure.log.text());
     assert!(sock.exists());
     assert_serving(&first);
@@ -136,8 +133,7 @@ fn a_regular_file_at_the_socket_path_fails_startup_with_1_and_is_left_alone() {
     let failure = Daemon::builder()
         .env("ZEROCLAW_SOCKET", &path)
         .try_spawn()
-        .err()
-        .expect("startup must fail when the socket path is a regular file");
+        .expect_err("startup must fail when the socket path is a regular file");
     assert_eq!(failure.status.code(), Some(1), "{}", failure.log.text());
     let text = failure.log.text();
     assert!(
@@ -173,8 +169,7 @@ fn a_directory_or_symlink_at_the_socket_path_fails_startup_with_1() {
     let failure = Daemon::builder()
         .env("ZEROCLAW_SOCKET", &sub)
         .try_spawn()
-        .err()
-        .expect("startup must fail when the socket path is a directory");
+        .expect_err("startup must fail when the socket path is a directory");
     assert_eq!(failure.status.code(), Some(1), "{}", failure.log.text());
     assert!(sub.is_dir());
 
@@ -185,8 +180,7 @@ fn a_directory_or_symlink_at_the_socket_path_fails_startup_with_1() {
     let failure = Daemon::builder()
         .env("ZEROCLAW_SOCKET", &link)
         .try_spawn()
-        .err()
-        .expect("startup must fail when the socket path is a symlink");
+        .expect_err("startup must fail when the socket path is a symlink");
     assert_eq!(failure.status.code(), Some(1), "{}", failure.log.text());
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
@@ -202,8 +196,7 @@ fn a_socket_path_longer_than_sun_path_fails_startup_naming_it() {
     let failure = Daemon::builder()
         .env("ZEROCLAW_SOCKET", &long)
         .try_spawn()
-        .err()
-        .expect("startup must fail for a path longer than sun_path");
+        .expect_err("startup must fail for a path longer than sun_path");
     assert_eq!(failure.status.code(), Some(1), "{}", failure.log.text());
     assert!(
         failure.log.text().contains(&long.display().to_string()),
@@ -218,6 +211,7 @@ fn sigterm_and_sigint_exit_0_and_remove_the_socket() {
         let mut d = Daemon::start();
         let mut c = d.client();
         let sock = d.socket.clone();
+        d.wait_for_handler(signal);
         d.signal(signal);
         let status = d
             .wait_exit(EXIT_TIMEOUT)
@@ -235,10 +229,32 @@ fn sigterm_and_sigint_exit_0_and_remove_the_socket() {
 }
 
 #[test]
+#[ignore = "BUG: signal handlers are installed only after the ready line is printed; SIGTERM/SIGINT/SIGHUP sent right after it kill the daemon by signal (no exit 0, socket left behind), about 1 time in 2"]
+fn sigterm_right_after_the_ready_line_exits_0() {
+    for round in 0..20 {
+        let mut d = Daemon::start();
+        let sock = d.socket.clone();
+        // A supervisor may stop the daemon as soon as it reports ready.
+        d.signal(libc::SIGTERM);
+        let status = d
+            .wait_exit(EXIT_TIMEOUT)
+            .expect("the daemon did not exit after SIGTERM");
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "round {round}: SIGTERM right after the ready line ended the daemon with {status:?}; socket left behind: {}",
+            sock.exists()
+        );
+        assert!(!sock.exists(), "round {round}: socket left behind");
+    }
+}
+
+#[test]
 fn sighup_is_ignored() {
     let mut d = Daemon::start();
     let mut c = d.client();
     let from = d.log.len();
+    d.wait_for_handler(libc::SIGHUP);
     d.signal(libc::SIGHUP);
     // Logged, then still serving on the same connection and to new clients.
     d.log

@@ -323,7 +323,8 @@ macro_rules! golden {
             fn $name() {
                 // `* N` replays a file N times (each against a fresh daemon),
                 // for races that show only some of the time.
-                for _ in 0..(1 $(- 1 + $times)?) {
+                let times: usize = 1 $(- 1 + $times)?;
+                for _ in 0..times {
                     run_file($file);
                 }
             }
@@ -364,6 +365,82 @@ fn every_transcript_is_listed() {
     let mut listed: Vec<String> = LISTED.iter().map(|s| s.to_string()).collect();
     listed.sort();
     assert_eq!(found, listed, "tests/golden and the golden! list differ");
+}
+
+/// Every client→daemon method of protocol version 1, in the order of the
+/// SPEC §6.4 table (the order `capabilities` must follow).
+const METHOD_TABLE: &[&str] = &[
+    "initialize",
+    "status",
+    "session/new",
+    "session/prompt",
+    "session/cancel",
+    "session/close",
+    "session/approve",
+    "session/kill",
+    "session/delete",
+    "session/list",
+    "session/list-acp",
+    "session/messages",
+    "config/get",
+    "config/set",
+    "config/set-many",
+    "file/attach",
+    "file/upload/begin",
+    "file/upload/chunk",
+    "file/upload/commit",
+    "pairing/list",
+    "pairing/create",
+    "pairing/revoke",
+    "debug/set-faults",
+];
+
+/// `capabilities` (§8.1) lists exactly the methods served, in table order.
+fn check_capabilities(test_faults: bool) {
+    let d = if test_faults {
+        Daemon::builder().arg("--test-faults").spawn()
+    } else {
+        Daemon::start()
+    };
+    let mut probe = d.connect();
+    let caps: Vec<String> = {
+        let mut c = d.connect();
+        let r = c.initialize();
+        serde_json::from_value(r["capabilities"].clone()).expect("capabilities is a string array")
+    };
+    assert_eq!(&caps[..2], ["initialize", "status"], "{caps:?}");
+    // A subsequence of the table: known names, table order, no repeats.
+    let mut at = 0;
+    for c in &caps {
+        match METHOD_TABLE[at..].iter().position(|m| m == c) {
+            Some(i) => at += i + 1,
+            None => panic!("{c:?} is unknown or out of the §6.4 order in {caps:?}"),
+        }
+    }
+    // Served means known to the method table: before initialize a served
+    // method is -32010, an unserved one -32601.
+    for (i, m) in METHOD_TABLE.iter().enumerate().skip(1) {
+        let v = probe.call(m, serde_json::json!({}), serde_json::json!(i));
+        let code = v["error"]["code"].as_i64();
+        if caps.iter().any(|c| c == m) {
+            assert_eq!(code, Some(-32010), "{m} is in capabilities: {v}");
+        } else {
+            assert_eq!(code, Some(-32601), "{m} is not in capabilities: {v}");
+        }
+    }
+    if !test_faults {
+        assert!(!caps.iter().any(|c| c == "debug/set-faults"), "{caps:?}");
+    }
+}
+
+#[test]
+fn capabilities_list_the_served_methods_in_table_order() {
+    check_capabilities(false);
+}
+
+#[test]
+fn capabilities_with_test_faults_list_the_served_methods_in_table_order() {
+    check_capabilities(true);
 }
 
 #[test]

@@ -495,6 +495,30 @@ impl Daemon {
         assert_eq!(r, 0, "kill({}, {signal})", self.pid);
     }
 
+    /// Whether the daemon has installed a handler for `signal` (bit
+    /// `signal - 1` of `SigCgt` in `/proc/<pid>/status`); `None` if unknown.
+    pub fn catches(&self, signal: i32) -> Option<bool> {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        let hex = s.lines().find_map(|l| l.strip_prefix("SigCgt:"))?.trim();
+        let mask = u64::from_str_radix(hex, 16).ok()?;
+        Some(mask & (1u64 << (signal - 1)) != 0)
+    }
+
+    /// Waits (bounded) until the daemon catches `signal`, so that a test of
+    /// graceful shutdown does not race the handler's installation (which
+    /// happens after the ready line: see `sigterm_right_after_the_ready_line_exits_0` in
+    /// tests/endpoint.rs). Returns at once where `/proc` cannot tell.
+    pub fn wait_for_handler(&self, signal: i32) {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        while self.catches(signal) == Some(false) {
+            assert!(
+                Instant::now() < deadline,
+                "the daemon never installed a handler for signal {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// SIGKILL, and reap.
     pub fn kill9(&mut self) -> ExitStatus {
         self.signal(libc::SIGKILL);
