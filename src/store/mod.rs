@@ -1,1 +1,324 @@
-//! The SQLite store (SPEC §9): being written.
+//! The SQLite store (SPEC §9): one database, `<data_dir>/sessions/sessions.db`.
+//!
+//! This file owns the [`Store`] handle, opening (directory and file modes,
+//! pragmas, migrations), the one error type and the small shared helpers
+//! (timestamps, "bounded at N"). Each job lives in its own file:
+//!
+//! - [`migrations`](self::migrations): the numbered schema migrations;
+//! - `acp`: ACP session rows, kill, delete, list;
+//! - `checkpoint`: turn checkpoints and their folding into the transcript;
+//! - `recovery`: checkpoint recovery and context rebuild;
+//! - `snapshots`: retained-context snapshots;
+//! - `projection`: transcript rows and the provider-safe projection;
+//! - `chat`: the Chat history store;
+//! - `paging`: `session/messages` pages.
+//!
+//! Every change that spans rows is one transaction, and every writing
+//! transaction is `BEGIN IMMEDIATE`: it takes the write lock up front, so two
+//! writers queue on `busy_timeout` instead of failing on a lock upgrade.
+//! Every operation that has a fault point (§8.20) checks it first and then
+//! fails with [`StoreError::Injected`] before touching the database.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Sqlite, Transaction};
+
+use crate::faults::{FaultPoint, Faults};
+
+mod acp;
+mod chat;
+mod checkpoint;
+pub mod migrations;
+mod paging;
+mod projection;
+mod recovery;
+mod snapshots;
+
+#[cfg(test)]
+mod durability_tests;
+#[cfg(test)]
+mod testing;
+
+pub use acp::AcpRow;
+pub use chat::ChatRow;
+pub use checkpoint::{CheckpointEvent, TOOL_OUTPUT_MAX};
+pub use paging::{MessageEntry, MessagesPage, PAGE_CONTENT_MAX, PAGE_JSON_MAX};
+pub use projection::{provider_safe, TranscriptRow};
+
+/// The one `interaction_surface` this daemon writes and recovers (§9.7).
+pub const RPC_SURFACE: &str = "rpc";
+
+/// What `bound_text` appends when it cuts (§3.1).
+pub const TRUNCATION_SUFFIX: &str = "…[truncated]";
+
+/// Connections in the pool: one writer at a time (SQLite), a few readers.
+const MAX_CONNECTIONS: u32 = 4;
+
+/// A storage failure. The RPC layer maps every variant to `-32603` with
+/// `data.reason = "storage"`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// A fault point was active (§8.20); nothing was written.
+    #[error("injected storage fault: {}", .0.as_str())]
+    Injected(FaultPoint),
+    /// SQLite (or the driver) failed.
+    #[error("sqlite: {0}")]
+    Sqlite(String),
+    /// Creating the directory or the database file failed.
+    #[error("io: {0}")]
+    Io(String),
+    /// Stored data could not be read back (bad JSON, unknown values).
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    /// The session row (or Chat record) does not exist.
+    #[error("not found: {0}")]
+    NotFound(&'static str),
+    /// The operation does not fit the stored state (no checkpoint to
+    /// append to, a checkpoint already open, a killed row).
+    #[error("invalid state: {0}")]
+    State(&'static str),
+    /// The database was written by a newer daemon.
+    #[error("database schema version {found} is newer than this daemon's {known}")]
+    SchemaTooNew {
+        /// The highest version recorded in the file.
+        found: i64,
+        /// The highest version this build knows.
+        known: i64,
+    },
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError::Sqlite(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        StoreError::Io(e.to_string())
+    }
+}
+
+/// The session store: a small SQLite pool plus the fault switches.
+/// Cloning shares the pool.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: SqlitePool,
+    faults: Arc<Faults>,
+}
+
+impl Store {
+    /// Opens (creating if needed) `<data_dir>/sessions/sessions.db` and
+    /// applies pending migrations.
+    ///
+    /// The directory is made `0700` and the file `0600` before SQLite ever
+    /// opens it (SQLite gives its `-wal` and `-shm` files the database
+    /// file's mode), then the pool runs with WAL, `synchronous=NORMAL`,
+    /// `foreign_keys=ON` and `busy_timeout=5000` on every connection.
+    pub async fn open(data_dir: &Path, faults: Arc<Faults>) -> Result<Store, StoreError> {
+        let path = prepare_files(data_dir)?;
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_millis(5000));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .connect_with(options)
+            .await?;
+        migrations::apply(&pool).await?;
+        Ok(Store { pool, faults })
+    }
+
+    /// Closes the pool, waiting for connections in use to be returned.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Fails with [`StoreError::Injected`] when `point` is active.
+    fn check(&self, point: FaultPoint) -> Result<(), StoreError> {
+        if self.faults.is_active(point) {
+            Err(StoreError::Injected(point))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A writing transaction (`BEGIN IMMEDIATE`).
+    async fn write_tx(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// A reading transaction: one consistent view of several queries.
+    async fn read_tx(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        Ok(self.pool.begin().await?)
+    }
+}
+
+/// Creates `<data_dir>/sessions/` (`0700`) and `sessions.db` (`0600`) and
+/// returns the database path.
+fn prepare_files(data_dir: &Path) -> Result<PathBuf, StoreError> {
+    let dir = data_dir.join("sessions");
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        builder.mode(0o700);
+        builder.create(&dir)?;
+        // An existing directory keeps its old mode through `create`.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    #[cfg(not(unix))]
+    builder.create(&dir)?;
+
+    let path = dir.join("sessions.db");
+    let mut file = std::fs::OpenOptions::new();
+    file.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        file.mode(0o600);
+        file.open(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    #[cfg(not(unix))]
+    file.open(&path)?;
+    Ok(path)
+}
+
+/// Now, as RFC 3339 UTC with whole seconds and a `Z`.
+pub(crate) fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// Formats seconds since the Unix epoch (civil-from-days, proleptic
+/// Gregorian calendar).
+fn rfc3339(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Shift the epoch to 0000-03-01 so leap days end each 400-year era.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// "Bounded at `max`" (§3.1): the longest prefix of at most `max` bytes that
+/// ends on a UTF-8 boundary, followed by `…[truncated]` when anything was cut.
+pub fn bound_text(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = String::with_capacity(end + TRUNCATION_SUFFIX.len());
+    out.push_str(&s[..end]);
+    out.push_str(TRUNCATION_SUFFIX);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::TempDir;
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_767_323_045), "2026-01-02T03:04:05Z");
+        assert_eq!(rfc3339(4_107_542_399), "2100-02-28T23:59:59Z");
+        let now = utc_now();
+        assert_eq!(now.len(), 20);
+        assert!(now.ends_with('Z') && now.as_bytes()[10] == b'T');
+    }
+
+    #[test]
+    fn bound_text_cuts_on_char_boundaries() {
+        assert!(matches!(bound_text("abc", 3), Cow::Borrowed("abc")));
+        assert_eq!(bound_text("abcd", 3), "abc…[truncated]");
+        // "é" is two bytes: a cut inside it backs off to before it.
+        assert_eq!(bound_text("aé", 2), "a…[truncated]");
+        assert_eq!(bound_text("aé", 3), "aé");
+        assert_eq!(bound_text("€€", 4), "€…[truncated]");
+        assert_eq!(bound_text("€", 0), "…[truncated]");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn open_sets_modes_and_pragmas() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new("open-modes");
+        let store = Store::open(dir.path(), Arc::default()).await.unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join("sessions")), 0o700);
+        assert_eq!(mode(&dir.path().join("sessions/sessions.db")), 0o600);
+
+        let mut conn = store.pool.acquire().await.unwrap();
+        let pragma = |name: &'static str| format!("PRAGMA {name}");
+        let journal: String = sqlx::query_scalar(&pragma("journal_mode"))
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(journal, "wal");
+        for (name, want) in [
+            ("synchronous", 1),
+            ("foreign_keys", 1),
+            ("busy_timeout", 5000),
+        ] {
+            let got: i64 = sqlx::query_scalar(&pragma(name))
+                .fetch_one(&mut *conn)
+                .await
+                .unwrap();
+            assert_eq!(got, want, "{name}");
+        }
+        drop(conn);
+        store.close().await;
+
+        // An existing, too-open directory and file are tightened on reopen.
+        std::fs::set_permissions(
+            dir.path().join("sessions"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            dir.path().join("sessions/sessions.db"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        let store = Store::open(dir.path(), Arc::default()).await.unwrap();
+        assert_eq!(mode(&dir.path().join("sessions")), 0o700);
+        assert_eq!(mode(&dir.path().join("sessions/sessions.db")), 0o600);
+        assert_eq!(
+            mode(&dir.path().join("sessions/sessions.db-wal")),
+            0o600,
+            "the WAL file inherits the database file's mode"
+        );
+        store.close().await;
+    }
+}

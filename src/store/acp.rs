@@ -1,0 +1,229 @@
+//! ACP session rows (§9.2 `acp_sessions`): create, read, touch, list, and
+//! the two terminal operations, kill (tombstone) and delete (§9.9).
+
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+
+use crate::faults::FaultPoint;
+
+use super::checkpoint;
+use super::projection::{transcript_after, TranscriptRow};
+use super::{utc_now, Store, StoreError, RPC_SURFACE};
+
+/// One persisted ACP session, with its transcript row count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcpRow {
+    /// `acp_sessions.id`: the key every other ACP call takes.
+    pub row: i64,
+    /// The client-visible session id.
+    pub session_id: String,
+    /// The agent.
+    pub agent_alias: String,
+    /// The owner.
+    pub owner_principal_id: String,
+    /// The session's working directory.
+    pub workspace_dir: String,
+    /// Which surface created the row (§9.7).
+    pub interaction_surface: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub last_activity: String,
+    /// The tombstone: `Some` once killed.
+    pub killed_at: Option<String>,
+    /// Transcript rows.
+    pub message_count: u64,
+}
+
+const SELECT_ROW: &str = "SELECT s.id, s.session_id, s.agent_alias, s.owner_principal_id, \
+     s.workspace_dir, s.interaction_surface, s.created_at, s.last_activity, s.killed_at, \
+     (SELECT COUNT(*) FROM acp_transcript t WHERE t.session_row = s.id) AS message_count \
+     FROM acp_sessions s";
+
+impl AcpRow {
+    fn from_sql(r: &SqliteRow) -> Result<Self, StoreError> {
+        let count: i64 = r.try_get("message_count")?;
+        Ok(AcpRow {
+            row: r.try_get("id")?,
+            session_id: r.try_get("session_id")?,
+            agent_alias: r.try_get("agent_alias")?,
+            owner_principal_id: r.try_get("owner_principal_id")?,
+            workspace_dir: r.try_get("workspace_dir")?,
+            interaction_surface: r.try_get("interaction_surface")?,
+            created_at: r.try_get("created_at")?,
+            last_activity: r.try_get("last_activity")?,
+            killed_at: r.try_get("killed_at")?,
+            message_count: u64::try_from(count).unwrap_or(0),
+        })
+    }
+
+    /// Whether this daemon may recover, finalize or mark the row (§9.7).
+    pub fn surface_supported(&self) -> bool {
+        self.interaction_surface == RPC_SURFACE
+    }
+}
+
+impl Store {
+    /// The row for `session_id`, if any.
+    pub async fn acp_get(&self, session_id: &str) -> Result<Option<AcpRow>, StoreError> {
+        let r = sqlx::query(&format!("{SELECT_ROW} WHERE s.session_id = ?"))
+            .bind(session_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        r.as_ref().map(AcpRow::from_sql).transpose()
+    }
+
+    /// Creates a row with `interaction_surface = 'rpc'`; fails if the id
+    /// already has a row.
+    pub async fn acp_create(
+        &self,
+        session_id: &str,
+        agent: &str,
+        owner: &str,
+        workspace_dir: &str,
+    ) -> Result<AcpRow, StoreError> {
+        let now = utc_now();
+        let done = sqlx::query(
+            "INSERT INTO acp_sessions (session_id, agent_alias, owner_principal_id, \
+             workspace_dir, interaction_surface, created_at, last_activity) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(session_id)
+        .bind(agent)
+        .bind(owner)
+        .bind(workspace_dir)
+        .bind(RPC_SURFACE)
+        .bind(&now)
+        .bind(&now)
+        .execute(&self.pool)
+        .await?;
+        Ok(AcpRow {
+            row: done.last_insert_rowid(),
+            session_id: session_id.to_owned(),
+            agent_alias: agent.to_owned(),
+            owner_principal_id: owner.to_owned(),
+            workspace_dir: workspace_dir.to_owned(),
+            interaction_surface: RPC_SURFACE.to_owned(),
+            created_at: now.clone(),
+            last_activity: now,
+            killed_at: None,
+            message_count: 0,
+        })
+    }
+
+    /// Replaces the stored working directory (a `cwd` given on resume).
+    pub async fn acp_set_workspace(&self, row: i64, workspace_dir: &str) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE acp_sessions SET workspace_dir = ? WHERE id = ?")
+            .bind(workspace_dir)
+            .bind(row)
+            .execute(&self.pool)
+            .await?;
+        found(done.rows_affected())
+    }
+
+    /// `last_activity = now`.
+    pub async fn acp_touch(&self, row: i64) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE acp_sessions SET last_activity = ? WHERE id = ?")
+            .bind(utc_now())
+            .bind(row)
+            .execute(&self.pool)
+            .await?;
+        found(done.rows_affected())
+    }
+
+    /// The number of transcript rows.
+    pub async fn acp_message_count(&self, row: i64) -> Result<u64, StoreError> {
+        let n: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM acp_transcript WHERE session_row = ?")
+                .bind(row)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// The highest transcript `seq` (0 if none): a compaction's boundary.
+    pub async fn acp_last_seq(&self, row: i64) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT COALESCE(MAX(seq), 0) FROM acp_transcript WHERE session_row = ?",
+        )
+        .bind(row)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// Every transcript row, in order.
+    pub async fn acp_transcript(&self, row: i64) -> Result<Vec<TranscriptRow>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        transcript_after(&mut conn, row, 0).await
+    }
+
+    /// Tombstones the row (fault point `tombstone`), keeping the first
+    /// `killed_at` if it was already killed. When `fold_checkpoint` is set,
+    /// the row's surface is supported (§9.7) and a checkpoint is left, the
+    /// same transaction folds it and appends the marker `Turn killed`.
+    pub async fn acp_kill(&self, row: i64, fold_checkpoint: bool) -> Result<(), StoreError> {
+        self.check(FaultPoint::Tombstone)?;
+        let mut tx = self.write_tx().await?;
+        let surface: Option<String> =
+            sqlx::query_scalar("SELECT interaction_surface FROM acp_sessions WHERE id = ?")
+                .bind(row)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let surface = surface.ok_or(StoreError::NotFound("acp session row"))?;
+        if fold_checkpoint && surface == RPC_SURFACE {
+            checkpoint::fold_checkpoint(&mut tx, row, Some("Turn killed")).await?;
+        }
+        sqlx::query("UPDATE acp_sessions SET killed_at = COALESCE(killed_at, ?) WHERE id = ?")
+            .bind(utc_now())
+            .bind(row)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Deletes the row with its transcript, snapshots and checkpoint (fault
+    /// point `acp_delete`). `false` when there was no row. Chat storage is
+    /// never touched.
+    pub async fn acp_delete(&self, session_id: &str) -> Result<bool, StoreError> {
+        self.check(FaultPoint::AcpDelete)?;
+        let mut tx = self.write_tx().await?;
+        let done = sqlx::query("DELETE FROM acp_sessions WHERE session_id = ?")
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Up to `limit` rows, most recent activity first, then most recently
+    /// created (then newest row, so ties have one order). Killed rows only
+    /// when asked.
+    pub async fn acp_list(
+        &self,
+        include_killed: bool,
+        limit: u32,
+    ) -> Result<Vec<AcpRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{SELECT_ROW} WHERE (? OR s.killed_at IS NULL) \
+             ORDER BY s.last_activity DESC, s.created_at DESC, s.id DESC LIMIT ?"
+        ))
+        .bind(include_killed)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(AcpRow::from_sql).collect()
+    }
+}
+
+fn found(rows_affected: u64) -> Result<(), StoreError> {
+    if rows_affected == 0 {
+        Err(StoreError::NotFound("acp session row"))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "acp_tests.rs"]
+mod tests;

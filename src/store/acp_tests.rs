@@ -1,0 +1,230 @@
+use super::super::checkpoint::tests::{lines, text};
+use super::super::testing::{dump, store};
+use super::*;
+
+async fn count(store: &Store, table: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+        .fetch_one(&store.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn create_get_and_update_rows() {
+    let (_dir, store, _) = store("acp-rows").await;
+    assert_eq!(store.acp_get("s").await.unwrap(), None);
+    let created = store.acp_create("s", "echo", "alice", "/w").await.unwrap();
+    assert_eq!(created.interaction_surface, "rpc");
+    assert!(created.surface_supported());
+    assert_eq!(created.created_at, created.last_activity);
+    assert_eq!(store.acp_get("s").await.unwrap().as_ref(), Some(&created));
+    assert!(matches!(
+        store.acp_create("s", "echo", "bob", "/x").await,
+        Err(StoreError::Sqlite(_))
+    ));
+
+    store
+        .acp_set_workspace(created.row, "/elsewhere")
+        .await
+        .unwrap();
+    sqlx::query("UPDATE acp_sessions SET last_activity = '2000-01-01T00:00:00Z'")
+        .execute(&store.pool)
+        .await
+        .unwrap();
+    store.acp_touch(created.row).await.unwrap();
+    let got = store.acp_get("s").await.unwrap().unwrap();
+    assert_eq!(got.workspace_dir, "/elsewhere");
+    assert!(got.last_activity.as_str() > "2000-01-01T00:00:00Z");
+    assert_eq!(
+        store.acp_touch(999).await,
+        Err(StoreError::NotFound("acp session row"))
+    );
+    assert_eq!(
+        store.acp_set_workspace(999, "/").await,
+        Err(StoreError::NotFound("acp session row"))
+    );
+
+    assert_eq!(store.acp_message_count(created.row).await.unwrap(), 0);
+    assert_eq!(store.acp_last_seq(created.row).await.unwrap(), 0);
+    store.turn_begin(created.row, "t", "p").await.unwrap();
+    store
+        .checkpoint_append(created.row, &[text("r")])
+        .await
+        .unwrap();
+    store.turn_finalize(created.row, None).await.unwrap();
+    assert_eq!(store.acp_message_count(created.row).await.unwrap(), 2);
+    assert_eq!(store.acp_get("s").await.unwrap().unwrap().message_count, 2);
+}
+
+#[tokio::test]
+async fn list_orders_by_activity_then_creation_and_hides_killed() {
+    let (_dir, store, _) = store("acp-list").await;
+    for (id, created, activity) in [
+        ("a", "2026-01-01T00:00:00Z", "2026-01-03T00:00:00Z"),
+        ("b", "2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z"),
+        ("c", "2026-01-01T00:00:00Z", "2026-01-04T00:00:00Z"),
+        ("d", "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"),
+    ] {
+        store.acp_create(id, "echo", "me", "/w").await.unwrap();
+        sqlx::query(
+            "UPDATE acp_sessions SET created_at = ?, last_activity = ? WHERE session_id = ?",
+        )
+        .bind(created)
+        .bind(activity)
+        .bind(id)
+        .execute(&store.pool)
+        .await
+        .unwrap();
+    }
+    let ids = |rows: Vec<AcpRow>| rows.into_iter().map(|r| r.session_id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.acp_list(false, 100).await.unwrap()),
+        ["c", "b", "a", "d"]
+    );
+    assert_eq!(ids(store.acp_list(false, 2).await.unwrap()), ["c", "b"]);
+    let b = store.acp_get("b").await.unwrap().unwrap();
+    store.acp_kill(b.row, true).await.unwrap();
+    assert_eq!(
+        ids(store.acp_list(false, 100).await.unwrap()),
+        ["c", "a", "d"]
+    );
+    let all = store.acp_list(true, 100).await.unwrap();
+    assert!(all[1].killed_at.is_some());
+    assert_eq!(ids(all), ["c", "b", "a", "d"]);
+}
+
+#[tokio::test]
+async fn kill_folds_a_leftover_checkpoint_only_when_asked() {
+    let (_dir, store, _) = store("acp-kill").await;
+    let folded = store.acp_create("f", "echo", "me", "/w").await.unwrap();
+    let kept = store.acp_create("k", "echo", "me", "/w").await.unwrap();
+    for row in [folded.row, kept.row] {
+        store.turn_begin(row, "t", "hi").await.unwrap();
+        store
+            .checkpoint_append(row, &[text("par"), text("tial")])
+            .await
+            .unwrap();
+    }
+
+    store.acp_kill(folded.row, true).await.unwrap();
+    assert_eq!(
+        lines(&store.acp_transcript(folded.row).await.unwrap()),
+        [
+            "1 user/message hi",
+            "2 assistant/message partial",
+            "3 system/interruption_marker Turn killed",
+        ]
+    );
+    assert!(!store.has_checkpoint(folded.row).await.unwrap());
+    let first = store
+        .acp_get("f")
+        .await
+        .unwrap()
+        .unwrap()
+        .killed_at
+        .unwrap();
+    sqlx::query("UPDATE acp_sessions SET killed_at = '2000-01-01T00:00:00Z' WHERE id = ?")
+        .bind(folded.row)
+        .execute(&store.pool)
+        .await
+        .unwrap();
+    store.acp_kill(folded.row, true).await.unwrap();
+    assert_eq!(first.len(), 20);
+    assert_eq!(
+        store
+            .acp_get("f")
+            .await
+            .unwrap()
+            .unwrap()
+            .killed_at
+            .as_deref(),
+        Some("2000-01-01T00:00:00Z"),
+        "a second kill keeps the first tombstone"
+    );
+    assert_eq!(store.acp_message_count(folded.row).await.unwrap(), 3);
+
+    store.acp_kill(kept.row, false).await.unwrap();
+    assert!(store
+        .acp_get("k")
+        .await
+        .unwrap()
+        .unwrap()
+        .killed_at
+        .is_some());
+    assert!(store.acp_transcript(kept.row).await.unwrap().is_empty());
+    assert!(store.has_checkpoint(kept.row).await.unwrap());
+    assert_eq!(
+        store.acp_kill(999, true).await,
+        Err(StoreError::NotFound("acp session row"))
+    );
+}
+
+#[tokio::test]
+async fn kill_never_folds_a_foreign_surface() {
+    let (_dir, store, _) = store("acp-kill-foreign").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    store.turn_begin(s.row, "t", "hi").await.unwrap();
+    sqlx::query("UPDATE acp_sessions SET interaction_surface = 'acp_stdio'")
+        .execute(&store.pool)
+        .await
+        .unwrap();
+    store.acp_kill(s.row, true).await.unwrap();
+    assert!(store.has_checkpoint(s.row).await.unwrap());
+    assert!(store.acp_transcript(s.row).await.unwrap().is_empty());
+    let row = store.acp_get("s").await.unwrap().unwrap();
+    assert!(row.killed_at.is_some() && !row.surface_supported());
+}
+
+#[tokio::test]
+async fn kill_and_delete_faults_change_nothing() {
+    let (_dir, store, faults) = store("acp-faults").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    store.turn_begin(s.row, "t", "hi").await.unwrap();
+    faults.set(&[FaultPoint::Tombstone, FaultPoint::AcpDelete]);
+    let before = dump(&store).await;
+    assert_eq!(
+        store.acp_kill(s.row, true).await,
+        Err(StoreError::Injected(FaultPoint::Tombstone))
+    );
+    assert_eq!(
+        store.acp_delete("s").await,
+        Err(StoreError::Injected(FaultPoint::AcpDelete))
+    );
+    assert_eq!(dump(&store).await, before);
+}
+
+#[tokio::test]
+async fn delete_cascades_and_leaves_chat_alone() {
+    let (_dir, store, _) = store("acp-delete").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let other = store.acp_create("o", "echo", "me", "/w").await.unwrap();
+    store.chat_create("s", "echo", "me", "/w").await.unwrap();
+    store
+        .chat_append_turn("s", "chat hi", Some("chat reply"))
+        .await
+        .unwrap();
+    for row in [s.row, other.row] {
+        store.turn_begin(row, "t", "p").await.unwrap();
+        store.turn_finalize(row, None).await.unwrap();
+        store.write_snapshot(row, 1, &[]).await.unwrap();
+        store.turn_begin(row, "t2", "q").await.unwrap();
+        store.checkpoint_append(row, &[text("x")]).await.unwrap();
+    }
+
+    assert!(store.acp_delete("s").await.unwrap());
+    assert_eq!(store.acp_get("s").await.unwrap(), None);
+    for (table, left) in [
+        ("acp_sessions", 1),
+        ("acp_transcript", 1),
+        ("acp_context_snapshots", 1),
+        ("acp_turn_checkpoints", 1),
+        ("acp_checkpoint_events", 2),
+        ("chat_sessions", 1),
+        ("chat_messages", 2),
+    ] {
+        assert_eq!(count(&store, table).await, left, "{table}");
+    }
+    assert!(store.has_checkpoint(other.row).await.unwrap());
+    assert_eq!(store.chat_get("s").await.unwrap().unwrap().message_count, 2);
+    assert!(!store.acp_delete("s").await.unwrap());
+}

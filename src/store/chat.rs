@@ -1,0 +1,217 @@
+//! The Chat history store (§9.8): `chat_sessions` and `chat_messages`.
+//!
+//! Chat sessions have no checkpoints and no snapshots: a finished turn
+//! appends its prompt and (non-empty) reply in one transaction. Nothing here
+//! reads or writes an ACP table, and the ACP side never touches these.
+
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+
+use crate::agent::ContextMessage;
+use crate::faults::FaultPoint;
+
+use super::projection::{provider_safe, TranscriptRow};
+use super::{utc_now, Store, StoreError};
+
+/// One persisted Chat session, with its history row count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatRow {
+    /// The client-visible session id (the primary key).
+    pub session_id: String,
+    /// The agent.
+    pub agent_alias: String,
+    /// The owner.
+    pub owner_principal_id: String,
+    /// The session's working directory.
+    pub workspace_dir: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub last_activity: String,
+    /// History rows.
+    pub message_count: u64,
+}
+
+const SELECT_ROW: &str = "SELECT c.session_id, c.agent_alias, c.owner_principal_id, \
+     c.workspace_dir, c.created_at, c.last_activity, \
+     (SELECT COUNT(*) FROM chat_messages m WHERE m.session_id = c.session_id) AS message_count \
+     FROM chat_sessions c";
+
+impl ChatRow {
+    fn from_sql(r: &SqliteRow) -> Result<Self, StoreError> {
+        let count: i64 = r.try_get("message_count")?;
+        Ok(ChatRow {
+            session_id: r.try_get("session_id")?,
+            agent_alias: r.try_get("agent_alias")?,
+            owner_principal_id: r.try_get("owner_principal_id")?,
+            workspace_dir: r.try_get("workspace_dir")?,
+            created_at: r.try_get("created_at")?,
+            last_activity: r.try_get("last_activity")?,
+            message_count: u64::try_from(count).unwrap_or(0),
+        })
+    }
+}
+
+impl Store {
+    /// The Chat record for `session_id`, if any.
+    pub async fn chat_get(&self, session_id: &str) -> Result<Option<ChatRow>, StoreError> {
+        let r = sqlx::query(&format!("{SELECT_ROW} WHERE c.session_id = ?"))
+            .bind(session_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        r.as_ref().map(ChatRow::from_sql).transpose()
+    }
+
+    /// Creates the Chat record (at `session/new`, before any turn); fails if
+    /// the id already has one.
+    pub async fn chat_create(
+        &self,
+        session_id: &str,
+        agent: &str,
+        owner: &str,
+        workspace_dir: &str,
+    ) -> Result<ChatRow, StoreError> {
+        let now = utc_now();
+        sqlx::query(
+            "INSERT INTO chat_sessions (session_id, agent_alias, owner_principal_id, \
+             workspace_dir, created_at, last_activity) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(session_id)
+        .bind(agent)
+        .bind(owner)
+        .bind(workspace_dir)
+        .bind(&now)
+        .bind(&now)
+        .execute(&self.pool)
+        .await?;
+        Ok(ChatRow {
+            session_id: session_id.to_owned(),
+            agent_alias: agent.to_owned(),
+            owner_principal_id: owner.to_owned(),
+            workspace_dir: workspace_dir.to_owned(),
+            created_at: now.clone(),
+            last_activity: now,
+            message_count: 0,
+        })
+    }
+
+    /// Replaces the stored working directory (a `cwd` given on resume).
+    pub async fn chat_set_workspace(
+        &self,
+        session_id: &str,
+        workspace_dir: &str,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE chat_sessions SET workspace_dir = ? WHERE session_id = ?")
+            .bind(workspace_dir)
+            .bind(session_id)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("chat session"));
+        }
+        Ok(())
+    }
+
+    /// Appends a finished turn (fault point `chat_append`) in one
+    /// transaction: the prompt, then the reply when it is non-empty; moves
+    /// `last_activity` to now.
+    pub async fn chat_append_turn(
+        &self,
+        session_id: &str,
+        prompt: &str,
+        reply: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.check(FaultPoint::ChatAppend)?;
+        let now = utc_now();
+        let mut tx = self.write_tx().await?;
+        let touched =
+            sqlx::query("UPDATE chat_sessions SET last_activity = ? WHERE session_id = ?")
+                .bind(&now)
+                .bind(session_id)
+                .execute(&mut *tx)
+                .await?;
+        if touched.rows_affected() == 0 {
+            return Err(StoreError::NotFound("chat session"));
+        }
+        let last: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(seq), 0) FROM chat_messages WHERE session_id = ?",
+        )
+        .bind(session_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let reply = reply.filter(|r| !r.is_empty());
+        let turn = std::iter::once(("user", prompt)).chain(reply.map(|r| ("assistant", r)));
+        for (seq, (role, content)) in (last + 1..).zip(turn) {
+            sqlx::query(
+                "INSERT INTO chat_messages (session_id, seq, role, content, created_at) \
+                 VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(session_id)
+            .bind(seq)
+            .bind(role)
+            .bind(content)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The provider-safe projection of the history: what seeds a resumed
+    /// Chat session's context.
+    pub async fn chat_history(&self, session_id: &str) -> Result<Vec<ContextMessage>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, role, 'message' AS kind, content, NULL AS tool_call_id, \
+             NULL AS tool_name, NULL AS tool_input \
+             FROM chat_messages WHERE session_id = ? ORDER BY seq",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let rows = rows
+            .iter()
+            .map(TranscriptRow::from_sql)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(provider_safe(&rows))
+    }
+
+    /// The highest history `seq` (0 if none): a Chat compaction's boundary.
+    pub async fn chat_max_seq(&self, session_id: &str) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT COALESCE(MAX(seq), 0) FROM chat_messages WHERE session_id = ?",
+        )
+        .bind(session_id)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// Deletes the Chat record and its history (fault point `chat_delete`).
+    /// `false` when there was none. ACP storage is never touched.
+    pub async fn chat_delete(&self, session_id: &str) -> Result<bool, StoreError> {
+        self.check(FaultPoint::ChatDelete)?;
+        let mut tx = self.write_tx().await?;
+        let done = sqlx::query("DELETE FROM chat_sessions WHERE session_id = ?")
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Up to `limit` Chat records, most recent activity first, then most
+    /// recently created.
+    pub async fn chat_list(&self, limit: u32) -> Result<Vec<ChatRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{SELECT_ROW} ORDER BY c.last_activity DESC, c.created_at DESC, c.rowid DESC LIMIT ?"
+        ))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(ChatRow::from_sql).collect()
+    }
+}
+
+#[cfg(test)]
+#[path = "chat_tests.rs"]
+mod tests;

@@ -1,0 +1,291 @@
+//! Begin, append and finalize: folding, bounds, misuse and fault points.
+
+use serde_json::value::RawValue;
+
+use super::super::testing::{dump, store};
+use super::*;
+
+pub(crate) fn text(s: &str) -> CheckpointEvent {
+    CheckpointEvent::Text(s.into())
+}
+
+pub(crate) fn call(id: &str, input: &str) -> CheckpointEvent {
+    CheckpointEvent::ToolCall {
+        id: id.into(),
+        name: "echo".into(),
+        input: RawValue::from_string(input.into()).unwrap(),
+    }
+}
+
+pub(crate) fn result(id: &str, output: &str) -> CheckpointEvent {
+    CheckpointEvent::ToolResult {
+        id: id.into(),
+        name: "echo".into(),
+        output: output.into(),
+    }
+}
+
+/// `seq role/kind content [id name input]` per row.
+pub(crate) fn lines(rows: &[TranscriptRow]) -> Vec<String> {
+    rows.iter()
+        .map(|r| {
+            let mut s = format!("{} {}/{} {}", r.seq, r.role, r.kind, r.content);
+            if let Some(id) = &r.tool_call_id {
+                s.push_str(&format!(" [{id} {}", r.tool_name.as_deref().unwrap_or("-")));
+                if let Some(input) = &r.tool_input {
+                    s.push_str(&format!(" {}", input.get()));
+                }
+                s.push(']');
+            }
+            s
+        })
+        .collect()
+}
+
+async fn payloads(store: &Store, row: i64) -> Vec<String> {
+    let mut conn = store.pool.acquire().await.unwrap();
+    checkpoint_payloads(&mut conn, row).await.unwrap()
+}
+
+#[tokio::test]
+async fn begin_append_finalize_folds_in_order() {
+    let (_dir, store, _) = store("fold").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    assert!(!store.has_checkpoint(s.row).await.unwrap());
+
+    store.turn_begin(s.row, "t1", "hi").await.unwrap();
+    assert!(store.has_checkpoint(s.row).await.unwrap());
+    store
+        .checkpoint_append(s.row, &[text("Hel"), text("lo")])
+        .await
+        .unwrap();
+    store
+        .checkpoint_append(
+            s.row,
+            &[call("c1", "{ \"text\" : \"x\" }"), call("c2", "{}")],
+        )
+        .await
+        .unwrap();
+    store
+        .checkpoint_append(s.row, &[result("c1", "{\"text\":\"x\"}")])
+        .await
+        .unwrap();
+    store
+        .checkpoint_append(s.row, &[result("c2", "y"), text("done"), text("!")])
+        .await
+        .unwrap();
+    assert_eq!(
+        payloads(&store, s.row).await,
+        [
+            r#"{"kind":"user","text":"hi"}"#,
+            r#"{"kind":"text","text":"Hel"}"#,
+            r#"{"kind":"text","text":"lo"}"#,
+            r#"{"kind":"tool_call","id":"c1","name":"echo","input":{"text":"x"}}"#,
+            r#"{"kind":"tool_call","id":"c2","name":"echo","input":{}}"#,
+            r#"{"kind":"tool_result","id":"c1","name":"echo","output":"{\"text\":\"x\"}"}"#,
+            r#"{"kind":"tool_result","id":"c2","name":"echo","output":"y"}"#,
+            r#"{"kind":"text","text":"done"}"#,
+            r#"{"kind":"text","text":"!"}"#,
+        ]
+    );
+
+    let appended = store.turn_finalize(s.row, None).await.unwrap();
+    let want = [
+        "1 user/message hi",
+        "2 assistant/message Hello",
+        r#"3 assistant/tool_call  [c1 echo {"text":"x"}]"#,
+        "4 assistant/tool_call  [c2 echo {}]",
+        r#"5 tool/tool_result {"text":"x"} [c1 echo]"#,
+        "6 tool/tool_result y [c2 echo]",
+        "7 assistant/message done!",
+    ];
+    assert_eq!(lines(&appended), want);
+    assert_eq!(lines(&store.acp_transcript(s.row).await.unwrap()), want);
+    assert!(!store.has_checkpoint(s.row).await.unwrap());
+    assert!(payloads(&store, s.row).await.is_empty());
+    let turn_ids: Vec<String> = sqlx::query_scalar("SELECT turn_id FROM acp_transcript")
+        .fetch_all(&store.pool)
+        .await
+        .unwrap();
+    assert_eq!(turn_ids, ["t1"; 7]);
+
+    // The next turn continues the seqs; a failure adds its marker last.
+    store.turn_begin(s.row, "t2", "again").await.unwrap();
+    store
+        .checkpoint_append(s.row, &[text("part")])
+        .await
+        .unwrap();
+    let appended = store.turn_finalize(s.row, Some("boom")).await.unwrap();
+    assert_eq!(
+        lines(&appended),
+        [
+            "8 user/message again",
+            "9 assistant/message part",
+            "10 system/interruption_marker Turn failed: boom",
+        ]
+    );
+    assert_eq!(store.acp_message_count(s.row).await.unwrap(), 10);
+    assert_eq!(store.acp_last_seq(s.row).await.unwrap(), 10);
+}
+
+#[tokio::test]
+async fn empty_text_runs_write_no_row() {
+    let (_dir, store, _) = store("fold-empty").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    store.turn_begin(s.row, "t1", "").await.unwrap();
+    store
+        .checkpoint_append(s.row, &[text(""), call("a", "{}"), text("")])
+        .await
+        .unwrap();
+    store.checkpoint_append(s.row, &[]).await.unwrap();
+    let rows = store.turn_finalize(s.row, Some("x")).await.unwrap();
+    assert_eq!(
+        lines(&rows),
+        [
+            "1 user/message ",
+            "2 assistant/tool_call  [a echo {}]",
+            "3 system/interruption_marker Turn failed: x",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_large_batch_keeps_order_and_bytes() {
+    let (_dir, store, _) = store("batch").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    store.turn_begin(s.row, "t1", "go").await.unwrap();
+    let parts: Vec<String> = (0..300).map(|n| format!("<{n}\n\"é\\\u{7}>")).collect();
+    let batch: Vec<_> = parts.iter().map(|p| text(p)).collect();
+    store.checkpoint_append(s.row, &batch).await.unwrap();
+    store
+        .checkpoint_append(s.row, &[result("r", "\u{0}")])
+        .await
+        .unwrap();
+    assert_eq!(payloads(&store, s.row).await.len(), 302);
+    let rows = store.turn_finalize(s.row, None).await.unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[1].content, parts.concat());
+    assert_eq!(rows[2].content, "\u{0}");
+}
+
+#[tokio::test]
+async fn tool_outputs_are_bounded_at_16_kib_when_stored() {
+    let (_dir, store, _) = store("bound").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    store.turn_begin(s.row, "t1", "go").await.unwrap();
+    // 16,383 ASCII bytes then a 3-byte char straddling the limit.
+    let long = format!("{}€tail", "a".repeat(TOOL_OUTPUT_MAX - 1));
+    let exact = "b".repeat(TOOL_OUTPUT_MAX);
+    store
+        .checkpoint_append(s.row, &[result("a", &long), result("b", &exact)])
+        .await
+        .unwrap();
+    let stored = payloads(&store, s.row).await;
+    assert!(
+        stored[1].ends_with(r#"a…[truncated]"}"#),
+        "{}",
+        &stored[1][stored[1].len() - 40..]
+    );
+    let rows = store.turn_finalize(s.row, None).await.unwrap();
+    assert_eq!(
+        rows[1].content,
+        format!("{}…[truncated]", "a".repeat(TOOL_OUTPUT_MAX - 1))
+    );
+    assert_eq!(rows[2].content, exact, "exactly 16 KiB is not cut");
+}
+
+#[tokio::test]
+async fn misuse_is_refused_without_writing() {
+    let (_dir, store, _) = store("misuse").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    assert_eq!(
+        store.checkpoint_append(s.row, &[text("x")]).await,
+        Err(StoreError::State("no open turn checkpoint"))
+    );
+    assert_eq!(
+        store.turn_finalize(s.row, None).await.unwrap_err(),
+        StoreError::State("no open turn checkpoint")
+    );
+    assert_eq!(
+        store.turn_begin(999, "t", "p").await,
+        Err(StoreError::NotFound("acp session row"))
+    );
+    store.turn_begin(s.row, "t1", "p").await.unwrap();
+    let before = dump(&store).await;
+    assert_eq!(
+        store.turn_begin(s.row, "t2", "p").await,
+        Err(StoreError::State("a turn checkpoint is already open"))
+    );
+    assert_eq!(dump(&store).await, before);
+    store.turn_finalize(s.row, None).await.unwrap();
+    store.acp_kill(s.row, true).await.unwrap();
+    assert_eq!(
+        store.turn_begin(s.row, "t3", "p").await,
+        Err(StoreError::State("session is killed"))
+    );
+}
+
+#[tokio::test]
+async fn turn_begin_and_finalize_move_last_activity() {
+    let (_dir, store, _) = store("activity").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let old = "2000-01-01T00:00:00Z";
+    let set_old = || {
+        sqlx::query("UPDATE acp_sessions SET last_activity = ?")
+            .bind(old)
+            .execute(&store.pool)
+    };
+    let activity = || async { store.acp_get("s").await.unwrap().unwrap().last_activity };
+    set_old().await.unwrap();
+    store.turn_begin(s.row, "t1", "p").await.unwrap();
+    assert!(activity().await.as_str() > old);
+    set_old().await.unwrap();
+    store.checkpoint_append(s.row, &[text("x")]).await.unwrap();
+    assert_eq!(
+        activity().await,
+        old,
+        "appends do not write the session row"
+    );
+    store.turn_finalize(s.row, None).await.unwrap();
+    assert!(activity().await.as_str() > old);
+}
+
+#[tokio::test]
+async fn checkpoint_fault_points_fail_and_change_nothing() {
+    let (_dir, store, faults) = store("faults").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+
+    faults.set(&[FaultPoint::TurnBegin]);
+    let before = dump(&store).await;
+    assert_eq!(
+        store.turn_begin(s.row, "t1", "p").await,
+        Err(StoreError::Injected(FaultPoint::TurnBegin))
+    );
+    assert_eq!(dump(&store).await, before);
+
+    faults.set(&[]);
+    store.turn_begin(s.row, "t1", "p").await.unwrap();
+    store.checkpoint_append(s.row, &[text("a")]).await.unwrap();
+
+    faults.set(&[FaultPoint::CheckpointAppend]);
+    let before = dump(&store).await;
+    assert_eq!(
+        store
+            .checkpoint_append(s.row, &[text("b"), text("c")])
+            .await,
+        Err(StoreError::Injected(FaultPoint::CheckpointAppend))
+    );
+    assert_eq!(dump(&store).await, before);
+
+    faults.set(&[FaultPoint::TurnFinalize]);
+    assert_eq!(
+        store.turn_finalize(s.row, None).await.unwrap_err(),
+        StoreError::Injected(FaultPoint::TurnFinalize)
+    );
+    assert_eq!(dump(&store).await, before);
+    assert!(store.has_checkpoint(s.row).await.unwrap());
+
+    faults.set(&[]);
+    let rows = store.turn_finalize(s.row, None).await.unwrap();
+    assert_eq!(lines(&rows), ["1 user/message p", "2 assistant/message a"]);
+}
