@@ -343,12 +343,10 @@ golden! {
     notifications => "notifications.transcript";
     ids_echoed => "ids_echoed.transcript";
     params => "params.transcript";
-    #[ignore = "BUG: `status` ignores its params, so `\"params\":[]` answers a result instead of -32602 (SPEC §1.3)"]
     params_array_status => "params_array_status.transcript";
     dialects => "dialects.transcript";
     bidirectional => "bidirectional.transcript";
     framing => "framing.transcript";
-    #[ignore = "BUG: answers still queued when the client half-closes are often lost (the writer's write races the connection's cancel), about 1 run in 2"]
     eof_final_frame => "eof.transcript" * 12;
     audit => "audit.transcript";
 }

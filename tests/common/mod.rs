@@ -77,7 +77,11 @@ pub struct TestDir {
 impl TestDir {
     pub fn new() -> Self {
         static SEQ: AtomicU32 = AtomicU32::new(0);
-        let base = std::env::temp_dir();
+        // A long TMPDIR would push the socket path past sun_path (~107 bytes).
+        let mut base = std::env::temp_dir();
+        if base.as_os_str().len() > 40 {
+            base = PathBuf::from("/tmp");
+        }
         loop {
             let n = SEQ.fetch_add(1, Ordering::Relaxed);
             let path = base.join(format!("zct{}-{n}", std::process::id()));
