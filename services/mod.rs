@@ -23,8 +23,10 @@ use crate::request::Request;
 use crate::state::Daemon;
 
 pub mod config;
+pub mod debug;
 pub mod initialize;
 pub mod pairing;
+pub mod session;
 pub mod status;
 
 /// A method's answer: ready now, or a boxed future.
@@ -71,6 +73,8 @@ pub struct Router {
     status: status::Status,
     config: config::ConfigService,
     pairing: pairing::PairingService,
+    session: session::SessionService,
+    debug: debug::DebugService,
 }
 
 impl Router {
@@ -81,6 +85,8 @@ impl Router {
             status: status::Status::new(daemon.clone()),
             config: config::ConfigService::new(daemon.clone(), conn.clone()),
             pairing: pairing::PairingService::new(daemon.clone(), conn.clone()),
+            session: session::SessionService::new(daemon.clone(), conn.clone()),
+            debug: debug::DebugService::new(daemon.clone()),
         }
     }
 
@@ -90,6 +96,8 @@ impl Router {
             "status" => self.status.call(req),
             "config/get" | "config/set" | "config/set-many" => self.config.call(req),
             "pairing/list" | "pairing/create" | "pairing/revoke" => self.pairing.call(req),
+            name if name.starts_with("session/") => self.session.call(req),
+            "debug/set-faults" => self.debug.call(req),
             other => RouteFuture::ready(Err(RpcError::MethodNotFound(other.to_owned()))),
         }
     }

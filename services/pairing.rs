@@ -117,6 +117,9 @@ impl Service<Request> for PairingService {
     fn call(&mut self, req: Request) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
         match req.method.name {
+            _ if req.method.name != "pairing/revoke" && req.no_params().is_err() => {
+                RouteFuture::ready(req.no_params().map(|()| Payload::empty_object()))
+            }
             "pairing/list" => RouteFuture::ready(list(&daemon)),
             "pairing/create" => RouteFuture::boxed(create(daemon, conn, req)),
             _ => RouteFuture::boxed(revoke(daemon, conn, req)),

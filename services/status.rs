@@ -58,9 +58,10 @@ impl Service<Request> for Status {
 
 impl Status {
     fn answer(&self, req: &Request) -> Result<Payload, RpcError> {
+        req.no_params()?;
         let binding = req.binding()?;
         let d = &self.daemon;
-        let session_ids: Vec<String> = Vec::new();
+        let session_ids = d.sessions.visible_ids(&binding.principal);
         let result = StatusResult {
             server_version: env!("CARGO_PKG_VERSION"),
             protocol_version: 1,

@@ -1,7 +1,12 @@
 //! Framing (SPEC §3.1): a bounded [`LinesCodec`] turns the byte stream into
 //! frames of at most 8 MiB, enforced while reading without buffering past
-//! the limit, and tells an oversized or non-UTF-8 frame apart from an I/O
-//! failure so that the first two are answered and the connection kept.
+//! the limit.
+//!
+//! An oversized or non-UTF-8 frame is not a stream error: the codec yields
+//! it as a [`Frame::Rejected`] item, so the frames already buffered behind
+//! it are decoded at once and the connection carries on. (A decoder *error*
+//! would make `FramedRead` pause and go back to the socket before looking
+//! at its buffer again.) Only I/O failures are errors.
 
 use std::io;
 
@@ -11,36 +16,46 @@ use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 use crate::error::RpcError;
 use crate::limits::MAX_FRAME_BYTES;
 
-/// Why a frame could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum FrameError {
-    /// More than 8 MiB before the `\n`; the rest of the line is discarded.
-    #[error("frame exceeds {MAX_FRAME_BYTES} bytes")]
-    TooLarge,
-    /// The frame is not UTF-8; it has been consumed.
-    #[error("frame is not valid UTF-8")]
-    InvalidUtf8,
-    /// The transport failed; the connection ends.
-    #[error("read failed: {0}")]
-    Io(#[from] io::Error),
+/// One item of the stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A frame's text (a trailing `\r` removed).
+    Line(String),
+    /// A frame that is answered with an error and skipped.
+    Rejected(Rejection),
 }
 
-impl FrameError {
-    /// The reply owed for a rejected frame (`None` for an I/O failure).
-    pub fn reply(&self) -> Option<RpcError> {
+/// Why a frame was rejected; `line_len` is the frame's length in bytes
+/// (for an oversized frame: how much had arrived when it was rejected).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// More than 8 MiB before the `\n`; the rest of the line is discarded.
+    TooLarge { line_len: usize },
+    /// Not UTF-8; the line has been consumed.
+    InvalidUtf8 { line_len: usize },
+}
+
+impl Rejection {
+    /// The error the client is owed (`id: null`).
+    pub fn reply(self) -> RpcError {
         match self {
-            Self::TooLarge => Some(RpcError::FrameTooLarge),
-            Self::InvalidUtf8 => Some(RpcError::Parse("invalid UTF-8".to_owned())),
-            Self::Io(_) => None,
+            Self::TooLarge { .. } => RpcError::FrameTooLarge,
+            Self::InvalidUtf8 { .. } => RpcError::Parse("invalid UTF-8".to_owned()),
         }
     }
 
     /// The `reason` of the `frame_rejected` audit event.
-    pub fn audit_reason(&self) -> &'static str {
+    pub fn reason(self) -> &'static str {
         match self {
-            Self::TooLarge => "frame_too_large",
-            Self::InvalidUtf8 => "invalid_utf8",
-            Self::Io(_) => "io",
+            Self::TooLarge { .. } => "frame_too_large",
+            Self::InvalidUtf8 { .. } => "invalid_utf8",
+        }
+    }
+
+    /// The `line_len` of the `frame_rejected` audit event.
+    pub fn line_len(self) -> usize {
+        match self {
+            Self::TooLarge { line_len } | Self::InvalidUtf8 { line_len } => line_len,
         }
     }
 }
@@ -50,6 +65,8 @@ impl FrameError {
 #[derive(Debug)]
 pub struct FrameCodec {
     lines: LinesCodec,
+    /// Mirrors the inner codec: after an oversized frame it discards up to the next `\n`.
+    discarding: bool,
 }
 
 impl Default for FrameCodec {
@@ -58,34 +75,70 @@ impl Default for FrameCodec {
     }
 }
 
+fn newline(buf: &[u8]) -> Option<usize> {
+    buf.iter().position(|b| *b == b'\n')
+}
+
 impl FrameCodec {
     /// A codec with another bound (tests use small ones).
     pub fn with_max(max: usize) -> Self {
         Self {
             lines: LinesCodec::new_with_max_length(max),
+            discarding: false,
         }
     }
-}
 
-/// `decode` never does I/O, so an `Io` error out of it can only be the
-/// codec's own UTF-8 check; real I/O errors arrive through `From<io::Error>`.
-fn map(e: LinesCodecError) -> FrameError {
-    match e {
-        LinesCodecError::MaxLineLengthExceeded => FrameError::TooLarge,
-        LinesCodecError::Io(_) => FrameError::InvalidUtf8,
+    fn decode_with(&mut self, buf: &mut BytesMut, eof: bool) -> io::Result<Option<Frame>> {
+        // Bytes of an oversized frame's tail that this call will discard first.
+        let (discard, discard_ends) = match (self.discarding, newline(buf)) {
+            (true, Some(i)) => (i + 1, true),
+            (true, None) => (buf.len(), false),
+            (false, _) => (0, false),
+        };
+        // Whether the next line (after any discarded tail) is `\n`-terminated;
+        // at end of stream an unterminated last line is decoded too.
+        let terminated = buf
+            .get(discard.min(buf.len())..)
+            .and_then(newline)
+            .is_some();
+        let before = buf.len();
+        let decoded = if eof {
+            self.lines.decode_eof(buf)
+        } else {
+            self.lines.decode(buf)
+        };
+        if discard_ends {
+            self.discarding = false;
+        }
+        Ok(match decoded {
+            Ok(line) => line.map(Frame::Line),
+            // Decoding does no I/O: its only errors are the bound and UTF-8.
+            Err(LinesCodecError::MaxLineLengthExceeded) => {
+                self.discarding = true;
+                Some(Frame::Rejected(Rejection::TooLarge {
+                    line_len: newline(buf).unwrap_or(buf.len()),
+                }))
+            }
+            Err(LinesCodecError::Io(_)) => {
+                // Consumed: the discarded tail, the line, and its `\n` if it had one.
+                let consumed = before - buf.len() - discard;
+                let line_len = consumed - usize::from(terminated && consumed > 0);
+                Some(Frame::Rejected(Rejection::InvalidUtf8 { line_len }))
+            }
+        })
     }
 }
 
 impl Decoder for FrameCodec {
-    type Item = String;
-    type Error = FrameError;
+    type Item = Frame;
+    type Error = io::Error;
 
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<String>, FrameError> {
-        self.lines.decode(buf).map_err(map)
+    fn decode(&mut self, buf: &mut BytesMut) -> io::Result<Option<Frame>> {
+        self.decode_with(buf, false)
     }
 
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<String>, FrameError> {
-        self.lines.decode_eof(buf).map_err(map)
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> io::Result<Option<Frame>> {
+        self.decode_with(buf, true)
     }
 }
 
@@ -93,25 +146,24 @@ impl Decoder for FrameCodec {
 mod tests {
     use super::*;
 
-    fn decode_all(codec: &mut FrameCodec, chunks: &[&[u8]]) -> Vec<Result<String, &'static str>> {
+    fn decode_all(
+        codec: &mut FrameCodec,
+        chunks: &[&[u8]],
+    ) -> Vec<Result<String, (&'static str, usize)>> {
+        let item = |f: Frame| match f {
+            Frame::Line(l) => Ok(l),
+            Frame::Rejected(r) => Err((r.reason(), r.line_len())),
+        };
         let mut buf = BytesMut::new();
         let mut out = Vec::new();
         for c in chunks {
             buf.extend_from_slice(c);
-            loop {
-                match codec.decode(&mut buf) {
-                    Ok(Some(l)) => out.push(Ok(l)),
-                    Ok(None) => break,
-                    Err(e) => out.push(Err(e.audit_reason())),
-                }
+            while let Some(f) = codec.decode(&mut buf).unwrap() {
+                out.push(item(f));
             }
         }
-        loop {
-            match codec.decode_eof(&mut buf) {
-                Ok(Some(l)) => out.push(Ok(l)),
-                Ok(None) => break,
-                Err(e) => out.push(Err(e.audit_reason())),
-            }
+        while let Some(f) = codec.decode_eof(&mut buf).unwrap() {
+            out.push(item(f));
         }
         out
     }
@@ -125,8 +177,8 @@ mod tests {
             vec![
                 Ok("abcd".into()),
                 Ok("ab".into()),
-                Err("frame_too_large"),
-                Err("invalid_utf8"),
+                Err(("frame_too_large", 5)),
+                Err(("invalid_utf8", 3)),
                 Ok("last".into())
             ]
         );
@@ -135,26 +187,40 @@ mod tests {
     #[test]
     fn the_cr_counts_toward_the_limit() {
         let mut c = FrameCodec::with_max(4);
-        assert_eq!(
-            decode_all(&mut c, &[b"abc\r\nabcd\r\nz\n"]),
-            vec![Ok("abc".into()), Err("frame_too_large"), Ok("z".into())]
-        );
+        let got = decode_all(&mut c, &[b"abc\r\nabcd\r\nz\n"]);
+        assert_eq!(got[0], Ok("abc".into()));
+        assert!(matches!(got[1], Err(("frame_too_large", _))));
+        assert_eq!(got[2], Ok("z".into()));
     }
 
     #[test]
     fn every_split_decodes_identically() {
         let stream: &[u8] = b"{\"a\":1}\r\n\n  \n{\"b\":\"\xc3\xa9\"}\nxxxxxxxxxxxxxxxxxxxxxxxx\n\xff\xfe\n{\"c\":3}";
-        let whole = decode_all(&mut FrameCodec::with_max(16), &[stream]);
+        // The length an oversized frame reports depends on how much had arrived: compare the rest.
+        let norm = |v: Vec<Result<String, (&'static str, usize)>>| {
+            v.into_iter()
+                .map(|r| {
+                    r.map_err(|(reason, len)| {
+                        (reason, if reason == "frame_too_large" { 0 } else { len })
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
+        let whole = norm(decode_all(&mut FrameCodec::with_max(16), &[stream]));
+        assert_eq!(whole.len(), 7);
         for i in 0..=stream.len() {
             for j in i..=stream.len() {
                 let got = decode_all(
                     &mut FrameCodec::with_max(16),
                     &[&stream[..i], &stream[i..j], &stream[j..]],
                 );
-                assert_eq!(got, whole, "split at {i},{j}");
+                assert_eq!(norm(got), whole, "split at {i},{j}");
             }
         }
         let bytewise: Vec<&[u8]> = stream.chunks(1).collect();
-        assert_eq!(decode_all(&mut FrameCodec::with_max(16), &bytewise), whole);
+        assert_eq!(
+            norm(decode_all(&mut FrameCodec::with_max(16), &bytewise)),
+            whole
+        );
     }
 }

@@ -25,13 +25,14 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceBuilder};
 
-use crate::codec::{FrameCodec, FrameError};
+use crate::codec::{Frame, FrameCodec};
 use crate::context::{Conn, ConnCtx, PeerInfo, Transport};
 use crate::jsonrpc::error_frame;
 use crate::layers::{
     authz::AuthzLayer, envelope::EnvelopeLayer, handshake::HandshakeLayer, limit::LimitLayer,
 };
 use crate::layers::{trace::TraceLayer, transport::TransportLayer};
+use crate::limits::WRITE_STALL;
 use crate::outbound::write_queue;
 use crate::services::Router;
 use crate::state::{ConnectionGuard, Daemon};
@@ -102,6 +103,7 @@ pub async fn serve<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let closed = daemon.shutdown.child_token();
+    let finish = CancellationToken::new();
     let (outbound, queue) = write_queue(closed.clone());
     let conn = Arc::new(ConnCtx::new(
         guard.id,
@@ -111,20 +113,26 @@ pub async fn serve<R, W>(
         closed.clone(),
     ));
     tracing::info!(event = "connection_accepted", conn = conn.id, peer = %conn.peer.label);
-    let writer = tokio::spawn(queue.run(writer, closed.clone()));
+    let writer = tokio::spawn(queue.run(writer, closed.clone(), finish.clone()));
     let tasks = TaskTracker::new();
     read_frames(&daemon, &conn, &tasks, reader, &closed).await;
 
     // The peer sent its last frame. It can no longer answer daemon requests,
-    // but it may still be reading: finish what is in flight, then close.
+    // but it may still be reading: finish what is in flight, write what is
+    // queued, then close.
     conn.peer_requests.close();
     tasks.close();
     tokio::select! {
         _ = tasks.wait() => {}
         _ = closed.cancelled() => {}
     }
+    finish.cancel();
+    tokio::select! {
+        _ = writer => {}
+        _ = closed.cancelled() => {}
+        _ = tokio::time::sleep(WRITE_STALL) => {}
+    }
     closed.cancel();
-    let _ = writer.await;
     tracing::info!(event = "connection_closed", conn = conn.id, peer = %conn.peer.label, principal_id = %conn.principal_id());
     drop(guard);
 }
@@ -140,40 +148,38 @@ async fn read_frames<R: AsyncRead + Unpin>(
     let mut frames = FramedRead::with_capacity(reader, FrameCodec::default(), READ_BUFFER);
     let cancelled = closed.cancelled();
     tokio::pin!(cancelled);
-    // After a decode error FramedRead yields one `None` before reading on.
-    let mut after_error = false;
     loop {
         let item = tokio::select! {
             biased;
             item = frames.next() => item,
             _ = &mut cancelled => return,
         };
-        match item {
-            Some(Ok(frame)) => {
-                after_error = false;
-                if !dispatch(&mut stack, conn, tasks, frame).await {
+        let frame = match item {
+            Some(Ok(Frame::Line(frame))) => frame,
+            Some(Ok(Frame::Rejected(r))) => {
+                tracing::info!(event = "frame_rejected", peer = %conn.peer.label, principal_id = %conn.principal_id(), line_len = r.line_len(), reason = r.reason());
+                if conn
+                    .outbound
+                    .send(error_frame(&r.reply(), None))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
-                let buf = frames.read_buffer_mut();
-                if buf.is_empty() && buf.capacity() > READ_BUFFER_KEEP {
-                    *buf = bytes::BytesMut::with_capacity(READ_BUFFER);
-                }
+                continue;
             }
-            Some(Err(FrameError::Io(e))) => {
+            Some(Err(e)) => {
                 tracing::debug!(conn = conn.id, error = %e, "read failed");
                 return;
             }
-            Some(Err(e)) => {
-                after_error = true;
-                tracing::info!(event = "frame_rejected", peer = %conn.peer.label, principal_id = %conn.principal_id(), reason = e.audit_reason());
-                if let Some(reply) = e.reply() {
-                    if conn.outbound.send(error_frame(&reply, None)).await.is_err() {
-                        return;
-                    }
-                }
-            }
-            None if after_error => after_error = false,
             None => return,
+        };
+        if !dispatch(&mut stack, conn, tasks, frame).await {
+            return;
+        }
+        let buf = frames.read_buffer_mut();
+        if buf.is_empty() && buf.capacity() > READ_BUFFER_KEEP {
+            *buf = bytes::BytesMut::with_capacity(READ_BUFFER);
         }
     }
 }

@@ -13,9 +13,12 @@ use crate::config::ConfigStore;
 use crate::connection;
 use crate::endpoint::{self, ClaimOptions, Claimed, Dirs, EndpointError, LocalStream, PeerInfo};
 use crate::error::RpcError;
+use crate::faults::Faults;
 use crate::jsonrpc::error_frame;
 use crate::limits::{ACCEPT_BACKOFF, EPHEMERAL_GRACE, MAX_CONNECTIONS, SHUTDOWN_GRACE};
-use crate::state::{Daemon, Paths};
+use crate::session::lifecycle;
+use crate::state::{Daemon, Flags, Paths};
+use crate::store::Store;
 
 /// How `zeroclaw daemon` was invoked.
 #[derive(Debug, Clone, Default)]
@@ -62,7 +65,7 @@ pub fn resolve_dirs(config_dir: Option<&std::ffi::OsStr>) -> Result<Dirs, Endpoi
 /// Runs the daemon until it is shut down; returns the process exit status.
 pub async fn run(opts: Options) -> i32 {
     match start(&opts).await {
-        Ok((daemon, claimed)) => serve(daemon, claimed).await,
+        Ok((daemon, claimed, signals)) => serve(daemon, claimed, signals).await,
         Err(e) => {
             tracing::error!(event = "startup_failed", error = %e);
             eprintln!("zeroclaw daemon: {e}");
@@ -72,7 +75,7 @@ pub async fn run(opts: Options) -> i32 {
 }
 
 /// Steps 1–5 of §2.3, with the config loaded between directory creation and the claim.
-async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed), StartError> {
+async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartError> {
     let dirs = resolve_dirs(opts.config_dir.as_deref())?;
     if let Some(w) = &dirs.warning {
         tracing::warn!(event = "data_dir_env_ignored", "{w}");
@@ -101,14 +104,26 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed), StartError> {
         data_dir: dirs.data_dir.clone(),
         endpoint: claimed.endpoint_display(),
     };
+    let faults = Arc::new(Faults::default());
+    let sessions_db = Store::open(&dirs.data_dir, faults.clone())
+        .await
+        .map_err(|e| StartError::Other(format!("opening the session store: {e}")))?;
+    let flags = Flags {
+        ephemeral: opts.ephemeral,
+        test_faults: opts.test_faults,
+    };
     let daemon = Daemon::new(
         paths,
         (store, config),
+        sessions_db,
+        faults,
         daemon_uid(),
-        opts.ephemeral,
-        opts.test_faults,
+        flags,
     );
     tracing::info!(event = "listening", endpoint = %daemon.paths.endpoint, pid = std::process::id());
+    // Signals are caught from before the ready line: a client may stop us the moment it reads it.
+    let signals = Signals::install()
+        .map_err(|e| StartError::Other(format!("installing signal handlers: {e}")))?;
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Ready<'a> {
@@ -128,7 +143,7 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed), StartError> {
     writeln!(stdout, "{ready}")
         .and_then(|()| stdout.flush())
         .map_err(|e| StartError::Other(format!("writing the ready line: {e}")))?;
-    Ok((daemon, claimed))
+    Ok((daemon, claimed, signals))
 }
 
 #[cfg(unix)]
@@ -143,14 +158,18 @@ fn daemon_uid() -> Option<u32> {
 }
 
 /// Accepts until shutdown, then shuts down gracefully (§2.6).
-async fn serve(daemon: Arc<Daemon>, claimed: Claimed) -> i32 {
-    tokio::spawn(watch_signals(daemon.shutdown.clone()));
+async fn serve(daemon: Arc<Daemon>, claimed: Claimed, signals: Signals) -> i32 {
+    tokio::spawn(signals.watch(daemon.stop.clone()));
     if daemon.ephemeral {
         tokio::spawn(ephemeral_watch(daemon.clone()));
     }
+    tokio::spawn(reclaim_idle_sessions(daemon.clone()));
     let status = accept_loop(&daemon, &claimed).await;
+    // Running turns end and persist first (their answers still go out),
+    // then every connection is closed.
+    lifecycle::shut_down(&daemon.sessions, SHUTDOWN_GRACE).await;
     daemon.shutdown.cancel();
-    // Connections are cancelled with the daemon; give them the grace to flush.
+    // Give the connections a moment to flush and close.
     let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
     while daemon.connections() > 0 && tokio::time::Instant::now() < deadline {
         let changed = daemon.clients_changed.notified();
@@ -167,7 +186,7 @@ async fn serve(daemon: Arc<Daemon>, claimed: Claimed) -> i32 {
 async fn accept_loop(daemon: &Arc<Daemon>, claimed: &Claimed) -> i32 {
     loop {
         let accepted = tokio::select! {
-            _ = daemon.shutdown.cancelled() => return 0,
+            _ = daemon.stop.cancelled() => return 0,
             a = claimed.accept() => a,
         };
         match accepted {
@@ -217,33 +236,67 @@ fn admit(daemon: &Arc<Daemon>, stream: LocalStream, peer: PeerInfo) {
     }
 }
 
-/// SIGINT/SIGTERM shut down; SIGHUP is logged and ignored.
-#[cfg(unix)]
-async fn watch_signals(shutdown: CancellationToken) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        tracing::error!(event = "signals_unavailable");
-        return;
-    };
+/// Closes sessions idle longer than `daemon.session_idle_secs` (0 = never),
+/// checking every `min(30, session_idle_secs)` seconds (§9.6).
+async fn reclaim_idle_sessions(daemon: Arc<Daemon>) {
     loop {
+        let idle = u64::from(daemon.config.current().daemon.session_idle_secs);
+        let period = std::time::Duration::from_secs(if idle == 0 { 30 } else { idle.min(30) });
         tokio::select! {
-            _ = int.recv() => break,
-            _ = term.recv() => break,
-            _ = hup.recv() => tracing::info!(event = "sighup_ignored"),
+            _ = daemon.stop.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+        if idle > 0 {
+            lifecycle::reclaim_idle(&daemon.sessions, std::time::Duration::from_secs(idle)).await;
         }
     }
-    tracing::info!(event = "shutdown_requested");
-    shutdown.cancel();
 }
 
-#[cfg(not(unix))]
-async fn watch_signals(shutdown: CancellationToken) {
-    if tokio::signal::ctrl_c().await.is_ok() {
-        shutdown.cancel();
+/// The signals the daemon handles: SIGINT/SIGTERM shut down; SIGHUP is
+/// logged and ignored (Ctrl+C on Windows).
+#[derive(Debug)]
+struct Signals {
+    #[cfg(unix)]
+    streams: [tokio::signal::unix::Signal; 3],
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            streams: [
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::hangup())?,
+            ],
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn install() -> std::io::Result<Self> {
+        Ok(Self {})
+    }
+
+    #[cfg(unix)]
+    async fn watch(self, stop: CancellationToken) {
+        let [mut int, mut term, mut hup] = self.streams;
+        loop {
+            tokio::select! {
+                _ = int.recv() => break,
+                _ = term.recv() => break,
+                _ = hup.recv() => tracing::info!(event = "sighup_ignored"),
+            }
+        }
+        tracing::info!(event = "shutdown_requested");
+        stop.cancel();
+    }
+
+    #[cfg(not(unix))]
+    async fn watch(self, stop: CancellationToken) {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
     }
 }
 
@@ -277,7 +330,7 @@ async fn ephemeral_watch(daemon: Arc<Daemon>) {
         match tokio::time::timeout(EPHEMERAL_GRACE, &mut changed).await {
             Err(_) if daemon.connections() == 0 => {
                 tracing::info!(event = "ephemeral_exit", "last client left");
-                daemon.shutdown.cancel();
+                daemon.stop.cancel();
                 return;
             }
             _ => continue,

@@ -72,7 +72,8 @@ pub struct Faults(AtomicU32);
 impl Faults {
     /// Replaces the active set.
     pub fn set(&self, points: &[FaultPoint]) {
-        self.0.store(points.iter().fold(0, |m, p| m | p.bit()), Ordering::Relaxed);
+        self.0
+            .store(points.iter().fold(0, |m, p| m | p.bit()), Ordering::Relaxed);
     }
 
     /// Whether `p` is active.
@@ -82,7 +83,10 @@ impl Faults {
 
     /// The active points, in the spec's order.
     pub fn active(&self) -> Vec<FaultPoint> {
-        FaultPoint::ALL.into_iter().filter(|p| self.is_active(*p)).collect()
+        FaultPoint::ALL
+            .into_iter()
+            .filter(|p| self.is_active(*p))
+            .collect()
     }
 }
 

@@ -23,6 +23,7 @@ pub mod methods;
 pub mod outbound;
 pub mod peer;
 pub mod request;
+pub mod session;
 pub mod state;
 pub mod store;
 

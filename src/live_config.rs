@@ -6,7 +6,6 @@
 //! the policy or the token set takes the authorization-state lock (3) for
 //! writing only to install the new state, after the file is committed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{Mutex as AsyncMutex, MutexGuard};
@@ -14,6 +13,7 @@ use tokio::sync::{Mutex as AsyncMutex, MutexGuard};
 use crate::authz::AuthzState;
 use crate::config::{Config, ConfigStore, Policy};
 use crate::error::RpcError;
+use crate::faults::{FaultPoint, Faults};
 
 /// The running configuration of one daemon.
 #[derive(Debug)]
@@ -22,8 +22,7 @@ pub struct LiveConfig {
     store: Arc<Mutex<ConfigStore>>,
     running: RwLock<Arc<Config>>,
     authz: Arc<AuthzState>,
-    /// The `config_commit` fault point (§8.20).
-    pub fail_commit: AtomicBool,
+    faults: Arc<Faults>,
 }
 
 /// Proof that the caller holds the config write lock.
@@ -32,13 +31,18 @@ pub struct WriteLock<'a>(#[allow(dead_code)] MutexGuard<'a, ()>);
 
 impl LiveConfig {
     /// The configuration loaded at startup.
-    pub fn new(store: ConfigStore, config: Config, authz: Arc<AuthzState>) -> Self {
+    pub fn new(
+        store: ConfigStore,
+        config: Config,
+        authz: Arc<AuthzState>,
+        faults: Arc<Faults>,
+    ) -> Self {
         Self {
             write_lock: AsyncMutex::new(()),
             store: Arc::new(Mutex::new(store)),
             running: RwLock::new(Arc::new(config)),
             authz,
-            fail_commit: AtomicBool::new(false),
+            faults,
         }
     }
 
@@ -65,7 +69,7 @@ impl LiveConfig {
         policy: Policy,
     ) -> Result<(), RpcError> {
         let store = self.store.clone();
-        let fail = self.fail_commit.load(Ordering::Relaxed);
+        let fail = self.faults.is_active(FaultPoint::ConfigCommit);
         let candidate = Arc::new(candidate);
         let to_write = candidate.clone();
         // The commit locks a file and fsyncs: keep it off the async workers.

@@ -47,12 +47,28 @@ const fn g(r: Resource, v: Verb) -> Access {
 pub static METHODS: &[MethodSpec] = &[
     m("initialize", Access::Handshake),
     m("status", g(System, Read)),
+    m("session/new", g(Sessions, Create)),
+    m("session/prompt", g(Sessions, Execute)),
+    m("session/cancel", g(Sessions, Update)),
+    m("session/close", g(Sessions, Update)),
+    m("session/approve", g(Sessions, Update)),
+    m("session/kill", g(Sessions, Delete)),
+    m("session/delete", g(Sessions, Delete)),
+    m("session/list", g(Sessions, Read)),
+    m("session/list-acp", g(Sessions, Read)),
+    m("session/messages", g(Sessions, Read)),
     m("config/get", g(Config, Read)),
     m("config/set", g(Config, Update)),
     m("config/set-many", g(Config, Update)),
     m("pairing/list", Access::Admin),
     m("pairing/create", Access::Admin),
     m("pairing/revoke", Access::Admin),
+    MethodSpec {
+        name: "debug/set-faults",
+        access: Access::Admin,
+        local_only: false,
+        test_faults_only: true,
+    },
 ];
 
 /// The row for `name`, if the daemon serves it (with `--test-faults` when required).

@@ -141,15 +141,23 @@ impl Outbound {
 }
 
 impl WriteQueue {
-    /// Writes queued frames to `sink` until every producer is gone or
-    /// `closed` is cancelled, then shuts the sink down.
-    pub async fn run<W: AsyncWrite + Unpin>(mut self, mut sink: W, closed: CancellationToken) {
+    /// Writes queued frames to `sink` until every producer is gone, or
+    /// `finish` is cancelled and the queue is empty (a graceful close: what
+    /// was queued is written), or `closed` is cancelled (an abort: even a
+    /// write in progress stops). Then shuts the sink down.
+    pub async fn run<W: AsyncWrite + Unpin>(
+        mut self,
+        mut sink: W,
+        closed: CancellationToken,
+        finish: CancellationToken,
+    ) {
         let mut batch: Vec<u8> = Vec::new();
         loop {
             let first = tokio::select! {
                 biased;
                 f = self.rx.recv() => match f { Some(f) => f, None => break },
                 _ = closed.cancelled() => break,
+                _ = finish.cancelled() => break,
             };
             let (mut frames, mut bytes) = (1, charge(&first) as usize);
             let result = if let Ok(second) = self.rx.try_recv() {
@@ -205,7 +213,7 @@ mod tests {
         let closed = CancellationToken::new();
         let (out, q) = write_queue(closed.clone());
         let (a, mut b) = tokio::io::duplex(1 << 20);
-        let writer = tokio::spawn(q.run(a, closed.clone()));
+        let writer = tokio::spawn(q.run(a, closed.clone(), CancellationToken::new()));
         for i in 0..100 {
             out.send(format!("{i}\n").into_bytes()).await.unwrap();
         }
@@ -222,7 +230,7 @@ mod tests {
         let closed = CancellationToken::new();
         let (out, q) = write_queue(closed.clone());
         let (a, _b) = tokio::io::duplex(64); // nobody reads _b
-        tokio::spawn(q.run(a, closed.clone()));
+        tokio::spawn(q.run(a, closed.clone(), CancellationToken::new()));
         let mut sent = 0usize;
         let start = tokio::time::Instant::now();
         while out.send(vec![b'x'; 1024]).await.is_ok() {

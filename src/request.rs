@@ -71,6 +71,11 @@ impl Request {
             .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
     }
 
+    /// For methods without params: only an object (or nothing) is accepted.
+    pub fn no_params(&self) -> Result<(), RpcError> {
+        self.params::<serde::de::IgnoredAny>().map(|_| ())
+    }
+
     /// The bound principal's binding. Present for every method but `initialize`.
     pub fn binding(&self) -> Result<&Arc<Binding>, RpcError> {
         self.binding

@@ -11,7 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::authz::AuthzState;
 use crate::config::{Config, ConfigStore, Policy};
+use crate::faults::Faults;
 use crate::live_config::LiveConfig;
+use crate::session::Sessions;
+use crate::store::Store;
 
 /// Resolved locations (SPEC §2.1, §2.2), as `status` reports them.
 #[derive(Debug, Clone)]
@@ -21,6 +24,15 @@ pub struct Paths {
     pub data_dir: PathBuf,
     /// The endpoint as clients name it (socket path or pipe name).
     pub endpoint: String,
+}
+
+/// How the daemon was started.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Flags {
+    /// `--ephemeral`.
+    pub ephemeral: bool,
+    /// `--test-faults`.
+    pub test_faults: bool,
 }
 
 /// Shared by every connection of one daemon.
@@ -35,7 +47,13 @@ pub struct Daemon {
     pub authz: Arc<AuthzState>,
     /// The running configuration and its write path.
     pub config: LiveConfig,
-    /// Cancelled to shut the daemon down.
+    /// Live sessions and their store.
+    pub sessions: Sessions,
+    /// Active fault points (`--test-faults`).
+    pub faults: Arc<Faults>,
+    /// Cancelled to stop accepting and begin a graceful shutdown (signals, ephemeral mode).
+    pub stop: CancellationToken,
+    /// Cancelled once turns have ended: closes every connection.
     pub shutdown: CancellationToken,
     connections: AtomicUsize,
     conn_seq: AtomicU64,
@@ -48,11 +66,12 @@ impl Daemon {
     pub fn new(
         paths: Paths,
         config: (ConfigStore, Config),
+        store: Store,
+        faults: Arc<Faults>,
         daemon_uid: Option<u32>,
-        ephemeral: bool,
-        test_faults: bool,
+        flags: Flags,
     ) -> Arc<Self> {
-        let (store, config) = config;
+        let (config_store, config) = config;
         let authz = Arc::new(AuthzState::new(
             Policy::from_config(&config),
             config.gateway.paired_tokens.clone(),
@@ -61,10 +80,13 @@ impl Daemon {
         Arc::new(Self {
             started: Instant::now(),
             paths,
-            ephemeral,
-            test_faults,
-            config: LiveConfig::new(store, config, authz.clone()),
+            ephemeral: flags.ephemeral,
+            test_faults: flags.test_faults,
+            config: LiveConfig::new(config_store, config, authz.clone(), faults.clone()),
+            sessions: Sessions::new(Arc::new(store)),
+            faults,
             authz,
+            stop: CancellationToken::new(),
             shutdown: CancellationToken::new(),
             connections: AtomicUsize::new(0),
             conn_seq: AtomicU64::new(0),

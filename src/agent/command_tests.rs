@@ -73,7 +73,19 @@ impl Cmd {
 }
 
 /// Whether `pid` is gone (or a zombie awaiting a reaper that is not us).
+/// Whether `pid` is gone (or a zombie), waiting up to 2 s: a killed process
+/// dies asynchronously, and later still on a loaded machine.
 fn process_gone(pid: i32) -> bool {
+    for _ in 0..200 {
+        if process_gone_now(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn process_gone_now(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
     let alive = unsafe { libc::kill(pid, 0) } == 0;
     if !alive {

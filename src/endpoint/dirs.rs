@@ -232,9 +232,8 @@ pub fn let_group_traverse(path: &Path, gid: Gid) -> Result<(), EndpointError> {
         })
     };
     chmod(0o700)?;
-    std::os::unix::fs::chown(path, None, Some(gid)).map_err(|e| {
-        EndpointError::io(format!("giving `{}` to group {gid}", path.display()), e)
-    })?;
+    std::os::unix::fs::chown(path, None, Some(gid))
+        .map_err(|e| EndpointError::io(format!("giving `{}` to group {gid}", path.display()), e))?;
     chmod(0o710)
 }
 

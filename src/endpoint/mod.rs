@@ -37,9 +37,9 @@ mod windows_tests;
 
 use std::io;
 
-pub use dirs::{ensure_dirs, normalize_lexically, resolve_dirs, Dirs};
 #[cfg(unix)]
 pub use dirs::let_group_traverse;
+pub use dirs::{ensure_dirs, normalize_lexically, resolve_dirs, Dirs};
 pub use error::{EndpointError, Served};
 #[cfg(unix)]
 pub use name::{check_socket_path, SUN_PATH_MAX};

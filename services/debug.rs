@@ -1,0 +1,68 @@
+//! `debug/set-faults` (SPEC §8.20): served only with `--test-faults`.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use serde::Deserialize;
+use serde_json::json;
+use tower::Service;
+
+use super::RouteFuture;
+use crate::error::RpcError;
+use crate::faults::FaultPoint;
+use crate::jsonrpc::Payload;
+use crate::request::Request;
+use crate::state::Daemon;
+
+/// The `debug/*` service.
+#[derive(Debug)]
+pub struct DebugService {
+    daemon: Arc<Daemon>,
+}
+
+impl DebugService {
+    /// `debug/*` for `daemon`.
+    pub fn new(daemon: Arc<Daemon>) -> Self {
+        Self { daemon }
+    }
+}
+
+#[derive(Deserialize)]
+struct Params {
+    faults: Vec<String>,
+}
+
+fn set_faults(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
+    let p: Params = req.params()?;
+    let points = p
+        .faults
+        .iter()
+        .map(|name| {
+            FaultPoint::parse(name)
+                .ok_or_else(|| RpcError::invalid_params(format!("unknown fault point {name}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    daemon.faults.set(&points);
+    tracing::warn!(event = "faults_set", faults = ?p.faults);
+    let active: Vec<&str> = daemon
+        .faults
+        .active()
+        .into_iter()
+        .map(FaultPoint::as_str)
+        .collect();
+    Payload::new(&json!({ "faults": active }), Default::default())
+}
+
+impl Service<Request> for DebugService {
+    type Response = Payload;
+    type Error = RpcError;
+    type Future = RouteFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> RouteFuture {
+        RouteFuture::ready(set_faults(&self.daemon, &req))
+    }
+}

@@ -1,0 +1,82 @@
+//! `session/*` (SPEC §8.3–§8.12): one service for the family, one file per
+//! concern. Handlers decode and check params here; the lifecycle and the
+//! turns live in `crate::session`.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use serde::Deserialize;
+use tower::Service;
+
+use super::RouteFuture;
+use crate::context::Conn;
+use crate::error::RpcError;
+use crate::jsonrpc::Payload;
+use crate::request::Request;
+use crate::session::valid_session_id;
+use crate::state::Daemon;
+
+mod control;
+mod open;
+mod read;
+
+/// The `session/*` service of one connection.
+#[derive(Debug)]
+pub struct SessionService {
+    daemon: Arc<Daemon>,
+    conn: Conn,
+}
+
+impl SessionService {
+    /// `session/*` for `conn`.
+    pub fn new(daemon: Arc<Daemon>, conn: Conn) -> Self {
+        Self { daemon, conn }
+    }
+}
+
+/// Params that name one session.
+#[derive(Debug, Deserialize)]
+struct SessionRef {
+    session_id: Option<String>,
+}
+
+/// The checked `session_id` of `p`.
+fn session_id(p: Option<String>) -> Result<String, RpcError> {
+    match p {
+        Some(id) if valid_session_id(&id) => Ok(id),
+        Some(_) => Err(RpcError::invalid_params(
+            "session_id must be 1-128 characters of [A-Za-z0-9._:-]",
+        )),
+        None => Err(RpcError::invalid_params("session_id is required")),
+    }
+}
+
+fn payload<T: serde::Serialize>(v: &T) -> Result<Payload, RpcError> {
+    Payload::new(v, Default::default())
+}
+
+impl Service<Request> for SessionService {
+    type Response = Payload;
+    type Error = RpcError;
+    type Future = RouteFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> RouteFuture {
+        let (d, c) = (self.daemon.clone(), self.conn.clone());
+        match req.method.name {
+            "session/new" => RouteFuture::boxed(open::new(d, c, req)),
+            "session/prompt" => RouteFuture::boxed(open::prompt(d, c, req)),
+            "session/cancel" => RouteFuture::ready(control::cancel(&d, &req)),
+            "session/approve" => RouteFuture::ready(control::approve(&d, &req)),
+            "session/close" => RouteFuture::boxed(control::close(d, req)),
+            "session/kill" => RouteFuture::boxed(control::kill(d, req)),
+            "session/delete" => RouteFuture::boxed(control::delete(d, req)),
+            "session/list" => RouteFuture::boxed(read::list(d, req)),
+            "session/list-acp" => RouteFuture::boxed(read::list_acp(d, req)),
+            _ => RouteFuture::boxed(read::messages(d, req)),
+        }
+    }
+}

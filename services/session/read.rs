@@ -1,0 +1,235 @@
+//! `session/list`, `session/list-acp`, `session/messages` (SPEC §8.10, §8.11).
+//! Non-admins see only the sessions they own.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{payload, session_id};
+use crate::config::Principal;
+use crate::error::RpcError;
+use crate::jsonrpc::Payload;
+use crate::request::Request;
+use crate::session::lifecycle::{check_owner, RPC_SURFACE};
+use crate::session::{ChatMode, Sessions};
+use crate::state::Daemon;
+use crate::store::{AcpRow, ChatRow, StoreError};
+
+/// Most rows any list returns.
+const MAX_LIST: u32 = 1000;
+
+fn storage(e: StoreError) -> RpcError {
+    RpcError::storage(format!("storage failure: {e}"))
+}
+
+fn limit(v: Option<u32>, default: u32) -> Result<u32, RpcError> {
+    match v.unwrap_or(default) {
+        n @ 1..=MAX_LIST => Ok(n),
+        _ => Err(RpcError::invalid_params(format!(
+            "limit must be 1..={MAX_LIST}"
+        ))),
+    }
+}
+
+/// One entry of a session list.
+#[derive(Debug, Serialize)]
+struct Entry<'a> {
+    session_id: &'a str,
+    session_key: String,
+    chat_mode: ChatMode,
+    agent_alias: &'a str,
+    owner_principal_id: &'a str,
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interaction_surface: Option<&'a str>,
+    created_at: &'a str,
+    last_activity: &'a str,
+    message_count: u64,
+}
+
+fn live_state(sessions: &Sessions, id: &str, mode: ChatMode) -> bool {
+    sessions.get(id).is_some_and(|s| s.mode == mode)
+}
+
+fn acp_entry<'a>(sessions: &Sessions, r: &'a AcpRow) -> Entry<'a> {
+    let state = match (
+        &r.killed_at,
+        live_state(sessions, &r.session_id, ChatMode::Acp),
+    ) {
+        (Some(_), _) => "killed",
+        (None, true) => "live",
+        (None, false) => "persisted",
+    };
+    Entry {
+        session_id: &r.session_id,
+        session_key: r.session_id.clone(),
+        chat_mode: ChatMode::Acp,
+        agent_alias: &r.agent_alias,
+        owner_principal_id: &r.owner_principal_id,
+        state,
+        interaction_surface: Some(&r.interaction_surface),
+        created_at: &r.created_at,
+        last_activity: &r.last_activity,
+        message_count: r.message_count,
+    }
+}
+
+fn chat_entry<'a>(sessions: &Sessions, r: &'a ChatRow) -> Entry<'a> {
+    Entry {
+        session_id: &r.session_id,
+        session_key: format!("rpc_{}", r.session_id),
+        chat_mode: ChatMode::Chat,
+        agent_alias: &r.agent_alias,
+        owner_principal_id: &r.owner_principal_id,
+        state: if live_state(sessions, &r.session_id, ChatMode::Chat) {
+            "live"
+        } else {
+            "persisted"
+        },
+        interaction_surface: None,
+        created_at: &r.created_at,
+        last_activity: &r.last_activity,
+        message_count: r.message_count,
+    }
+}
+
+fn visible(p: &Principal, owner: &str) -> bool {
+    p.admin || p.id == owner
+}
+
+fn sort(entries: &mut [Entry<'_>]) {
+    entries.sort_by(|a, b| {
+        b.last_activity
+            .cmp(a.last_activity)
+            .then(b.created_at.cmp(a.created_at))
+    });
+}
+
+#[derive(Deserialize)]
+struct ListParams {
+    chat_mode: Option<ChatMode>,
+    include_killed: Option<bool>,
+    limit: Option<u32>,
+}
+
+pub(super) async fn list(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
+    let p: ListParams = req.params()?;
+    let n = limit(p.limit, 100)?;
+    let principal = req.binding()?.principal.clone();
+    let store = &daemon.sessions.store;
+    let acp = match p.chat_mode {
+        Some(ChatMode::Chat) => Vec::new(),
+        _ => store
+            .acp_list(p.include_killed.unwrap_or(false), MAX_LIST)
+            .await
+            .map_err(storage)?,
+    };
+    let chat = match p.chat_mode {
+        Some(ChatMode::Acp) => Vec::new(),
+        _ => store.chat_list(MAX_LIST).await.map_err(storage)?,
+    };
+    let sessions = &daemon.sessions;
+    let mut entries: Vec<Entry<'_>> = acp
+        .iter()
+        .filter(|r| visible(&principal, &r.owner_principal_id))
+        .map(|r| acp_entry(sessions, r))
+        .chain(
+            chat.iter()
+                .filter(|r| visible(&principal, &r.owner_principal_id))
+                .map(|r| chat_entry(sessions, r)),
+        )
+        .collect();
+    sort(&mut entries);
+    entries.truncate(n as usize);
+    payload(&serde_json::json!({ "sessions": entries }))
+}
+
+pub(super) async fn list_acp(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
+    req.no_params()?;
+    let principal = req.binding()?.principal.clone();
+    let rows = daemon
+        .sessions
+        .store
+        .acp_list(false, MAX_LIST)
+        .await
+        .map_err(storage)?;
+    let mut entries: Vec<Entry<'_>> = rows
+        .iter()
+        .filter(|r| visible(&principal, &r.owner_principal_id))
+        .map(|r| acp_entry(&daemon.sessions, r))
+        .collect();
+    sort(&mut entries);
+    payload(&serde_json::json!({ "sessions": entries }))
+}
+
+#[derive(Deserialize)]
+struct MessagesParams {
+    session_id: Option<String>,
+    chat_mode: Option<ChatMode>,
+    limit: Option<u32>,
+    before_index: Option<u64>,
+}
+
+pub(super) async fn messages(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
+    let p: MessagesParams = req.params()?;
+    let id = session_id(p.session_id)?;
+    let n = limit(p.limit, 200)?;
+    let principal = req.binding()?.principal.clone();
+    let sessions = &daemon.sessions;
+    let store = &sessions.store;
+    let live = sessions.get(&id);
+    let acp = store.acp_get(&id).await.map_err(storage)?;
+    let mode = match (p.chat_mode, &live) {
+        (Some(m), _) => m,
+        (None, Some(s)) => s.mode,
+        (None, None) if acp.is_some() => ChatMode::Acp,
+        (None, None) => ChatMode::Chat,
+    };
+    let page = match mode {
+        ChatMode::Acp => {
+            let row = acp.ok_or_else(RpcError::session_not_found)?;
+            check_owner(&principal, &row.owner_principal_id)?;
+            if live.as_ref().is_none_or(|s| s.mode != ChatMode::Acp)
+                && row.killed_at.is_none()
+                && row.interaction_surface == RPC_SURFACE
+            {
+                // No live owner: recover a leftover checkpoint first, under the session lock.
+                let _lock = sessions.locks.lock(&id).await;
+                if sessions.get(&id).is_none_or(|s| s.mode != ChatMode::Acp) {
+                    store.recover(row.row).await.map_err(storage)?;
+                }
+            }
+            store
+                .acp_messages(row.row, p.before_index, n)
+                .await
+                .map_err(storage)?
+        }
+        ChatMode::Chat => {
+            let row = store
+                .chat_get(&id)
+                .await
+                .map_err(storage)?
+                .ok_or_else(RpcError::session_not_found)?;
+            check_owner(&principal, &row.owner_principal_id)?;
+            store
+                .chat_messages(&id, p.before_index, n)
+                .await
+                .map_err(storage)?
+        }
+    };
+    #[derive(Serialize)]
+    struct Page<'a, M: Serialize> {
+        session_id: &'a str,
+        chat_mode: ChatMode,
+        messages: &'a [M],
+        total: u64,
+        start: u64,
+    }
+    payload(&Page {
+        session_id: &id,
+        chat_mode: mode,
+        messages: &page.messages,
+        total: page.total,
+        start: page.start,
+    })
+}

@@ -1,0 +1,443 @@
+//! Lifecycle of sessions (SPEC §8.3, §8.4 step 1, §8.7–§8.9, §9.6, §9.9):
+//! create, resume, rehydrate, close, kill, delete, idle reclamation.
+//!
+//! Every operation here holds the session lock of its id (lock (2) of
+//! §6.8) for its whole check-then-act, so two lifecycle operations on one
+//! id never interleave. Kill and delete signal cancellation before any
+//! storage operation that can fail, and tear the live session down only
+//! once storage succeeded (§9.9).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::live::{End, NewSession, Session};
+use super::{ChatMode, Sessions, MAX_LIVE_SESSIONS};
+use crate::config::{Config, Principal};
+use crate::context::Conn;
+use crate::error::{ErrorData, Forbidden, RpcError};
+use crate::store::{AcpRow, StoreError};
+
+/// The only `interaction_surface` this daemon recovers (§9.7).
+pub const RPC_SURFACE: &str = "rpc";
+
+fn storage(e: StoreError) -> RpcError {
+    RpcError::storage(format!("storage failure: {e}"))
+}
+
+/// Ownership (§6.6): admins pass, others must own.
+pub fn check_owner(principal: &Principal, owner: &str) -> Result<(), RpcError> {
+    if principal.admin || principal.id == owner {
+        Ok(())
+    } else {
+        Err(RpcError::NotOwned)
+    }
+}
+
+/// The agent selector (§6.6).
+pub fn check_agent(principal: &Principal, alias: &str) -> Result<(), RpcError> {
+    if principal.may_use_agent(alias) {
+        Ok(())
+    } else {
+        Err(RpcError::Forbidden(Forbidden::Agent {
+            alias: alias.to_owned(),
+        }))
+    }
+}
+
+fn unsupported(row: &AcpRow) -> RpcError {
+    RpcError::SessionNotFound {
+        message: "Session not found: unsupported interaction surface".into(),
+        data: Some(
+            ErrorData::reason("unsupported_interaction_surface")
+                .with("interaction_surface", row.interaction_surface.as_str()),
+        ),
+    }
+}
+
+fn killed() -> RpcError {
+    End::Killed.error()
+}
+
+/// The working directory of an agent's sessions by default, created on demand (0700).
+pub fn agent_workspace(
+    config: &Config,
+    config_dir: &Path,
+    alias: &str,
+) -> Result<PathBuf, RpcError> {
+    let dir = match config
+        .agents
+        .get(alias)
+        .and_then(|a| a.workspace_dir.as_deref())
+    {
+        Some(d) => PathBuf::from(d),
+        None => config_dir.join("agents").join(alias).join("workspace"),
+    };
+    create_private_dir(&dir).map_err(|e| {
+        RpcError::storage(format!("cannot create workspace {}: {e}", dir.display()))
+    })?;
+    Ok(dir)
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
+}
+
+/// `session/new` after parameter validation (§8.3).
+#[derive(Debug)]
+pub struct NewRequest {
+    pub id: String,
+    pub agent_alias: String,
+    pub mode: ChatMode,
+    pub cwd: Option<PathBuf>,
+}
+
+/// The `session/new` result.
+#[derive(Debug, serde::Serialize)]
+pub struct NewResult {
+    pub session_id: String,
+    pub agent_alias: String,
+    pub chat_mode: ChatMode,
+    pub incarnation: u64,
+    pub message_count: u64,
+    pub workspace_dir: String,
+    pub resumed: bool,
+}
+
+/// Creates, resumes or replaces a live session (§8.3 steps 1–7).
+pub async fn new_session(
+    sessions: &Sessions,
+    config: &Config,
+    config_dir: &Path,
+    conn: &Conn,
+    principal: &Principal,
+    req: NewRequest,
+) -> Result<NewResult, RpcError> {
+    let store = &sessions.store;
+    let _lock = sessions.locks.lock(&req.id).await;
+    let live = sessions.get(&req.id);
+    let (acp, chat) = match req.mode {
+        ChatMode::Acp => (store.acp_get(&req.id).await.map_err(storage)?, None),
+        ChatMode::Chat => (None, store.chat_get(&req.id).await.map_err(storage)?),
+    };
+    // 1. Ownership of the live session and of the record this request resumes.
+    if let Some(s) = &live {
+        check_owner(principal, &s.owner)?;
+    }
+    if let Some(r) = &acp {
+        check_owner(principal, &r.owner_principal_id)?;
+    }
+    if let Some(r) = &chat {
+        check_owner(principal, &r.owner_principal_id)?;
+    }
+    // 2. Agent selector.
+    check_agent(principal, &req.agent_alias)?;
+    // 3. Resume state.
+    if let Some(r) = &acp {
+        if r.killed_at.is_some() {
+            return Err(killed());
+        }
+        if r.interaction_surface != RPC_SURFACE {
+            return Err(unsupported(r));
+        }
+        if r.agent_alias != req.agent_alias {
+            return Err(RpcError::invalid_params(
+                "ACP session belongs to a different agent",
+            ));
+        }
+    }
+    if let Some(r) = &chat {
+        if r.agent_alias != req.agent_alias {
+            return Err(RpcError::invalid_params(
+                "Chat session belongs to a different agent",
+            ));
+        }
+    }
+    // 4. Limit.
+    if live.is_none() && sessions.count() >= MAX_LIVE_SESSIONS {
+        return Err(RpcError::SessionLimit {
+            max: MAX_LIVE_SESSIONS as u64,
+        });
+    }
+    // 5. Replace.
+    if let Some(old) = live {
+        close_live(sessions, &old, "replaced").await;
+    }
+    // 6. Create.
+    let stored_dir = acp
+        .as_ref()
+        .map(|r| &r.workspace_dir)
+        .or(chat.as_ref().map(|r| &r.workspace_dir));
+    let workspace = match (&req.cwd, stored_dir) {
+        (Some(cwd), _) => cwd.clone(),
+        (None, Some(dir)) => PathBuf::from(dir),
+        (None, None) => agent_workspace(config, config_dir, &req.agent_alias)?,
+    };
+    let workspace_text = workspace.to_string_lossy().into_owned();
+    let (acp_row, context, message_count, resumed) = match (req.mode, acp, chat) {
+        (ChatMode::Acp, Some(row), _) => {
+            store.recover(row.row).await.map_err(storage)?;
+            let context = store.rebuild_context(row.row).await.map_err(storage)?;
+            if req.cwd.is_some() {
+                store
+                    .acp_set_workspace(row.row, &workspace_text)
+                    .await
+                    .map_err(storage)?;
+            }
+            let count = store.acp_message_count(row.row).await.map_err(storage)?;
+            tracing::info!(event = "session_recovered", session_id = %req.id, principal_id = %principal.id);
+            (Some(row.row), context, count, true)
+        }
+        (ChatMode::Acp, None, _) => {
+            let row = store
+                .acp_create(&req.id, &req.agent_alias, &principal.id, &workspace_text)
+                .await
+                .map_err(storage)?;
+            (Some(row.row), Vec::new(), 0, false)
+        }
+        (ChatMode::Chat, _, Some(row)) => {
+            if req.cwd.is_some() {
+                store
+                    .chat_set_workspace(&req.id, &workspace_text)
+                    .await
+                    .map_err(storage)?;
+            }
+            let context = store.chat_history(&req.id).await.map_err(storage)?;
+            (None, context, row.message_count, true)
+        }
+        (ChatMode::Chat, _, None) => {
+            store
+                .chat_create(&req.id, &req.agent_alias, &principal.id, &workspace_text)
+                .await
+                .map_err(storage)?;
+            (None, Vec::new(), 0, false)
+        }
+    };
+    let owner = match (&acp_row, resumed) {
+        // A resumed record keeps its owner (an admin may resume another's session).
+        (Some(_), true) => store
+            .acp_get(&req.id)
+            .await
+            .map_err(storage)?
+            .map(|r| r.owner_principal_id),
+        (None, true) => store
+            .chat_get(&req.id)
+            .await
+            .map_err(storage)?
+            .map(|r| r.owner_principal_id),
+        _ => None,
+    }
+    .unwrap_or_else(|| principal.id.clone());
+    let incarnation = sessions.next_incarnation();
+    let session = Session::new(NewSession {
+        id: req.id.clone(),
+        incarnation,
+        mode: req.mode,
+        agent_alias: req.agent_alias.clone(),
+        owner,
+        workspace_dir: workspace,
+        acp_row,
+        context,
+        channel: conn.clone(),
+    });
+    sessions.insert(session);
+    tracing::info!(event = "session_created", session_id = %req.id, principal_id = %principal.id, peer = %conn.peer.label, incarnation, chat_mode = req.mode.as_str());
+    Ok(NewResult {
+        session_id: req.id,
+        agent_alias: req.agent_alias,
+        chat_mode: req.mode,
+        incarnation,
+        message_count,
+        workspace_dir: workspace_text,
+        resumed,
+    })
+}
+
+/// Closes a live session (§8.7): mark closing, soft-cancel, wait for the
+/// turn to end and be persisted, unregister, remove. The caller holds its lock.
+pub async fn close_live(sessions: &Sessions, session: &Arc<Session>, why: &'static str) {
+    session.end(End::Closed);
+    session.soft_cancel();
+    session.wait_idle().await;
+    session.clear_channel();
+    sessions.remove(&session.id, session.incarnation);
+    tracing::info!(event = "session_closed", session_id = %session.id, incarnation = session.incarnation, reason = why);
+}
+
+/// The live session `session/prompt` runs on (§8.4 step 1), rehydrating a
+/// persisted ACP row if needed.
+pub async fn resolve_for_prompt(
+    sessions: &Sessions,
+    conn: &Conn,
+    principal: &Principal,
+    id: &str,
+) -> Result<Arc<Session>, RpcError> {
+    let store = &sessions.store;
+    let _lock = sessions.locks.lock(id).await;
+    if let Some(s) = sessions.get(id) {
+        check_owner(principal, &s.owner)?;
+        check_agent(principal, &s.agent_alias)?;
+        return Ok(s);
+    }
+    let Some(row) = store.acp_get(id).await.map_err(storage)? else {
+        return Err(RpcError::session_not_found());
+    };
+    check_owner(principal, &row.owner_principal_id)?;
+    check_agent(principal, &row.agent_alias)?;
+    if row.killed_at.is_some() {
+        return Err(killed());
+    }
+    if row.interaction_surface != RPC_SURFACE {
+        return Err(unsupported(&row));
+    }
+    if sessions.count() >= MAX_LIVE_SESSIONS {
+        return Err(RpcError::SessionLimit {
+            max: MAX_LIVE_SESSIONS as u64,
+        });
+    }
+    store.recover(row.row).await.map_err(storage)?;
+    let context = store.rebuild_context(row.row).await.map_err(storage)?;
+    let incarnation = sessions.next_incarnation();
+    let session = Session::new(NewSession {
+        id: id.to_owned(),
+        incarnation,
+        mode: ChatMode::Acp,
+        agent_alias: row.agent_alias.clone(),
+        owner: row.owner_principal_id.clone(),
+        workspace_dir: PathBuf::from(&row.workspace_dir),
+        acp_row: Some(row.row),
+        context,
+        channel: conn.clone(),
+    });
+    sessions.insert(session.clone());
+    tracing::info!(event = "session_recovered", session_id = %id, principal_id = %principal.id, incarnation);
+    Ok(session)
+}
+
+/// Tears a live session down after a kill or delete.
+fn tear_down(sessions: &Sessions, s: &Arc<Session>, why: End) {
+    s.end(why);
+    s.clear_channel();
+    sessions.remove(&s.id, s.incarnation);
+}
+
+/// `session/kill` (§8.8, §9.9). `Ok(false)` when there is nothing to kill.
+pub async fn kill(sessions: &Sessions, principal: &Principal, id: &str) -> Result<bool, RpcError> {
+    let store = &sessions.store;
+    let _lock = sessions.locks.lock(id).await;
+    let live = sessions.get(id);
+    let row = store.acp_get(id).await.map_err(storage)?;
+    let row = match (&live, row) {
+        (Some(s), row) if s.mode == ChatMode::Acp => row,
+        (Some(_), _) => None, // a Chat session has no ACP row to tombstone
+        (None, Some(r)) if r.killed_at.is_none() => Some(r),
+        (None, _) => return Ok(false),
+    };
+    match (&live, &row) {
+        (Some(s), _) => check_owner(principal, &s.owner)?,
+        (None, Some(r)) => check_owner(principal, &r.owner_principal_id)?,
+        (None, None) => return Ok(false),
+    }
+    // 1. Cancellation first: a running turn is hard-cancelled and its live owner torn down now.
+    if let Some(s) = &live {
+        if s.hard_cancel() {
+            tear_down(sessions, s, End::Killed);
+        }
+    }
+    // 2. Storage.
+    if let Some(r) = &row {
+        store
+            .acp_kill(r.row, r.interaction_surface == RPC_SURFACE)
+            .await
+            .map_err(storage)?;
+    }
+    // 3. Success.
+    if let Some(s) = &live {
+        tear_down(sessions, s, End::Killed);
+    }
+    tracing::info!(event = "session_killed", session_id = %id, principal_id = %principal.id);
+    Ok(true)
+}
+
+/// `session/delete` (§8.9, §9.9). `Ok(false)` when the selected store has nothing.
+pub async fn delete(
+    sessions: &Sessions,
+    principal: &Principal,
+    id: &str,
+    mode: Option<ChatMode>,
+) -> Result<bool, RpcError> {
+    let store = &sessions.store;
+    let _lock = sessions.locks.lock(id).await;
+    let live = sessions.get(id);
+    let acp = store.acp_get(id).await.map_err(storage)?;
+    let mode = match (mode, &live) {
+        (Some(m), _) => m,
+        (None, Some(s)) => s.mode,
+        (None, None) if acp.is_some() => ChatMode::Acp,
+        (None, None) => ChatMode::Chat,
+    };
+    let live = live.filter(|s| s.mode == mode);
+    let owner = match (mode, &live) {
+        (_, Some(s)) => Some(s.owner.clone()),
+        (ChatMode::Acp, None) => acp.as_ref().map(|r| r.owner_principal_id.clone()),
+        (ChatMode::Chat, None) => store
+            .chat_get(id)
+            .await
+            .map_err(storage)?
+            .map(|r| r.owner_principal_id),
+    };
+    let Some(owner) = owner else { return Ok(false) };
+    check_owner(principal, &owner)?;
+    if let Some(s) = &live {
+        if s.hard_cancel() {
+            tear_down(sessions, s, End::Deleted);
+        }
+    }
+    let deleted = match mode {
+        ChatMode::Acp => store.acp_delete(id).await,
+        ChatMode::Chat => store.chat_delete(id).await,
+    }
+    .map_err(storage)?;
+    if let Some(s) = &live {
+        tear_down(sessions, s, End::Deleted);
+    }
+    tracing::info!(event = "session_deleted", session_id = %id, principal_id = %principal.id, chat_mode = mode.as_str());
+    Ok(deleted || live.is_some())
+}
+
+/// `session/close` (§8.7).
+pub async fn close(sessions: &Sessions, principal: &Principal, id: &str) -> Result<(), RpcError> {
+    let _lock = sessions.locks.lock(id).await;
+    let s = sessions.get(id).ok_or_else(RpcError::session_not_found)?;
+    check_owner(principal, &s.owner)?;
+    close_live(sessions, &s, "closed").await;
+    Ok(())
+}
+
+/// Closes every live session idle for `idle` (§9.6 idle reclamation).
+pub async fn reclaim_idle(sessions: &Sessions, idle: std::time::Duration) {
+    for s in sessions.all() {
+        if !s.idle_for(idle) {
+            continue;
+        }
+        let _lock = sessions.locks.lock(&s.id).await;
+        // Still the same, still idle, under the lock.
+        if sessions.get(&s.id).is_some_and(|cur| Arc::ptr_eq(&cur, &s)) && s.idle_for(idle) {
+            close_live(sessions, &s, "idle").await;
+        }
+    }
+}
+
+/// Shutdown (§2.6): soft-cancel every turn and give them the grace to persist.
+pub async fn shut_down(sessions: &Sessions, grace: std::time::Duration) {
+    let all = sessions.all();
+    for s in &all {
+        s.end(End::Closed);
+        s.soft_cancel();
+    }
+    let idle = futures_util::future::join_all(all.iter().map(|s| s.wait_idle()));
+    let _ = tokio::time::timeout(grace, idle).await;
+}

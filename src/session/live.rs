@@ -1,0 +1,320 @@
+//! One live session (SPEC §1.2): its identity, its FIFO prompt queue, the
+//! turn it is running, its channel registration, its retained context and
+//! the approvals it is waiting for.
+//!
+//! The queue is a one-permit FIFO semaphore: the running turn holds the
+//! permit, waiting prompts queue on it in arrival order. Ending a session
+//! (close, kill, delete, replacement) closes the semaphore, so every waiting
+//! prompt fails at once with the reason.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::ChatMode;
+use crate::agent::{ApprovalDecision, ContextMessage};
+use crate::context::Conn;
+use crate::error::{ErrorData, RpcError};
+
+/// Prompts that may wait for a running turn (SPEC §4).
+pub const MAX_QUEUED_PROMPTS: usize = 32;
+/// How long a prompt waits for the session.
+pub const QUEUE_WAIT: Duration = Duration::from_secs(30);
+
+/// Why a live session stopped taking turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Closed,
+    Killed,
+    Deleted,
+}
+
+impl End {
+    /// The `-32000` a prompt gets from a session that ended this way.
+    pub fn error(self) -> RpcError {
+        match self {
+            Self::Closed => RpcError::session_gone("Session closed", "closed"),
+            Self::Killed => RpcError::session_gone("Session killed", "killed"),
+            Self::Deleted => RpcError::session_gone("Session deleted", "deleted"),
+        }
+    }
+}
+
+/// The cancellation handles of the running turn.
+#[derive(Debug, Clone, Default)]
+pub struct TurnSignals {
+    /// Soft cancel: the backend is asked to stop; progress is finalized.
+    pub soft: CancellationToken,
+    /// Hard cancel (kill, delete): abort at once, finalize nothing.
+    pub hard: CancellationToken,
+}
+
+#[derive(Debug)]
+struct State {
+    context: Vec<ContextMessage>,
+    always_allowed: HashSet<String>,
+    channel: Option<Conn>,
+    running: Option<TurnSignals>,
+    ending: Option<End>,
+    last_activity: Instant,
+    /// An earlier checkpoint append or finalization failed: recover before the next turn.
+    needs_recovery: bool,
+}
+
+/// One live session.
+#[derive(Debug)]
+pub struct Session {
+    pub id: String,
+    pub incarnation: u64,
+    pub mode: ChatMode,
+    pub agent_alias: String,
+    /// Owner principal id.
+    pub owner: String,
+    /// The session's working directory.
+    pub workspace_dir: PathBuf,
+    /// The ACP row (ACP sessions only).
+    pub acp_row: Option<i64>,
+    gate: Arc<Semaphore>,
+    waiting: AtomicUsize,
+    idle: watch::Sender<bool>,
+    state: Mutex<State>,
+    approvals: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
+}
+
+/// What identifies a new live session.
+#[derive(Debug)]
+pub struct NewSession {
+    pub id: String,
+    pub incarnation: u64,
+    pub mode: ChatMode,
+    pub agent_alias: String,
+    pub owner: String,
+    pub workspace_dir: PathBuf,
+    pub acp_row: Option<i64>,
+    pub context: Vec<ContextMessage>,
+    pub channel: Conn,
+}
+
+impl Session {
+    /// A live session, idle, with `channel` as its channel registration.
+    pub fn new(n: NewSession) -> Arc<Self> {
+        Arc::new(Self {
+            id: n.id,
+            incarnation: n.incarnation,
+            mode: n.mode,
+            agent_alias: n.agent_alias,
+            owner: n.owner,
+            workspace_dir: n.workspace_dir,
+            acp_row: n.acp_row,
+            gate: Arc::new(Semaphore::new(1)),
+            waiting: AtomicUsize::new(0),
+            idle: watch::Sender::new(true),
+            state: Mutex::new(State {
+                context: n.context,
+                always_allowed: HashSet::new(),
+                channel: Some(n.channel),
+                running: None,
+                ending: None,
+                last_activity: Instant::now(),
+                needs_recovery: false,
+            }),
+            approvals: Mutex::default(),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Joins the prompt queue (SPEC §8.4 step 2) and waits for the session.
+    pub async fn enqueue(&self) -> Result<OwnedSemaphorePermit, RpcError> {
+        if let Ok(p) = self.gate.clone().try_acquire_owned() {
+            return Ok(p);
+        }
+        if let Some(end) = self.ending() {
+            return Err(end.error());
+        }
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= MAX_QUEUED_PROMPTS {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(RpcError::SessionBusy {
+                detail: "queue full",
+                data: ErrorData::reason("queue_full").with("max", MAX_QUEUED_PROMPTS),
+            });
+        }
+        let acquired = tokio::time::timeout(QUEUE_WAIT, self.gate.clone().acquire_owned()).await;
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        match acquired {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(_closed)) => Err(self.ending().unwrap_or(End::Closed).error()),
+            Err(_) => Err(RpcError::SessionBusy {
+                detail: "timed out waiting for the session",
+                data: ErrorData::reason("queue_timeout").with("wait_secs", QUEUE_WAIT.as_secs()),
+            }),
+        }
+    }
+
+    /// Prompts waiting in the queue.
+    pub fn queued(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    /// Marks the turn as running with `channel` as the channel registration.
+    /// The caller has confirmed, under the session lock, that this
+    /// incarnation is still live and not ending.
+    pub fn start_turn(&self, channel: Conn) -> TurnSignals {
+        let signals = TurnSignals::default();
+        let mut st = self.state();
+        st.channel = Some(channel);
+        st.running = Some(signals.clone());
+        st.last_activity = Instant::now();
+        drop(st);
+        self.idle.send_replace(false);
+        signals
+    }
+
+    /// The running turn is over.
+    pub fn end_turn(&self) {
+        let mut st = self.state();
+        st.running = None;
+        st.last_activity = Instant::now();
+        drop(st);
+        self.idle.send_replace(true);
+    }
+
+    /// Waits until no turn is running.
+    pub async fn wait_idle(&self) {
+        let mut rx = self.idle.subscribe();
+        let _ = rx.wait_for(|idle| *idle).await;
+    }
+
+    /// Whether a turn is running.
+    pub fn is_running(&self) -> bool {
+        self.state().running.is_some()
+    }
+
+    /// Soft-cancels the running turn; `false` if none runs.
+    pub fn soft_cancel(&self) -> bool {
+        match &self.state().running {
+            Some(t) => {
+                t.soft.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Hard-cancels the running turn; `false` if none runs.
+    pub fn hard_cancel(&self) -> bool {
+        match &self.state().running {
+            Some(t) => {
+                t.hard.cancel();
+                t.soft.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops taking turns: waiting prompts fail now, later ones at once.
+    pub fn end(&self, why: End) {
+        self.state().ending.get_or_insert(why);
+        self.gate.close();
+        // Approvals can no longer be answered through this session.
+        self.approvals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// Why the session stopped taking turns, if it did.
+    pub fn ending(&self) -> Option<End> {
+        self.state().ending
+    }
+
+    /// Idle (no turn running or queued) for at least `d`.
+    pub fn idle_for(&self, d: Duration) -> bool {
+        let st = self.state();
+        st.running.is_none()
+            && st.ending.is_none()
+            && self.queued() == 0
+            && st.last_activity.elapsed() >= d
+    }
+
+    /// The channel registration.
+    pub fn channel(&self) -> Option<Conn> {
+        self.state().channel.clone()
+    }
+
+    /// Unregisters the channel.
+    pub fn clear_channel(&self) {
+        self.state().channel = None;
+    }
+
+    /// A copy of the retained context.
+    pub fn context(&self) -> Vec<ContextMessage> {
+        self.state().context.clone()
+    }
+
+    /// Replaces the retained context.
+    pub fn set_context(&self, context: Vec<ContextMessage>) {
+        self.state().context = context;
+    }
+
+    /// Appends to the retained context.
+    pub fn extend_context(&self, more: Vec<ContextMessage>) {
+        self.state().context.extend(more);
+    }
+
+    /// Tools approved with `allow_always` in this live session.
+    pub fn always_allowed(&self) -> HashSet<String> {
+        self.state().always_allowed.clone()
+    }
+
+    /// Remembers an `allow_always` for `tool`.
+    pub fn allow_always(&self, tool: &str) {
+        self.state().always_allowed.insert(tool.to_owned());
+    }
+
+    /// Flags that a checkpoint is left over and must be recovered before the next turn.
+    pub fn set_needs_recovery(&self, yes: bool) {
+        self.state().needs_recovery = yes;
+    }
+
+    /// Whether a leftover checkpoint must be recovered first.
+    pub fn needs_recovery(&self) -> bool {
+        self.state().needs_recovery
+    }
+
+    /// Waits for the decision on approval `request_id`.
+    pub fn await_approval(&self, request_id: &str) -> oneshot::Receiver<ApprovalDecision> {
+        let (tx, rx) = oneshot::channel();
+        self.approvals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(request_id.to_owned(), tx);
+        rx
+    }
+
+    /// Delivers a decision; `false` when nothing with that id is pending.
+    pub fn decide(&self, request_id: &str, decision: ApprovalDecision) -> bool {
+        let tx = self
+            .approvals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(request_id);
+        tx.is_some_and(|tx| tx.send(decision).is_ok())
+    }
+
+    /// Forgets approval `request_id` (timed out or abandoned).
+    pub fn forget_approval(&self, request_id: &str) {
+        self.approvals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(request_id);
+    }
+}

@@ -1,0 +1,185 @@
+//! Agent sessions (SPEC §8.3–§8.13, §9): the live sessions of the daemon,
+//! their lifecycle, and the turns they run.
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the registry of live sessions, incarnations, the live limit |
+//! | `live.rs` | one live session: its queue, state, channel, approvals |
+//! | `locks.rs` | per-id session locks |
+//! | `turn.rs` | one turn from queue to answer: compaction, begin, run, finalize |
+//! | `sink.rs` | the agent's event sink: notifications, checkpoints, approvals, asks |
+//! | `lifecycle.rs` | resolve, rehydrate, close, kill, delete |
+//! | `update.rs` | `session/update` notifications |
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+pub mod lifecycle;
+pub mod live;
+pub mod locks;
+pub mod sink;
+pub mod turn;
+pub mod update;
+
+pub use live::Session;
+pub use locks::{SessionGuard, SessionLocks};
+
+use crate::store::Store;
+
+/// Most live sessions daemon-wide (SPEC §4).
+pub const MAX_LIVE_SESSIONS: usize = 64;
+
+/// The two kinds of session (SPEC §1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatMode {
+    #[default]
+    Chat,
+    Acp,
+}
+
+impl ChatMode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Acp => "acp",
+        }
+    }
+}
+
+/// The live sessions of the daemon.
+#[derive(Debug)]
+pub struct Sessions {
+    live: Mutex<HashMap<String, Arc<Session>>>,
+    /// Per-id lifecycle locks.
+    pub locks: SessionLocks,
+    next_incarnation: AtomicU64,
+    /// The SQLite store.
+    pub store: Arc<Store>,
+}
+
+impl Sessions {
+    /// No live sessions yet.
+    pub fn new(store: Arc<Store>) -> Self {
+        Self {
+            live: Mutex::default(),
+            locks: SessionLocks::default(),
+            next_incarnation: AtomicU64::new(1),
+            store,
+        }
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The live session with this id.
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.table().get(id).cloned()
+    }
+
+    /// Number of live sessions.
+    pub fn count(&self) -> usize {
+        self.table().len()
+    }
+
+    /// A new, daemon-wide strictly increasing incarnation number.
+    pub fn next_incarnation(&self) -> u64 {
+        self.next_incarnation.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Makes `session` the live session of its id (the caller holds its lock).
+    pub fn insert(&self, session: Arc<Session>) {
+        self.table().insert(session.id.clone(), session);
+    }
+
+    /// Removes the live session of `id` if it is still incarnation `incarnation`.
+    pub fn remove(&self, id: &str, incarnation: u64) -> Option<Arc<Session>> {
+        let mut t = self.table();
+        match t.get(id) {
+            Some(s) if s.incarnation == incarnation => t.remove(id),
+            _ => None,
+        }
+    }
+
+    /// Every live session.
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.table().values().cloned().collect()
+    }
+
+    /// Ids of the live sessions `principal` may see, sorted (admins see all).
+    pub fn visible_ids(&self, principal: &crate::config::Principal) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .table()
+            .values()
+            .filter(|s| principal.admin || s.owner == principal.id)
+            .map(|s| s.id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+}
+
+/// A new lowercase UUIDv4 (SPEC §1.3).
+pub fn new_uuid() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        // No OS randomness: fall back to time and a counter, still unique per process.
+        static N: AtomicU64 = AtomicU64::new(0);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        b[..8].copy_from_slice(&(t as u64).to_le_bytes());
+        b[8..].copy_from_slice(&N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// `session_id` syntax: 1–128 characters of `[A-Za-z0-9._:-]` (SPEC §8.3).
+pub fn valid_session_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_are_v4_and_lowercase() {
+        let u = new_uuid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert!("89ab".contains(&u[19..20]));
+        assert!(u
+            .chars()
+            .all(|c| c == '-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert_ne!(new_uuid(), u);
+    }
+
+    #[test]
+    fn session_id_rule() {
+        assert!(valid_session_id("demo"));
+        assert!(valid_session_id("a.b_c:d-1"));
+        assert!(!valid_session_id(""));
+        assert!(!valid_session_id("a b"));
+        assert!(!valid_session_id(&"x".repeat(129)));
+    }
+}

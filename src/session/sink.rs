@@ -1,0 +1,418 @@
+//! The agent's event sink for one turn (SPEC §8.5, §8.12, §8.13, §9.3).
+//!
+//! Every event passes here once, in order. For a Chat session it becomes a
+//! notification at once. For an ACP session it goes to the turn's emitter
+//! task, which commits the visible events it has (one transaction for all
+//! that are ready: group commit) and only then writes their notifications,
+//! so a client never sees an event that a crash could lose. A failed commit
+//! suppresses the notifications, stops the turn and leaves the checkpoint.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::live::Session;
+use super::update::{notify, split_chunks, Event, Update};
+use crate::agent::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
+use crate::context::Conn;
+use crate::peer::PeerReply;
+use crate::store::{CheckpointEvent, Store, StoreError};
+
+/// Events waiting for the emitter (bounds memory when the client is slow).
+const EMIT_QUEUE: usize = 1024;
+/// Most events committed in one transaction.
+const MAX_GROUP: usize = 512;
+
+/// What the emitter is asked to do, in turn order.
+#[derive(Debug)]
+enum Item {
+    /// A visible event: committed, then notified.
+    Persist(CheckpointEvent),
+    /// A thought chunk: notified only.
+    Thought(String),
+    /// An approval request: notified only.
+    Approval {
+        request_id: String,
+        tool_name: String,
+        summary: String,
+        timeout_secs: u64,
+    },
+    /// Acknowledged once everything before it was written.
+    Flush(oneshot::Sender<()>),
+}
+
+/// Timeouts of approvals and asks (from `[daemon]` at turn start).
+#[derive(Debug, Clone, Copy)]
+pub struct Waits {
+    pub approval: Duration,
+    pub ask: Duration,
+}
+
+/// The queue into an ACP turn's emitter task, and the task.
+type Emitter = (mpsc::Sender<Item>, JoinHandle<Result<(), StoreError>>);
+
+/// The sink of one turn.
+#[derive(Debug)]
+pub struct TurnSink {
+    session: Arc<Session>,
+    conn: Conn,
+    waits: Waits,
+    content: String,
+    emitter: Option<Emitter>,
+}
+
+impl TurnSink {
+    /// A sink writing to `conn`; for ACP sessions, committing to `store` first.
+    pub fn new(
+        session: Arc<Session>,
+        conn: Conn,
+        waits: Waits,
+        store: Option<(Arc<Store>, i64)>,
+        hard: CancellationToken,
+    ) -> Self {
+        let emitter = store.map(|(store, row)| {
+            let (tx, rx) = mpsc::channel(EMIT_QUEUE);
+            let task = tokio::spawn(emit(store, row, conn.clone(), session.id.clone(), rx, hard));
+            (tx, task)
+        });
+        Self {
+            session,
+            conn,
+            waits,
+            content: String::new(),
+            emitter,
+        }
+    }
+
+    /// The text streamed so far.
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+
+    /// Waits for the emitter to write everything; its commit error, if one happened.
+    pub async fn finish(&mut self) -> Result<(), StoreError> {
+        match self.emitter.take() {
+            None => Ok(()),
+            Some((tx, task)) => {
+                drop(tx);
+                task.await
+                    .unwrap_or_else(|e| Err(StoreError::Sqlite(format!("emitter failed: {e}"))))
+            }
+        }
+    }
+
+    async fn send(
+        &mut self,
+        event: Event<'_>,
+        item: impl FnOnce() -> Item,
+    ) -> Result<(), SinkClosed> {
+        match &self.emitter {
+            None => {
+                notify(
+                    &self.conn,
+                    &Update {
+                        session_id: &self.session.id,
+                        event,
+                    },
+                )
+                .await;
+                Ok(())
+            }
+            Some((tx, _)) => tx.send(item()).await.map_err(|_| SinkClosed),
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), SinkClosed> {
+        if let Some((tx, _)) = &self.emitter {
+            let (ack, done) = oneshot::channel();
+            tx.send(Item::Flush(ack)).await.map_err(|_| SinkClosed)?;
+            done.await.map_err(|_| SinkClosed)?;
+        }
+        Ok(())
+    }
+}
+
+impl EventSink for TurnSink {
+    async fn message_chunk(&mut self, text: &str) -> Result<(), SinkClosed> {
+        for piece in split_chunks(text) {
+            self.content.push_str(piece);
+            self.send(Event::MessageChunk(piece), || {
+                Item::Persist(CheckpointEvent::Text(piece.to_owned()))
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn thought_chunk(&mut self, text: &str) -> Result<(), SinkClosed> {
+        for piece in split_chunks(text) {
+            self.send(Event::ThoughtChunk(piece), || {
+                Item::Thought(piece.to_owned())
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn tool_call(
+        &mut self,
+        id: &str,
+        name: &str,
+        input: &RawValue,
+    ) -> Result<(), SinkClosed> {
+        let item = || {
+            Item::Persist(CheckpointEvent::ToolCall {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                input: input.to_owned(),
+            })
+        };
+        self.send(Event::ToolCall { id, name, input }, item).await
+    }
+
+    async fn tool_result(&mut self, id: &str, name: &str, output: &str) -> Result<(), SinkClosed> {
+        let item = || {
+            Item::Persist(CheckpointEvent::ToolResult {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                output: output.to_owned(),
+            })
+        };
+        self.send(Event::ToolResult { id, name, output }, item)
+            .await
+    }
+
+    async fn request_approval(
+        &mut self,
+        tool_name: &str,
+        summary: &str,
+    ) -> Result<ApprovalDecision, SinkClosed> {
+        let request_id = super::new_uuid();
+        let decision = self.session.await_approval(&request_id);
+        let timeout_secs = self.waits.approval.as_secs();
+        let event = Event::ApprovalRequest {
+            request_id: &request_id,
+            tool_name,
+            summary,
+            timeout_secs,
+        };
+        let item = || Item::Approval {
+            request_id: request_id.clone(),
+            tool_name: tool_name.to_owned(),
+            summary: summary.to_owned(),
+            timeout_secs,
+        };
+        self.send(event, item).await?;
+        let gone = self.conn.closed.clone();
+        let outcome = tokio::select! {
+            d = decision => d.unwrap_or(ApprovalDecision::Unreachable),
+            _ = tokio::time::sleep(self.waits.approval) => ApprovalDecision::TimedOut,
+            _ = gone.cancelled() => ApprovalDecision::Unreachable,
+        };
+        self.session.forget_approval(&request_id);
+        if outcome == ApprovalDecision::AllowAlways {
+            self.session.allow_always(tool_name);
+        }
+        Ok(outcome)
+    }
+
+    async fn ask_user(
+        &mut self,
+        message: &str,
+        schema: &RawValue,
+    ) -> Result<AskOutcome, SinkClosed> {
+        if !self.conn.supports_elicitation() {
+            return Ok(AskOutcome::Unavailable(
+                "the client does not support elicitation".into(),
+            ));
+        }
+        // The question comes after every event before it.
+        self.flush().await?;
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params<'a> {
+            session_id: &'a str,
+            mode: &'static str,
+            message: &'a str,
+            requested_schema: &'a RawValue,
+        }
+        let params = Params {
+            session_id: &self.session.id,
+            mode: "form",
+            message,
+            requested_schema: schema,
+        };
+        let reply = self
+            .conn
+            .peer_requests
+            .request(
+                &self.conn.outbound,
+                "elicitation/create",
+                &params,
+                self.waits.ask,
+            )
+            .await;
+        Ok(match reply {
+            Ok(PeerReply::Result(r)) => parse_elicitation(&r),
+            Ok(PeerReply::Error(_)) => {
+                AskOutcome::Unavailable("the client answered with an error".into())
+            }
+            Err(e) => AskOutcome::Unavailable(e.to_string()),
+        })
+    }
+}
+
+/// `{"action":"accept","content":{...}}`, `{"action":"decline"}` or
+/// `{"action":"cancel"}`; anything else (an explicit `null` included) is unavailable.
+fn parse_elicitation(raw: &RawValue) -> AskOutcome {
+    #[derive(serde::Deserialize)]
+    struct Reply<'a> {
+        action: String,
+        #[serde(borrow)]
+        content: Option<&'a RawValue>,
+    }
+    match serde_json::from_str::<Reply<'_>>(raw.get()) {
+        Ok(r) if r.action == "accept" => match r.content {
+            Some(c) if c.get().starts_with('{') => AskOutcome::Accept(c.to_owned()),
+            _ => AskOutcome::Unavailable("accept without an object content".into()),
+        },
+        Ok(r) if r.action == "decline" => AskOutcome::Decline,
+        Ok(r) if r.action == "cancel" => AskOutcome::Cancel,
+        _ => AskOutcome::Unavailable("malformed elicitation result".into()),
+    }
+}
+
+/// The emitter of an ACP turn: commit what is ready, then notify it.
+async fn emit(
+    store: Arc<Store>,
+    row: i64,
+    conn: Conn,
+    session_id: String,
+    mut rx: mpsc::Receiver<Item>,
+    hard: CancellationToken,
+) -> Result<(), StoreError> {
+    let mut batch: Vec<Item> = Vec::with_capacity(64);
+    let mut events: Vec<CheckpointEvent> = Vec::with_capacity(64);
+    while rx.recv_many(&mut batch, MAX_GROUP).await > 0 {
+        if hard.is_cancelled() {
+            // Killed or deleted: the turn writes no further checkpoint events.
+            return Ok(());
+        }
+        // Take the events out for the commit; they come back for the notifications.
+        let mut slots = Vec::with_capacity(batch.len());
+        for item in batch.drain(..) {
+            match item {
+                Item::Persist(e) => {
+                    slots.push(None);
+                    events.push(e);
+                }
+                other => slots.push(Some(other)),
+            }
+        }
+        if !events.is_empty() {
+            if let Err(e) = store.checkpoint_append(row, &events).await {
+                rx.close();
+                return Err(e);
+            }
+        }
+        let mut committed = events.drain(..);
+        for slot in slots {
+            match slot {
+                None => {
+                    if let Some(e) = committed.next() {
+                        notify(
+                            &conn,
+                            &Update {
+                                session_id: &session_id,
+                                event: event_of(&e),
+                            },
+                        )
+                        .await;
+                    }
+                }
+                Some(Item::Thought(t)) => {
+                    notify(
+                        &conn,
+                        &Update {
+                            session_id: &session_id,
+                            event: Event::ThoughtChunk(&t),
+                        },
+                    )
+                    .await
+                }
+                Some(Item::Approval {
+                    request_id,
+                    tool_name,
+                    summary,
+                    timeout_secs,
+                }) => {
+                    let event = Event::ApprovalRequest {
+                        request_id: &request_id,
+                        tool_name: &tool_name,
+                        summary: &summary,
+                        timeout_secs,
+                    };
+                    notify(
+                        &conn,
+                        &Update {
+                            session_id: &session_id,
+                            event,
+                        },
+                    )
+                    .await;
+                }
+                Some(Item::Flush(ack)) => {
+                    let _ = ack.send(());
+                }
+                Some(Item::Persist(_)) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn event_of(e: &CheckpointEvent) -> Event<'_> {
+    match e {
+        CheckpointEvent::Text(t) => Event::MessageChunk(t),
+        CheckpointEvent::ToolCall { id, name, input } => Event::ToolCall { id, name, input },
+        CheckpointEvent::ToolResult { id, name, output } => Event::ToolResult { id, name, output },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elicitation_results() {
+        let r = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        assert!(
+            matches!(parse_elicitation(&r(r#"{"action":"accept","content":{"answer":"yes"}}"#)), AskOutcome::Accept(c) if c.get() == r#"{"answer":"yes"}"#)
+        );
+        assert!(matches!(
+            parse_elicitation(&r(r#"{"action":"decline"}"#)),
+            AskOutcome::Decline
+        ));
+        assert!(matches!(
+            parse_elicitation(&r(r#"{"action":"cancel"}"#)),
+            AskOutcome::Cancel
+        ));
+        for bad in [
+            "null",
+            r#"{"action":"accept"}"#,
+            r#"{"action":"accept","content":1}"#,
+            r#"{"action":"x"}"#,
+            "[]",
+        ] {
+            assert!(
+                matches!(parse_elicitation(&r(bad)), AskOutcome::Unavailable(_)),
+                "{bad}"
+            );
+        }
+    }
+}

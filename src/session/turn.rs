@@ -1,0 +1,383 @@
+//! One prompt, from the queue to its answer (SPEC §8.4, §9.3, §9.5, §9.8).
+//!
+//! The turn runs in a task of its own, so it completes and is persisted
+//! even when the prompting connection goes away. Its order is fixed:
+//! recovery of a leftover checkpoint, compaction (and its notice), the
+//! begin transaction, the agent, finalization, `turn_complete`, the answer.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::live::{End, Session, TurnSignals};
+use super::sink::{TurnSink, Waits};
+use super::update::{bounded, notify, Event, Outcome, Update, MAX_CONTENT_BYTES};
+use super::{new_uuid, ChatMode};
+use crate::agent::{
+    self, AgentSettings, Backend, CompactionRequest, ContextMessage, InputMode, Kind, Role,
+    TurnInput, TurnOutcome,
+};
+use crate::config::AgentConfig;
+use crate::context::Conn;
+use crate::error::RpcError;
+use crate::limits::SHUTDOWN_GRACE;
+use crate::state::Daemon;
+use crate::store::provider_safe;
+
+/// After a soft cancel, how long the backend may take to stop.
+pub const CANCEL_GRACE: Duration = SHUTDOWN_GRACE;
+
+/// The result of `session/prompt`.
+#[derive(Debug, Serialize)]
+pub struct PromptResult {
+    pub session_id: String,
+    pub stop_reason: &'static str,
+    pub content: String,
+}
+
+/// Whether the client was told how the turn ended (`turn_complete` sent).
+#[derive(Debug)]
+pub struct Answered<T> {
+    pub result: T,
+    pub turn_complete_sent: bool,
+}
+
+/// Queues `prompt` on `session` and runs it; the answer of `session/prompt`.
+pub async fn run_prompt(
+    daemon: Arc<Daemon>,
+    session: Arc<Session>,
+    conn: Conn,
+    prompt: String,
+) -> Answered<Result<PromptResult, RpcError>> {
+    let not_sent = |e| Answered {
+        result: Err(e),
+        turn_complete_sent: false,
+    };
+    let permit = match session.enqueue().await {
+        Ok(p) => p,
+        Err(e) => return not_sent(e),
+    };
+    // A turn starts only if this incarnation is still live and not ending.
+    let signals = {
+        let _lock = daemon.sessions.locks.lock(&session.id).await;
+        let live = daemon
+            .sessions
+            .get(&session.id)
+            .is_some_and(|s| Arc::ptr_eq(&s, &session));
+        match session.ending() {
+            None if live => session.start_turn(conn.clone()),
+            ending => return not_sent(ending.unwrap_or(End::Closed).error()),
+        }
+    };
+    let task = tokio::spawn({
+        let session = session.clone();
+        async move {
+            let out = execute(&daemon, &session, &conn, &prompt, &signals).await;
+            session.end_turn();
+            drop(permit);
+            out
+        }
+    });
+    match task.await {
+        Ok(out) => out,
+        Err(_) => not_sent(RpcError::internal("the turn failed unexpectedly", None)),
+    }
+}
+
+fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
+    let backend = if agent.backend.as_deref() == Some("command") {
+        Backend::Command
+    } else {
+        Backend::Echo
+    };
+    let settings = AgentSettings {
+        chunk_chars: agent.chunk_chars,
+        chunk_delay_ms: u64::from(agent.chunk_delay_ms),
+        command: agent.command.clone().unwrap_or_default(),
+        input: if agent.input == "context_json" {
+            InputMode::ContextJson
+        } else {
+            InputMode::Prompt
+        },
+        env: agent.env.clone(),
+        timeout_secs: u64::from(agent.timeout_secs),
+    };
+    (backend, settings)
+}
+
+fn storage(e: impl std::fmt::Display) -> RpcError {
+    RpcError::storage(format!("storage failure: {e}"))
+}
+
+async fn execute(
+    daemon: &Arc<Daemon>,
+    session: &Arc<Session>,
+    conn: &Conn,
+    prompt: &str,
+    signals: &TurnSignals,
+) -> Answered<Result<PromptResult, RpcError>> {
+    let not_sent = |e| Answered {
+        result: Err(e),
+        turn_complete_sent: false,
+    };
+    let config = daemon.config.current();
+    let Some(agent) = config.agents.get(&session.agent_alias) else {
+        return not_sent(RpcError::internal(
+            format!("agent {} is not configured", session.agent_alias),
+            Some("agent_failed"),
+        ));
+    };
+    let (backend, settings) = settings_of(agent);
+    let store = &daemon.sessions.store;
+    let acp_row = session.acp_row;
+
+    // 1. A checkpoint left by a failed append or finalization is recovered first.
+    if let (Some(row), true) = (acp_row, session.needs_recovery()) {
+        let rebuilt = async {
+            store.recover(row).await?;
+            store.rebuild_context(row).await
+        };
+        match rebuilt.await {
+            Ok(ctx) => {
+                session.set_context(ctx);
+                session.set_needs_recovery(false);
+            }
+            Err(e) => return not_sent(storage(e)),
+        }
+    }
+
+    // 2. Compaction, and its notice, before the turn begins.
+    let forced = if backend == Backend::Echo {
+        agent::echo_compaction_request(prompt)
+    } else {
+        CompactionRequest::None
+    };
+    compact(daemon, session, conn, agent, forced).await;
+
+    // 3. The begin transaction.
+    let turn_id = new_uuid();
+    if let Some(row) = acp_row {
+        if let Err(e) = store.turn_begin(row, &turn_id, prompt).await {
+            return not_sent(storage(e));
+        }
+    }
+
+    // 4. The agent.
+    let waits = Waits {
+        approval: Duration::from_secs(u64::from(config.daemon.approval_timeout_secs)),
+        ask: Duration::from_secs(u64::from(config.daemon.ask_timeout_secs)),
+    };
+    let mut sink = TurnSink::new(
+        session.clone(),
+        conn.clone(),
+        waits,
+        acp_row.map(|r| (store.clone(), r)),
+        signals.hard.clone(),
+    );
+    let context = session.context();
+    let always_allowed = session.always_allowed();
+    let input = TurnInput {
+        session_id: &session.id,
+        turn_id: &turn_id,
+        agent_alias: &session.agent_alias,
+        cwd: &session.workspace_dir,
+        prompt,
+        system_prompt: &agent.system_prompt,
+        context: &context,
+        settings: &settings,
+        always_allowed: &always_allowed,
+    };
+    let outcome = with_cancellation(
+        agent::run_turn(backend, input, &mut sink, &signals.soft),
+        signals,
+    )
+    .await;
+    let emitted = sink.finish().await;
+    let content = sink.content().to_owned();
+
+    // Killed or deleted: no finalization, no turn_complete (§9.9).
+    if signals.hard.is_cancelled() {
+        return not_sent(session.ending().unwrap_or(End::Killed).error());
+    }
+
+    // 5. Persist the outcome.
+    let failure = match &outcome {
+        TurnOutcome::Failed(m) => Some(m.as_str()),
+        _ => None,
+    };
+    let persisted = match (emitted, acp_row) {
+        (Err(e), _) => Err(e),
+        (Ok(()), Some(row)) => store
+            .turn_finalize(row, failure)
+            .await
+            .map(|rows| provider_safe(&rows)),
+        (Ok(()), None) => {
+            let reply = (!content.is_empty()).then_some(content.as_str());
+            store
+                .chat_append_turn(&session.id, prompt, reply)
+                .await
+                .map(|()| {
+                    let mut added = vec![ContextMessage::text(Role::User, prompt)];
+                    if let Some(r) = reply {
+                        added.push(ContextMessage::text(Role::Assistant, r));
+                    }
+                    added
+                })
+        }
+    };
+    let added = match persisted {
+        Ok(added) => added,
+        Err(e) => {
+            if acp_row.is_some() {
+                session.set_needs_recovery(true);
+            }
+            let err = storage(e);
+            complete(
+                conn,
+                session,
+                Outcome::Failed,
+                &content,
+                Some(&err.to_string()),
+            )
+            .await;
+            return Answered {
+                result: Err(err),
+                turn_complete_sent: true,
+            };
+        }
+    };
+    session.extend_context(added);
+
+    // 6. turn_complete, then the answer.
+    let (result, out) = match outcome {
+        TurnOutcome::Completed => (Ok("end_turn"), Outcome::Completed),
+        TurnOutcome::Cancelled => (Ok("cancelled"), Outcome::Cancelled),
+        TurnOutcome::Failed(m) => (Err(m), Outcome::Failed),
+    };
+    let reason = match (&result, out) {
+        (Err(m), _) => Some(m.as_str()),
+        (_, Outcome::Cancelled) => Some("cancelled"),
+        _ => None,
+    };
+    complete(conn, session, out, &content, reason).await;
+    let result = match result {
+        Ok(stop_reason) => Ok(PromptResult {
+            session_id: session.id.clone(),
+            stop_reason,
+            content: bounded(&content, MAX_CONTENT_BYTES).into_owned(),
+        }),
+        Err(m) => Err(RpcError::internal(m, Some("agent_failed"))),
+    };
+    Answered {
+        result,
+        turn_complete_sent: true,
+    }
+}
+
+/// Runs the agent until it ends; a hard cancel aborts it at once, a soft
+/// cancel gives it [`CANCEL_GRACE`] to stop before it is aborted.
+async fn with_cancellation(
+    agent: impl Future<Output = TurnOutcome>,
+    signals: &TurnSignals,
+) -> TurnOutcome {
+    tokio::select! {
+        outcome = agent => outcome,
+        _ = signals.hard.cancelled() => TurnOutcome::Cancelled,
+        _ = async {
+            signals.soft.cancelled().await;
+            tokio::time::sleep(CANCEL_GRACE).await;
+        } => TurnOutcome::Cancelled,
+    }
+}
+
+/// Sends `turn_complete` to the turn's connection.
+pub async fn complete(
+    conn: &Conn,
+    session: &Session,
+    outcome: Outcome,
+    content: &str,
+    reason: Option<&str>,
+) {
+    let event = Event::TurnComplete {
+        outcome,
+        content,
+        reason,
+    };
+    notify(
+        conn,
+        &Update {
+            session_id: &session.id,
+            event,
+        },
+    )
+    .await;
+}
+
+/// Auto or forced compaction (§9.5). A failed snapshot write discards it silently.
+async fn compact(
+    daemon: &Daemon,
+    session: &Session,
+    conn: &Conn,
+    agent: &AgentConfig,
+    forced: CompactionRequest,
+) {
+    let context = session.context();
+    let max = agent.context_max_messages as usize;
+    let keep = agent.compact_keep_messages as usize;
+    let due = context.len() + 1 > max;
+    let (new_context, compacted) = match forced {
+        CompactionRequest::CompactEmpty => (Vec::new(), context.len()),
+        CompactionRequest::None if !due => return,
+        _ if context.len() <= keep => (context.clone(), 0),
+        _ => {
+            let n = context.len() - keep;
+            let summary = ContextMessage {
+                role: Role::User,
+                kind: Kind::Summary,
+                content: format!("[compacted {n} earlier messages]"),
+                tool_call_id: None,
+                tool_name: None,
+                tool_input: None,
+            };
+            let mut c = Vec::with_capacity(keep + 1);
+            c.push(summary);
+            c.extend_from_slice(&context[n..]);
+            (c, n)
+        }
+    };
+    let store = &daemon.sessions.store;
+    let boundary = match (session.mode, session.acp_row) {
+        (ChatMode::Acp, Some(row)) => {
+            let written = async {
+                let boundary = store.acp_last_seq(row).await?;
+                store.write_snapshot(row, boundary, &new_context).await?;
+                Ok::<i64, crate::store::StoreError>(boundary)
+            };
+            match written.await {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(event = "compaction_discarded", session_id = %session.id, error = %e);
+                    return;
+                }
+            }
+        }
+        _ => store.chat_max_seq(&session.id).await.unwrap_or(0),
+    };
+    let retained = new_context.len() as u64;
+    session.set_context(new_context);
+    let event = Event::CompactionNotice {
+        compacted: compacted as u64,
+        retained,
+        boundary_seq: boundary,
+    };
+    notify(
+        conn,
+        &Update {
+            session_id: &session.id,
+            event,
+        },
+    )
+    .await;
+}
