@@ -24,6 +24,7 @@ use crate::state::Daemon;
 
 pub mod config;
 pub mod debug;
+pub mod file;
 pub mod initialize;
 pub mod pairing;
 pub mod session;
@@ -75,6 +76,7 @@ pub struct Router {
     pairing: pairing::PairingService,
     session: session::SessionService,
     debug: debug::DebugService,
+    file: file::FileService,
 }
 
 impl Router {
@@ -87,6 +89,7 @@ impl Router {
             pairing: pairing::PairingService::new(daemon.clone(), conn.clone()),
             session: session::SessionService::new(daemon.clone(), conn.clone()),
             debug: debug::DebugService::new(daemon.clone()),
+            file: file::FileService::new(daemon.clone(), conn.clone()),
         }
     }
 
@@ -98,6 +101,7 @@ impl Router {
             "pairing/list" | "pairing/create" | "pairing/revoke" => self.pairing.call(req),
             name if name.starts_with("session/") => self.session.call(req),
             "debug/set-faults" => self.debug.call(req),
+            name if name.starts_with("file/") => self.file.call(req),
             other => RouteFuture::ready(Err(RpcError::MethodNotFound(other.to_owned()))),
         }
     }

@@ -44,6 +44,9 @@ pub struct Snapshot {
 /// The live authorization state of the daemon.
 #[derive(Debug)]
 pub struct AuthzState {
+    /// Lock (3) of §6.8: held for reading across the checks and the write of
+    /// a store step, for writing while a new policy is installed.
+    pub state_lock: tokio::sync::RwLock<()>,
     generation: AtomicU64,
     current: RwLock<Arc<Snapshot>>,
     daemon_uid: Option<u32>,
@@ -54,6 +57,7 @@ impl AuthzState {
     pub fn new(policy: Policy, tokens: Vec<String>, daemon_uid: Option<u32>) -> Self {
         let tokens = tokens.into_iter().map(|t| t.to_ascii_lowercase()).collect();
         Self {
+            state_lock: tokio::sync::RwLock::new(()),
             generation: AtomicU64::new(1),
             current: RwLock::new(Arc::new(Snapshot {
                 generation: 1,

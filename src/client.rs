@@ -310,3 +310,115 @@ pub fn render_status(v: &Value) -> String {
         },
     )
 }
+
+/// How long `zeroclaw upload` waits for a chunk's answer before sending it again.
+const CHUNK_ANSWER_WAIT: Duration = Duration::from_secs(30);
+/// Attempts per chunk.
+const CHUNK_ATTEMPTS: usize = 3;
+
+/// `zeroclaw upload SESSION FILE [--filename NAME]`: begin, 1 MiB chunks,
+/// commit with the declared SHA-256; a chunk whose answer is lost is sent
+/// again (the daemon acknowledges an identical re-sent chunk as a duplicate).
+pub async fn upload(
+    config_dir: Option<&std::ffi::OsStr>,
+    session: &str,
+    file: &std::path::Path,
+    filename: Option<String>,
+) -> i32 {
+    use base64::Engine;
+    use std::io::IsTerminal;
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("zeroclaw: cannot read {}: {e}", file.display());
+            return exit::USAGE;
+        }
+    };
+    let name = filename.unwrap_or_else(|| {
+        file.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "upload".into())
+    });
+    let sha = crate::files::sha256_hex(&bytes);
+    let progress = std::io::stderr().is_terminal();
+    let work = async {
+        let mut client = Client::connect(config_dir).await?;
+        let none = Answers::default();
+        let begin = json!({"session_id": session, "size_bytes": bytes.len(), "filename": name, "sha256": sha});
+        let upload_id = match client
+            .call("file/upload/begin", begin, &none, |_| {})
+            .await?
+        {
+            Outcome::Result(r) => r
+                .get("upload_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            e @ Outcome::Error(_) => return Ok(e),
+        };
+        let chunk = crate::limits::UPLOAD_CHUNK_BYTES;
+        for (i, piece) in bytes.chunks(chunk).enumerate() {
+            let params = json!({
+                "upload_id": upload_id,
+                "offset": i * chunk,
+                "data_b64": base64::engine::general_purpose::STANDARD.encode(piece),
+            });
+            let mut answered = None;
+            for _ in 0..CHUNK_ATTEMPTS {
+                if let Ok(r) = tokio::time::timeout(
+                    CHUNK_ANSWER_WAIT,
+                    client.call("file/upload/chunk", params.clone(), &none, |_| {}),
+                )
+                .await
+                {
+                    answered = Some(r?);
+                    break;
+                }
+            }
+            match answered {
+                Some(Outcome::Result(_)) => {}
+                Some(e @ Outcome::Error(_)) => return Ok(e),
+                None => {
+                    return Err(Failure::new(
+                        exit::RPC_ERROR,
+                        "no answer to a chunk after 3 attempts",
+                    ))
+                }
+            }
+            if progress {
+                let done = (i * chunk + piece.len()) as f64;
+                eprint!(
+                    "\r{:5.1}% {} / {} bytes",
+                    100.0 * done / bytes.len().max(1) as f64,
+                    done as u64,
+                    bytes.len()
+                );
+            }
+        }
+        if progress {
+            eprintln!();
+        }
+        client
+            .call(
+                "file/upload/commit",
+                json!({ "upload_id": upload_id }),
+                &none,
+                |_| {},
+            )
+            .await
+    };
+    match work.await {
+        Ok(Outcome::Result(v)) => {
+            println!("{v}");
+            exit::OK
+        }
+        Ok(Outcome::Error(e)) => {
+            eprintln!("{e}");
+            exit::RPC_ERROR
+        }
+        Err(f) => {
+            eprintln!("zeroclaw: {}", f.message);
+            f.status
+        }
+    }
+}

@@ -121,6 +121,8 @@ pub async fn serve<R, W>(
     // but it may still be reading: finish what is in flight, write what is
     // queued, then close.
     conn.peer_requests.close();
+    // Uploads belong to their connection (§8.18.1).
+    daemon.staging.drop_connection(conn.id);
     tasks.close();
     tokio::select! {
         _ = tasks.wait() => {}

@@ -164,6 +164,7 @@ async fn serve(daemon: Arc<Daemon>, claimed: Claimed, signals: Signals) -> i32 {
         tokio::spawn(ephemeral_watch(daemon.clone()));
     }
     tokio::spawn(reclaim_idle_sessions(daemon.clone()));
+    tokio::spawn(sweep_idle_uploads(daemon.clone()));
     let status = accept_loop(&daemon, &claimed).await;
     // Running turns end and persist first (their answers still go out),
     // then every connection is closed.
@@ -248,6 +249,27 @@ async fn reclaim_idle_sessions(daemon: Arc<Daemon>) {
         }
         if idle > 0 {
             lifecycle::reclaim_idle(&daemon.sessions, std::time::Duration::from_secs(idle)).await;
+        }
+    }
+}
+
+/// Drops uploads idle longer than `daemon.upload_idle_secs`, checking at
+/// least every 30 s (§8.18.1).
+async fn sweep_idle_uploads(daemon: Arc<Daemon>) {
+    loop {
+        let idle = u64::from(daemon.config.current().daemon.upload_idle_secs);
+        let period = std::time::Duration::from_secs(idle.clamp(1, 30));
+        tokio::select! {
+            _ = daemon.stop.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+        let dropped = daemon.staging.sweep(std::time::Duration::from_secs(idle));
+        if dropped > 0 {
+            tracing::info!(
+                event = "uploads_reclaimed",
+                count = dropped,
+                reason = "idle"
+            );
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod dialect;
 pub mod endpoint;
 pub mod error;
 pub mod faults;
+pub mod files;
 pub mod jsonrpc;
 pub mod limits;
 pub mod live_config;

@@ -87,6 +87,8 @@ impl LiveConfig {
         );
         let tokens_changed = previous.gateway.paired_tokens != candidate.gateway.paired_tokens;
         if tokens_changed || Policy::from_config(&previous) != policy {
+            // Lock (3), for writing, only to install (§6.8).
+            let _installing = self.authz.state_lock.write().await;
             self.authz
                 .install(policy, candidate.gateway.paired_tokens.clone());
         }

@@ -51,6 +51,16 @@ enum Command {
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
     },
+    /// Upload FILE into SESSION's agent workspace (chunked, verified by SHA-256).
+    Upload {
+        /// The live session to upload into.
+        session: String,
+        /// The file to upload (at most 10 MiB).
+        file: std::path::PathBuf,
+        /// Display name (default: the file's name).
+        #[arg(long)]
+        filename: Option<String>,
+    },
     /// Show the daemon's status.
     Status {
         /// Print the raw JSON result.
@@ -134,6 +144,11 @@ fn main() -> ExitCode {
             rt.block_on(client::rpc(config_dir, &method, params, answers, timeout))
         }
         Command::Status { json } => rt.block_on(client::status(config_dir, json)),
+        Command::Upload {
+            session,
+            file,
+            filename,
+        } => rt.block_on(client::upload(config_dir, &session, &file, filename)),
     };
     // Don't wait for stray tasks (a connection still flushing) at exit.
     rt.shutdown_timeout(Duration::from_millis(100));

@@ -38,6 +38,15 @@ const fn m(name: &'static str, access: Access) -> MethodSpec {
     }
 }
 
+const fn local(name: &'static str, access: Access) -> MethodSpec {
+    MethodSpec {
+        name,
+        access,
+        local_only: true,
+        test_faults_only: false,
+    }
+}
+
 const fn g(r: Resource, v: Verb) -> Access {
     Access::Grant(Grant(r, v))
 }
@@ -60,6 +69,10 @@ pub static METHODS: &[MethodSpec] = &[
     m("config/get", g(Config, Read)),
     m("config/set", g(Config, Update)),
     m("config/set-many", g(Config, Update)),
+    m("file/attach", g(Files, Create)),
+    local("file/upload/begin", g(Files, Create)),
+    local("file/upload/chunk", g(Files, Create)),
+    local("file/upload/commit", g(Files, Create)),
     m("pairing/list", Access::Admin),
     m("pairing/create", Access::Admin),
     m("pairing/revoke", Access::Admin),

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::authz::AuthzState;
 use crate::config::{Config, ConfigStore, Policy};
 use crate::faults::Faults;
+use crate::files::staging::Staging;
 use crate::live_config::LiveConfig;
 use crate::session::Sessions;
 use crate::store::Store;
@@ -51,6 +52,8 @@ pub struct Daemon {
     pub sessions: Sessions,
     /// Active fault points (`--test-faults`).
     pub faults: Arc<Faults>,
+    /// Staged chunked uploads of every connection.
+    pub staging: Staging,
     /// Cancelled to stop accepting and begin a graceful shutdown (signals, ephemeral mode).
     pub stop: CancellationToken,
     /// Cancelled once turns have ended: closes every connection.
@@ -85,6 +88,7 @@ impl Daemon {
             config: LiveConfig::new(config_store, config, authz.clone(), faults.clone()),
             sessions: Sessions::new(Arc::new(store)),
             faults,
+            staging: Staging::default(),
             authz,
             stop: CancellationToken::new(),
             shutdown: CancellationToken::new(),

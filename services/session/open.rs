@@ -4,13 +4,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::{payload, session_id};
 use crate::context::Conn;
 use crate::error::{Forbidden, RpcError};
+use crate::files::attach::{check_entries, read_entries, FileEntry};
 use crate::jsonrpc::Payload;
 use crate::request::Request;
+use crate::services::file::{binding_of, store_all};
 use crate::session::lifecycle::{self, NewRequest};
 use crate::session::turn::run_prompt;
 use crate::session::update::Outcome;
@@ -86,7 +87,7 @@ struct PromptParams<'a> {
     session_id: Option<String>,
     prompt: Option<String>,
     #[serde(borrow)]
-    attachments: Option<&'a RawValue>,
+    attachments: Option<Vec<FileEntry<'a>>>,
 }
 
 pub(super) async fn prompt(
@@ -96,39 +97,58 @@ pub(super) async fn prompt(
 ) -> Result<Payload, RpcError> {
     let notification = !req.expects_reply;
     let p: PromptParams<'_> = req.params()?;
+    let principal = req.binding()?.principal.clone();
+    let attachments = p.attachments.unwrap_or_default();
+    check_entries(&attachments, conn.transport, &principal)?;
     let id = session_id(p.session_id)?;
-    let prompt = p
+    let mut prompt = p
         .prompt
         .ok_or_else(|| RpcError::invalid_params("prompt is required"))?;
-    let has_attachments = p.attachments.is_some_and(|a| a.get() != "[]");
-    if has_attachments {
-        return Err(RpcError::invalid_params(
-            "attachments are not supported by this daemon yet",
-        ));
-    }
-    if prompt.is_empty() {
+    if prompt.is_empty() && attachments.is_empty() {
         return Err(RpcError::invalid_params(
             "prompt may be empty only with attachments",
         ));
     }
-    let principal = req.binding()?.principal.clone();
-    let session =
-        match lifecycle::resolve_for_prompt(&daemon.sessions, &conn, &principal, &id).await {
-            Ok(s) => s,
+    let resolved = lifecycle::resolve_for_prompt(&daemon.sessions, &conn, &principal, &id).await;
+    let session = match resolved {
+        Ok(s) => s,
+        Err(e) => {
+            // Rejected after the ownership check: a notification still hears how it ended (§3.5).
+            if notification
+                && !matches!(
+                    e,
+                    RpcError::NotOwned | RpcError::SessionNotFound { data: None, .. }
+                )
+            {
+                fail_notified(&conn, &id, &e).await;
+            }
+            return Err(e);
+        }
+    };
+    // 1a. Attachments are stored before the prompt joins the queue; their markers follow it.
+    if !attachments.is_empty() {
+        let stored = async {
+            let incoming = read_entries(attachments)?;
+            store_all(&daemon, &conn, &req, &binding_of(&session), incoming).await
+        };
+        match stored.await {
+            Ok(files) => {
+                for f in files {
+                    if !prompt.is_empty() {
+                        prompt.push('\n');
+                    }
+                    prompt.push_str(&f.marker);
+                }
+            }
             Err(e) => {
-                // Rejected after the ownership check: a notification still hears how it ended (§3.5).
-                if notification
-                    && !matches!(
-                        e,
-                        RpcError::NotOwned | RpcError::SessionNotFound { data: None, .. }
-                    )
-                {
+                if notification {
                     fail_notified(&conn, &id, &e).await;
                 }
                 return Err(e);
             }
-        };
-    let answered = run_prompt(daemon, session, conn.clone(), prompt).await;
+        }
+    }
+    let answered = run_prompt(daemon.clone(), session, conn.clone(), prompt).await;
     match answered.result {
         Ok(r) => payload(&r),
         Err(e) => {

@@ -84,6 +84,8 @@ pub struct Session {
     idle: watch::Sender<bool>,
     state: Mutex<State>,
     approvals: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
+    /// This live session's upload index: content hash → stored path (§8.18.4).
+    uploads: Mutex<HashMap<String, PathBuf>>,
 }
 
 /// What identifies a new live session.
@@ -124,6 +126,7 @@ impl Session {
                 needs_recovery: false,
             }),
             approvals: Mutex::default(),
+            uploads: Mutex::default(),
         })
     }
 
@@ -308,6 +311,23 @@ impl Session {
             .unwrap_or_else(|p| p.into_inner())
             .remove(request_id);
         tx.is_some_and(|tx| tx.send(decision).is_ok())
+    }
+
+    /// Where content `sha` was stored for this session, if it was.
+    pub fn indexed_upload(&self, sha: &str) -> Option<PathBuf> {
+        self.uploads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sha)
+            .cloned()
+    }
+
+    /// Indexes content `sha` at `path`.
+    pub fn index_upload(&self, sha: &str, path: &std::path::Path) {
+        self.uploads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sha.to_owned(), path.to_owned());
     }
 
     /// Forgets approval `request_id` (timed out or abandoned).

@@ -1,0 +1,177 @@
+//! File entries of `file/attach` and of prompt attachments (SPEC §8.17,
+//! §8.4 step 1a): their shape, the local-only and admin-only `path` mode,
+//! and the per-file and per-request limits, all checked on the whole request
+//! before any file is read or stored.
+
+use std::borrow::Cow;
+
+use base64::Engine;
+use serde::Deserialize;
+
+use super::naming::{guess_mime, MAX_FILENAME_BYTES};
+use super::Incoming;
+use crate::config::Principal;
+use crate::context::Transport;
+use crate::error::{ErrorData, Forbidden, RpcError};
+use crate::limits::UPLOAD_MAX_BYTES;
+
+/// Decoded bytes of one `file/attach` request.
+pub const REQUEST_MAX_BYTES: usize = 2 * UPLOAD_MAX_BYTES;
+
+/// One entry of `files` / `attachments`.
+#[derive(Debug, Deserialize)]
+pub struct FileEntry<'a> {
+    #[serde(borrow)]
+    pub data_b64: Option<Cow<'a, str>>,
+    pub path: Option<String>,
+    pub filename: Option<String>,
+    pub mime_type: Option<String>,
+    pub source: Option<String>,
+}
+
+/// `-32602` `file_too_large`.
+pub fn file_too_large(n: u64) -> RpcError {
+    RpcError::invalid_params_reason(
+        format!("File exceeds 10 MB limit ({n} bytes)"),
+        ErrorData::reason("file_too_large").with("max_bytes", UPLOAD_MAX_BYTES),
+    )
+}
+
+/// Decoded length of standard padded base64, or `None` if it cannot be base64.
+fn decoded_len(b64: &str) -> Option<u64> {
+    let n = b64.len();
+    if n % 4 != 0 {
+        return None;
+    }
+    let pad = b64.bytes().rev().take(2).filter(|b| *b == b'=').count();
+    Some((n / 4 * 3 - pad) as u64)
+}
+
+/// Shape and admin-only checks, right after decoding (§3.5): before any existence check.
+pub fn check_entries(
+    entries: &[FileEntry<'_>],
+    transport: Transport,
+    principal: &Principal,
+) -> Result<(), RpcError> {
+    for (i, e) in entries.iter().enumerate() {
+        match (&e.data_b64, &e.path) {
+            (Some(_), None) | (None, Some(_)) => {}
+            _ => {
+                return Err(RpcError::invalid_params(format!(
+                    "files[{i}]: give exactly one of data_b64 and path"
+                )))
+            }
+        }
+        if e.path.is_some() {
+            if transport != Transport::Local {
+                return Err(RpcError::invalid_params_reason(
+                    format!("files[{i}]: path is only available on local connections"),
+                    ErrorData::reason("path_not_allowed"),
+                ));
+            }
+            if !principal.admin {
+                return Err(RpcError::Forbidden(Forbidden::AdminOnlyParam {
+                    param: "path",
+                }));
+            }
+        }
+        if e.filename
+            .as_ref()
+            .is_some_and(|f| f.len() > MAX_FILENAME_BYTES)
+        {
+            return Err(RpcError::invalid_params(format!(
+                "files[{i}]: filename exceeds {MAX_FILENAME_BYTES} bytes"
+            )));
+        }
+        if !matches!(e.source.as_deref(), None | Some("file" | "clipboard")) {
+            return Err(RpcError::invalid_params(format!(
+                "files[{i}]: source must be \"file\" or \"clipboard\""
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Sizes on the whole request, then the bytes of every entry.
+pub fn read_entries(entries: Vec<FileEntry<'_>>) -> Result<Vec<Incoming>, RpcError> {
+    let mut total = 0u64;
+    for (i, e) in entries.iter().enumerate() {
+        let n = match (&e.data_b64, &e.path) {
+            (Some(b), _) => decoded_len(b).ok_or_else(|| {
+                RpcError::invalid_params(format!("files[{i}]: data_b64 is not padded base64"))
+            })?,
+            (_, Some(p)) => std::fs::metadata(p)
+                .map_err(|err| {
+                    RpcError::invalid_params(format!("files[{i}]: cannot read {p}: {err}"))
+                })?
+                .len(),
+            _ => 0,
+        };
+        if n > UPLOAD_MAX_BYTES as u64 {
+            return Err(file_too_large(n));
+        }
+        total += n;
+    }
+    if total > REQUEST_MAX_BYTES as u64 {
+        return Err(RpcError::invalid_params_reason(
+            format!("Request exceeds 20 MB limit ({total} bytes)"),
+            ErrorData::reason("request_too_large").with("max_bytes", REQUEST_MAX_BYTES),
+        ));
+    }
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (bytes, original_path) = match (e.data_b64, e.path) {
+                (Some(b), _) => (
+                    base64::engine::general_purpose::STANDARD
+                        .decode(b.as_bytes())
+                        .map_err(|err| {
+                            RpcError::invalid_params(format!("files[{i}]: data_b64: {err}"))
+                        })?,
+                    None,
+                ),
+                (_, Some(p)) => {
+                    let bytes = std::fs::read(&p).map_err(|err| {
+                        RpcError::invalid_params(format!("files[{i}]: cannot read {p}: {err}"))
+                    })?;
+                    if bytes.len() > UPLOAD_MAX_BYTES {
+                        return Err(file_too_large(bytes.len() as u64));
+                    }
+                    (bytes, Some(p))
+                }
+                _ => (Vec::new(), None),
+            };
+            let filename = e.filename.unwrap_or_else(|| {
+                original_path
+                    .as_deref()
+                    .and_then(|p| std::path::Path::new(p).file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "upload".to_owned())
+            });
+            let mime = e
+                .mime_type
+                .unwrap_or_else(|| guess_mime(&filename).to_owned());
+            Ok(Incoming {
+                bytes,
+                filename,
+                mime,
+                original_path,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoded_lengths() {
+        assert_eq!(decoded_len(""), Some(0));
+        assert_eq!(decoded_len("YQ=="), Some(1));
+        assert_eq!(decoded_len("YWI="), Some(2));
+        assert_eq!(decoded_len("YWJj"), Some(3));
+        assert_eq!(decoded_len("YWJ"), None);
+    }
+}

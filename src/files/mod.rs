@@ -1,0 +1,141 @@
+//! Files handed to a session's agent (SPEC §8.17, §8.18): naming, staged
+//! uploads, and the one store step that `file/attach`, upload commits and
+//! prompt attachments share.
+//!
+//! The store step (§8.18.4) runs under the session lock (lock (2) of §6.8)
+//! and, inside it, the authorization-state lock for reading (lock (3)), so a
+//! close, a recreation, a revocation or a token removal is ordered entirely
+//! before or entirely after it: nothing is written unless every check passed
+//! under the state that holds while writing.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+pub mod attach;
+pub mod naming;
+pub mod staging;
+pub mod write;
+
+use crate::authz::Binding as AuthBinding;
+use crate::config::{Grant, Resource, Verb};
+use crate::context::Conn;
+use crate::error::{Forbidden, RpcError};
+use crate::faults::FaultPoint;
+use crate::session::lifecycle::{agent_workspace, check_agent, check_owner};
+use crate::state::Daemon;
+
+pub use staging::Binding;
+
+/// One stored file, as `file/attach` and commit report it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileResult {
+    pub ref_id: String,
+    pub marker: String,
+    pub workspace_path: String,
+    pub size_bytes: u64,
+    pub deduplicated: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub restored: bool,
+}
+
+/// A file to store.
+#[derive(Debug)]
+pub struct Incoming {
+    pub bytes: Vec<u8>,
+    pub filename: String,
+    pub mime: String,
+    /// The path a path-mode attachment was read from (image markers name it).
+    pub original_path: Option<String>,
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn session_changed() -> RpcError {
+    RpcError::session_gone("Session changed since the upload began", "session_changed")
+}
+
+/// The store step (§8.18.4): check again under both locks, then write and index.
+pub async fn store(
+    daemon: &Daemon,
+    conn: &Conn,
+    binding: &Arc<AuthBinding>,
+    bound: &Binding,
+    file: Incoming,
+) -> Result<FileResult, RpcError> {
+    let sessions = &daemon.sessions;
+    // 1. The same live session as recorded, under its lock.
+    let _session_lock = sessions.locks.lock(&bound.session_id).await;
+    let session = sessions
+        .get(&bound.session_id)
+        .filter(|s| {
+            s.incarnation == bound.incarnation
+                && s.owner == bound.owner
+                && s.agent_alias == bound.agent_alias
+        })
+        .ok_or_else(session_changed)?;
+    // 2. Credentials and grants under the policy in effect now, held across the write.
+    let _policy_lock = daemon.authz.state_lock.read().await;
+    let current = daemon.authz.refresh(conn, binding)?;
+    let principal = &current.principal;
+    let g = Grant(Resource::Files, Verb::Create);
+    if !principal.has(g) {
+        return Err(RpcError::Forbidden(Forbidden::MissingGrant {
+            required: g.to_string(),
+            method: "file/upload/commit".into(),
+        }));
+    }
+    check_owner(principal, &session.owner)?;
+    check_agent(principal, &session.agent_alias)?;
+    // 3. Write and index.
+    if daemon.faults.is_active(FaultPoint::UploadWrite) {
+        return Err(RpcError::storage(
+            "storage failure: injected fault: upload_write",
+        ));
+    }
+    let config = daemon.config.current();
+    let uploads: PathBuf =
+        agent_workspace(&config, &daemon.paths.config_dir, &session.agent_alias)?.join("uploads");
+    let sha = sha256_hex(&file.bytes);
+    let ext = naming::extension(&file.filename);
+    let indexed = session.indexed_upload(&sha);
+    let size = file.bytes.len() as u64;
+    let written = tokio::task::spawn_blocking({
+        let (uploads, sha) = (uploads.clone(), sha.clone());
+        move || {
+            write::store(
+                &uploads,
+                &sha,
+                ext.as_deref(),
+                &file.bytes,
+                indexed.as_deref(),
+            )
+        }
+    })
+    .await
+    .map_err(|e| RpcError::storage(format!("storage failure: {e}")))?
+    .map_err(|e| RpcError::storage(format!("storage failure: {e}")))?;
+    session.index_upload(&sha, &written.path);
+    let workspace_path = written.path.to_string_lossy().into_owned();
+    Ok(FileResult {
+        ref_id: format!("sha256:{sha}"),
+        marker: naming::marker(
+            &file.mime,
+            &file.filename,
+            &workspace_path,
+            file.original_path.as_deref(),
+        ),
+        workspace_path,
+        size_bytes: size,
+        deduplicated: written.deduplicated,
+        restored: written.restored,
+    })
+}

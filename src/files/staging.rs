@@ -1,0 +1,263 @@
+//! Staged chunked uploads (SPEC §8.18.1–§8.18.3, §4): who owns them, what
+//! they are bound to, and the daemon-wide budget.
+//!
+//! Every upload is registered daemon-wide, so the 256 MiB budget and the
+//! reclaiming of idle uploads can see all connections, but it is visible
+//! only to the connection that began it: another connection naming its id
+//! gets `unknown_upload`, exactly as for an id that never existed. Each
+//! upload has its own lock, which serializes its chunks and its commit.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::error::{ErrorData, RpcError};
+use crate::limits::MAX_STAGED_UPLOADS;
+
+/// Bytes of staged data (payload + retained metadata) daemon-wide.
+pub const STAGED_BYTES_MAX: usize = 256 * 1024 * 1024;
+/// Fixed cost charged per upload on top of its size and metadata.
+pub const UPLOAD_OVERHEAD: usize = 256;
+
+/// What an upload is bound to at begin (SPEC §8.18.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub session_id: String,
+    pub incarnation: u64,
+    pub owner: String,
+    pub agent_alias: String,
+}
+
+/// One staged upload.
+#[derive(Debug)]
+pub struct Upload {
+    pub bound: Binding,
+    pub size: usize,
+    pub filename: String,
+    pub sha256: Option<String>,
+    pub data: Vec<u8>,
+    /// Set once committed or dropped: the id is unknown from then on.
+    pub released: bool,
+}
+
+#[derive(Debug)]
+struct Entry {
+    conn: u64,
+    charge: usize,
+    last_active: Instant,
+    upload: Arc<AsyncMutex<Upload>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    entries: HashMap<String, Entry>,
+    charged: usize,
+}
+
+/// The registry of staged uploads.
+#[derive(Debug, Default)]
+pub struct Staging {
+    state: Mutex<State>,
+}
+
+fn unknown() -> RpcError {
+    RpcError::invalid_params_reason("unknown upload", ErrorData::reason("unknown_upload"))
+}
+
+impl Staging {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a new upload of connection `conn` (SPEC §8.18.1: count, then budget).
+    pub fn begin(
+        &self,
+        conn: u64,
+        upload: Upload,
+        idle_limit: Duration,
+    ) -> Result<String, RpcError> {
+        let b = &upload.bound;
+        let charge = upload.size
+            + b.session_id.len()
+            + b.owner.len()
+            + b.agent_alias.len()
+            + upload.filename.len()
+            + upload.sha256.as_ref().map_or(0, String::len)
+            + UPLOAD_OVERHEAD;
+        let mut st = self.state();
+        if st.entries.values().filter(|e| e.conn == conn).count() >= MAX_STAGED_UPLOADS {
+            return Err(RpcError::LimitExceeded {
+                limit: "uploads_per_connection",
+                max: MAX_STAGED_UPLOADS as u64,
+            });
+        }
+        if st.charged + charge > STAGED_BYTES_MAX {
+            // Idle uploads are reclaimed first, even if their connection is open.
+            Self::drop_where(&mut st, |e| e.last_active.elapsed() > idle_limit);
+        }
+        if st.charged + charge > STAGED_BYTES_MAX {
+            return Err(RpcError::LimitExceeded {
+                limit: "staged_bytes",
+                max: STAGED_BYTES_MAX as u64,
+            });
+        }
+        let id = new_upload_id();
+        st.charged += charge;
+        st.entries.insert(
+            id.clone(),
+            Entry {
+                conn,
+                charge,
+                last_active: Instant::now(),
+                upload: Arc::new(AsyncMutex::new(upload)),
+            },
+        );
+        Ok(id)
+    }
+
+    /// The upload `id` of connection `conn`, marked active now.
+    pub fn get(&self, conn: u64, id: &str) -> Result<Arc<AsyncMutex<Upload>>, RpcError> {
+        let mut st = self.state();
+        match st.entries.get_mut(id) {
+            Some(e) if e.conn == conn => {
+                e.last_active = Instant::now();
+                Ok(e.upload.clone())
+            }
+            _ => Err(unknown()),
+        }
+    }
+
+    /// Marks `id` active (an accepted or duplicate chunk).
+    pub fn touch(&self, id: &str) {
+        if let Some(e) = self.state().entries.get_mut(id) {
+            e.last_active = Instant::now();
+        }
+    }
+
+    /// Releases `id`: its bytes leave the budget and its id becomes unknown.
+    pub fn release(&self, id: &str) {
+        let mut st = self.state();
+        if let Some(e) = st.entries.remove(id) {
+            st.charged -= e.charge;
+        }
+    }
+
+    /// Drops every upload of a closed connection.
+    pub fn drop_connection(&self, conn: u64) {
+        Self::drop_where(&mut self.state(), |e| e.conn == conn);
+    }
+
+    /// Drops every upload idle for more than `idle_limit` (the periodic sweep).
+    pub fn sweep(&self, idle_limit: Duration) -> usize {
+        Self::drop_where(&mut self.state(), |e| e.last_active.elapsed() > idle_limit)
+    }
+
+    /// Bytes charged now.
+    pub fn charged(&self) -> usize {
+        self.state().charged
+    }
+
+    fn drop_where(st: &mut State, pred: impl Fn(&Entry) -> bool) -> usize {
+        let gone: Vec<String> = st
+            .entries
+            .iter()
+            .filter(|(_, e)| pred(e))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for id in &gone {
+            if let Some(e) = st.entries.remove(id) {
+                st.charged -= e.charge;
+                // A chunk or commit holding the upload's lock sees it released.
+                if let Ok(mut u) = e.upload.try_lock() {
+                    u.released = true;
+                    u.data = Vec::new();
+                }
+            }
+        }
+        gone.len()
+    }
+}
+
+/// `upl_` + 32 lowercase hex digits.
+fn new_upload_id() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        b = crate::session::new_uuid().into_bytes()[..16]
+            .try_into()
+            .unwrap_or([7; 16]);
+    }
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("upl_{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upload(size: usize) -> Upload {
+        Upload {
+            bound: Binding {
+                session_id: "s".into(),
+                incarnation: 1,
+                owner: "o".into(),
+                agent_alias: "echo".into(),
+            },
+            size,
+            filename: "upload".into(),
+            sha256: None,
+            data: Vec::new(),
+            released: false,
+        }
+    }
+
+    #[test]
+    fn per_connection_count_budget_and_visibility() {
+        let s = Staging::default();
+        let idle = Duration::from_secs(300);
+        let ids: Vec<String> = (0..4)
+            .map(|_| s.begin(1, upload(10), idle).unwrap())
+            .collect();
+        assert!(ids[0].starts_with("upl_") && ids[0].len() == 36);
+        assert_eq!(
+            s.begin(1, upload(10), idle).unwrap_err(),
+            RpcError::LimitExceeded {
+                limit: "uploads_per_connection",
+                max: 4
+            }
+        );
+        assert!(s.get(1, &ids[0]).is_ok());
+        assert_eq!(
+            s.get(2, &ids[0]).unwrap_err(),
+            unknown(),
+            "another connection cannot see it"
+        );
+        // Charge: size + metadata ("s", "o", "echo", "upload") + overhead.
+        assert_eq!(s.charged(), 4 * (10 + 1 + 1 + 4 + 6 + UPLOAD_OVERHEAD));
+        s.drop_connection(1);
+        assert_eq!(s.charged(), 0);
+        assert_eq!(s.get(1, &ids[1]).unwrap_err(), unknown());
+    }
+
+    #[test]
+    fn over_budget_reclaims_idle_uploads_first() {
+        let s = Staging::default();
+        let big = STAGED_BYTES_MAX / 2;
+        s.begin(1, upload(big), Duration::from_secs(300)).unwrap();
+        s.begin(2, upload(big - 1000), Duration::from_secs(300))
+            .unwrap();
+        assert_eq!(
+            s.begin(3, upload(big), Duration::from_secs(300))
+                .unwrap_err(),
+            RpcError::LimitExceeded {
+                limit: "staged_bytes",
+                max: STAGED_BYTES_MAX as u64
+            }
+        );
+        // With a zero idle limit every existing upload is idle: they are reclaimed.
+        std::thread::sleep(Duration::from_millis(5));
+        s.begin(3, upload(big), Duration::ZERO).unwrap();
+        assert_eq!(s.sweep(Duration::from_secs(300)), 0);
+    }
+}

@@ -1,0 +1,204 @@
+//! Writing uploaded bytes content-addressed into `<workspace>/uploads/`
+//! (SPEC §8.17, §8.18.4 step 3) without ever following a link: the uploads
+//! directory must be a real directory, an existing file is read only when it
+//! is a regular file (opened with `O_NOFOLLOW`), and every write goes to a
+//! fresh temporary file that is fsynced and renamed over the destination, so
+//! a link planted there is replaced, never written through, and no partial
+//! file is ever visible under the final name.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// What the write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub path: PathBuf,
+    /// The content was already indexed for this session.
+    pub deduplicated: bool,
+    /// The indexed file had been edited, deleted or replaced, and was rewritten.
+    pub restored: bool,
+}
+
+/// Why the write failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("the uploads directory {0} is a link or not a directory")]
+    UnsafeDir(PathBuf),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// Stores `bytes` as `<dir>/<sha>[.<ext>]`, or restores them at `indexed`.
+pub fn store(
+    dir: &Path,
+    sha: &str,
+    ext: Option<&str>,
+    bytes: &[u8],
+    indexed: Option<&Path>,
+) -> Result<Written, WriteError> {
+    ensure_dir(dir)?;
+    if let Some(path) = indexed {
+        if same_regular_file(path, bytes) {
+            return Ok(Written {
+                path: path.to_owned(),
+                deduplicated: true,
+                restored: false,
+            });
+        }
+        replace(dir, path, bytes)?;
+        return Ok(Written {
+            path: path.to_owned(),
+            deduplicated: true,
+            restored: true,
+        });
+    }
+    let name = match ext {
+        Some(e) => format!("{sha}.{e}"),
+        None => sha.to_owned(),
+    };
+    let path = dir.join(name);
+    if !same_regular_file(&path, bytes) {
+        replace(dir, &path, bytes)?;
+    }
+    Ok(Written {
+        path,
+        deduplicated: false,
+        restored: false,
+    })
+}
+
+/// The uploads directory exists and is a real directory (created `0700`).
+fn ensure_dir(dir: &Path) -> Result<(), WriteError> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_dir() => Ok(()),
+        Ok(_) => Err(WriteError::UnsafeDir(dir.to_owned())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let mut b = fs::DirBuilder::new();
+            b.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            b.create(dir)?;
+            match fs::symlink_metadata(dir) {
+                Ok(m) if m.file_type().is_dir() => Ok(()),
+                _ => Err(WriteError::UnsafeDir(dir.to_owned())),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn open_nofollow(path: &Path) -> io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    o.open(path)
+}
+
+/// Whether `path` is a regular file (not a link) holding exactly `bytes`.
+fn same_regular_file(path: &Path, bytes: &[u8]) -> bool {
+    let Ok(mut f) = open_nofollow(path) else {
+        return false;
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() && m.len() == bytes.len() as u64 => {}
+        _ => return false,
+    }
+    let mut content = Vec::with_capacity(bytes.len());
+    f.read_to_end(&mut content).is_ok() && content == bytes
+}
+
+/// Writes a temporary file in `dir`, fsyncs it and renames it over `dest`.
+fn replace(dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut nonce = [0u8; 8];
+    let _ = getrandom::fill(&mut nonce);
+    let tmp = dir.join(format!(".upload-{:016x}.tmp", u64::from_le_bytes(nonce)));
+    let result = (|| {
+        let mut o = OpenOptions::new();
+        o.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        }
+        let mut f = o.open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, dest)?;
+        // Make the rename durable.
+        File::open(dir).and_then(|d| d.sync_all())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("zc-write-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn stores_dedups_and_restores() {
+        let w = tmpdir("basic");
+        let up = w.join("uploads");
+        let a = store(&up, "abc", Some("txt"), b"data", None).unwrap();
+        assert_eq!(
+            a,
+            Written {
+                path: up.join("abc.txt"),
+                deduplicated: false,
+                restored: false
+            }
+        );
+        assert_eq!(fs::read(&a.path).unwrap(), b"data");
+        let b = store(&up, "abc", Some("txt"), b"data", Some(&a.path)).unwrap();
+        assert!(b.deduplicated && !b.restored);
+        fs::write(&a.path, b"tampered").unwrap();
+        let c = store(&up, "abc", Some("txt"), b"data", Some(&a.path)).unwrap();
+        assert!(c.deduplicated && c.restored);
+        assert_eq!(fs::read(&a.path).unwrap(), b"data");
+        // Nothing but the file is left in uploads/.
+        assert_eq!(fs::read_dir(&up).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn never_writes_through_links() {
+        let w = tmpdir("links");
+        let victim = w.join("victim");
+        fs::write(&victim, b"keep").unwrap();
+        let up = w.join("uploads");
+        fs::create_dir(&up).unwrap();
+        std::os::unix::fs::symlink(&victim, up.join("abc")).unwrap();
+        let r = store(&up, "abc", None, b"new", None).unwrap();
+        assert_eq!(
+            fs::read(&victim).unwrap(),
+            b"keep",
+            "the link target is untouched"
+        );
+        assert!(
+            fs::symlink_metadata(&r.path).unwrap().is_file(),
+            "the link was replaced by a file"
+        );
+        assert_eq!(fs::read(&r.path).unwrap(), b"new");
+
+        let other = w.join("elsewhere");
+        fs::create_dir(&other).unwrap();
+        let linked = w.join("uploads2");
+        std::os::unix::fs::symlink(&other, &linked).unwrap();
+        assert!(matches!(
+            store(&linked, "abc", None, b"x", None),
+            Err(WriteError::UnsafeDir(_))
+        ));
+        assert_eq!(fs::read_dir(&other).unwrap().count(), 0);
+    }
+}
