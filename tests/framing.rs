@@ -183,6 +183,35 @@ fn an_oversized_frame_before_initialize_is_answered_the_same() {
     assert_eq!(c.status()["connections"], 1);
 }
 
+#[test]
+#[ignore = "BUG: the codec rescans its whole buffer for a newline each time bytes arrive, so a large frame that arrives in many reads costs quadratic CPU (8 MiB in 4 KiB writes: ~1.6 s of daemon CPU in a debug build, vs ~0.08 s before af1d774)"]
+fn a_large_frame_arriving_in_small_pieces_costs_linear_cpu() {
+    let d = Daemon::start();
+    let Some(before) = d.cpu_time() else {
+        skip_test!("/proc/{}/stat is not readable", d.pid);
+    };
+    // Just under 8 MiB, written 4 KiB at a time with short pauses so that the
+    // daemon reads it in many pieces. A linear reader spends well under
+    // 0.1 s of CPU on it even in a debug build; the bound is generous.
+    const BOUND: Duration = Duration::from_millis(600);
+    let mut c = d.connect();
+    c.send_raw(b"{");
+    let piece = [b'x'; 4096];
+    for _ in 0..2047 {
+        c.send_raw(&piece);
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    c.send_raw(b"\n");
+    let answer = c.recv_line();
+    assert!(is_parse_error(&answer), "{answer}");
+    let used = d.cpu_time().expect("/proc/<pid>/stat") - before;
+    assert!(
+        used <= BOUND,
+        "the daemon used {used:?} of CPU to read one {} byte frame (bound {BOUND:?})",
+        1 + 2047 * 4096
+    );
+}
+
 /// Every kind of frame, as one byte stream (frames that fail the codec's
 /// UTF-8 check only with `invalid_utf8`). Ends with a probe so the reader
 /// knows when all answers are in without half-closing.

@@ -546,6 +546,23 @@ impl Daemon {
             .ok()
     }
 
+    /// CPU time (user + system) the daemon has used, from `/proc/<pid>/stat`.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let utime: u64 = fields.get(11)?.parse().ok()?;
+        let stime: u64 = fields.get(12)?.parse().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if ticks <= 0 {
+            return None;
+        }
+        Some(Duration::from_secs_f64(
+            (utime + stime) as f64 / ticks as f64,
+        ))
+    }
+
     /// A `zeroclaw` client command for this daemon (its config dir, hermetic env).
     pub fn cli(&self) -> Command {
         let mut cmd = Command::new(BIN);
