@@ -40,7 +40,7 @@ pub fn file_too_large(n: u64) -> RpcError {
 /// Decoded length of standard padded base64, or `None` if it cannot be base64.
 fn decoded_len(b64: &str) -> Option<u64> {
     let n = b64.len();
-    if n % 4 != 0 {
+    if !n.is_multiple_of(4) {
         return None;
     }
     let pad = b64.bytes().rev().take(2).filter(|b| *b == b'=').count();
