@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod users;
+
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_zeroclaw");
 /// The package version the daemon reports.

@@ -1,0 +1,446 @@
+//! Helpers of the configuration and authorization tests (tests/config_*.rs,
+//! tests/authz_*.rs): real OS users and groups, connecting to the daemon as
+//! another uid, config files written before start, and small JSON-RPC
+//! conveniences.
+//!
+//! Real accounts need root and the shadow tools (`groupadd`, `useradd`,
+//! `userdel`, `groupdel`). [`Accounts::new`] says why they are unavailable,
+//! and the tests then skip with a printed message. Accounts are named
+//! `zct<pid>g<n>` / `zct<pid>u<n>` and removed when the [`Accounts`] guard
+//! drops, also when the test panics.
+
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::{euid, Client, TestDir};
+
+// ---------------------------------------------------------------------------
+// Accounts
+
+/// One account tool at a time in this process (the tools lock /etc/passwd
+/// and fail rather than wait when it is held).
+static TOOLS: Mutex<()> = Mutex::new(());
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// An OS group created for a test.
+#[derive(Debug, Clone)]
+pub struct OsGroup {
+    pub name: String,
+    pub gid: u32,
+}
+
+/// An OS user created for a test.
+#[derive(Debug, Clone)]
+pub struct OsUser {
+    pub name: String,
+    pub uid: u32,
+    /// Its primary group.
+    pub gid: u32,
+}
+
+/// The accounts of one test; removed on drop.
+#[derive(Debug)]
+pub struct Accounts {
+    tools: [PathBuf; 4],
+    users: Vec<String>,
+    groups: Vec<String>,
+}
+
+fn find_tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+impl Accounts {
+    /// The guard, or why real accounts cannot be used here.
+    pub fn new() -> Result<Accounts, String> {
+        if euid() != 0 {
+            return Err(format!(
+                "creating OS users needs root (running as uid {})",
+                euid()
+            ));
+        }
+        let find = |n: &str| find_tool(n).ok_or_else(|| format!("`{n}` is not installed"));
+        Ok(Accounts {
+            tools: [
+                find("groupadd")?,
+                find("useradd")?,
+                find("userdel")?,
+                find("groupdel")?,
+            ],
+            users: Vec::new(),
+            groups: Vec::new(),
+        })
+    }
+
+    fn next_name(kind: char) -> String {
+        format!(
+            "zct{}{kind}{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// Creates a new group.
+    pub fn group(&mut self) -> OsGroup {
+        let name = Self::next_name('g');
+        run_tool(&self.tools[0], &[name.as_str()]);
+        self.groups.push(name.clone());
+        let gid = group_gid(&name);
+        OsGroup { name, gid }
+    }
+
+    /// Creates a new user without a home directory and without a login
+    /// shell, whose primary group is `group` (or the system default group).
+    pub fn user(&mut self, group: Option<&OsGroup>) -> OsUser {
+        let name = Self::next_name('u');
+        let mut args = vec!["-M", "-N", "-d", "/nonexistent", "-s", "/bin/false"];
+        if let Some(g) = group {
+            args.extend(["-g", g.name.as_str()]);
+        }
+        args.push(&name);
+        run_tool(&self.tools[1], &args);
+        self.users.push(name.clone());
+        let uid = id_number(&name, "-u");
+        let gid = id_number(&name, "-g");
+        OsUser { name, uid, gid }
+    }
+}
+
+impl Drop for Accounts {
+    fn drop(&mut self) {
+        for (tool, names) in [
+            (&self.tools[2], &self.users),
+            (&self.tools[3], &self.groups),
+        ] {
+            for name in names.iter().rev() {
+                if let Err(e) = try_tool(tool, &[name.as_str()]) {
+                    let _ = writeln!(io::stderr(), "warning: could not remove {name}: {e}");
+                }
+            }
+        }
+    }
+}
+
+fn try_tool(tool: &Path, args: &[&str]) -> Result<(), String> {
+    let _serial = TOOLS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut last = String::new();
+    // Another process may hold the passwd lock for a moment.
+    for _ in 0..50 {
+        let out: Output = Command::new(tool)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("running {}: {e}", tool.display()))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        last = format!(
+            "{} {args:?}: {:?}: {}",
+            tool.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        if !last.contains("lock") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(last)
+}
+
+fn run_tool(tool: &Path, args: &[&str]) {
+    if let Err(e) = try_tool(tool, args) {
+        panic!("{e}");
+    }
+}
+
+fn id_number(user: &str, flag: &str) -> u32 {
+    let out = Command::new(find_tool("id").expect("`id` is installed"))
+        .args([flag, user])
+        .output()
+        .expect("running id");
+    assert!(out.status.success(), "id {flag} {user}: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("id {flag} {user}: {e}: {out:?}"))
+}
+
+fn group_gid(name: &str) -> u32 {
+    let text = std::fs::read_to_string("/etc/group").expect("reading /etc/group");
+    text.lines()
+        .find_map(|l| {
+            let mut f = l.split(':');
+            (f.next() == Some(name)).then(|| f.nth(1).and_then(|g| g.parse().ok()))?
+        })
+        .unwrap_or_else(|| panic!("group {name} is not in /etc/group"))
+}
+
+// ---------------------------------------------------------------------------
+// Connecting as another uid
+
+/// Connects to `socket` from a child process running as `uid`/`gid` (no
+/// supplementary groups) and hands the connected socket back to this
+/// process. The daemon reads the peer's credentials at connect time
+/// (`SO_PEERCRED`), so the connection is that user's for the whole test
+/// while this process reads and writes it. A failed `connect` (for example
+/// `PermissionDenied` for a uid outside the socket group) is the error.
+pub fn connect_as(socket: &Path, uid: u32, gid: u32) -> io::Result<UnixStream> {
+    let (ours, theirs) = UnixStream::pair()?;
+    let addr = sockaddr(socket)?;
+    let out_fd = theirs.as_raw_fd();
+    let mut cmd = Command::new(find_tool("true").unwrap_or_else(|| PathBuf::from("/bin/true")));
+    cmd.uid(uid)
+        .gid(gid)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: the closure runs in the forked child after setgid/setuid and
+    // before exec; it only makes system calls (socket, connect, sendmsg,
+    // close) on memory it owns (the copied address, stack buffers), and
+    // allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            if libc::connect(fd, (&raw const addr).cast(), len) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            send_fd(out_fd, fd)?;
+            libc::close(fd);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    child.wait()?;
+    drop(theirs);
+    recv_fd(&ours)
+}
+
+fn sockaddr(path: &Path) -> io::Result<libc::sockaddr_un> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: sockaddr_un is plain old data; all zeroes is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.len() >= addr.sun_path.len() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "path too long"));
+    }
+    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    Ok(addr)
+}
+
+/// Room for one `SCM_RIGHTS` message with one descriptor (CMSG_SPACE(4) is
+/// at most 24 on the platforms this runs on).
+#[repr(C, align(8))]
+struct CmsgBuf([u8; 64]);
+
+/// Sends `fd` over the Unix socket `over` (async-signal-safe: no allocation).
+unsafe fn send_fd(over: libc::c_int, fd: libc::c_int) -> io::Result<()> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut buf = CmsgBuf([0; 64]);
+    let space = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
+    let mut msg: libc::msghdr = std::mem::zeroed();
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = buf.0.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    let cmsg = libc::CMSG_FIRSTHDR(&msg);
+    (*cmsg).cmsg_level = libc::SOL_SOCKET;
+    (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+    (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+    std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
+    if libc::sendmsg(over, &msg, 0) != 1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn recv_fd(from: &UnixStream) -> io::Result<UnixStream> {
+    from.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut buf = CmsgBuf([0; 64]);
+    // SAFETY: every pointer in `msg` points to live local buffers of the
+    // stated sizes; the control data is only read after recvmsg filled it.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = buf.0.as_mut_ptr().cast();
+        msg.msg_controllen = buf.0.len() as _;
+        let n = libc::recvmsg(from.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if n != 1
+            || cmsg.is_null()
+            || (*cmsg).cmsg_level != libc::SOL_SOCKET
+            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
+        {
+            return Err(io::Error::other("the child sent no descriptor"));
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+        Ok(UnixStream::from(OwnedFd::from_raw_fd(fd)))
+    }
+}
+
+/// A raw client over an already connected stream.
+pub fn client_over(stream: UnixStream) -> Client {
+    Client {
+        stream,
+        buf: Vec::new(),
+        probes: 0,
+        write_closed: false,
+    }
+}
+
+/// A raw client connected as `user` (panics if the connect fails).
+pub fn client_as(socket: &Path, user: &OsUser) -> Client {
+    let s = connect_as(socket, user.uid, user.gid)
+        .unwrap_or_else(|e| panic!("connecting as {} (uid {}): {e}", user.name, user.uid));
+    client_over(s)
+}
+
+// ---------------------------------------------------------------------------
+// Config files
+
+/// A test dir every user can traverse (`0755`), as the socket group needs
+/// (docs/decisions.md, "Config dir mode").
+pub fn traversable_dir() -> TestDir {
+    let d = TestDir::new();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod 0755 the test dir");
+    d
+}
+
+/// Writes `<config_dir>/config.toml` (`0600`) before the daemon starts,
+/// creating the config dir (`0700`) if needed.
+pub fn write_config(config_dir: &Path, text: &str) {
+    if !config_dir.exists() {
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(config_dir)
+            .expect("creating the config dir");
+    }
+    let path = config_dir.join("config.toml");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .expect("creating config.toml");
+    f.write_all(text.as_bytes()).expect("writing config.toml");
+}
+
+/// The bytes of `<config_dir>/config.toml`.
+pub fn config_bytes(config_dir: &Path) -> Vec<u8> {
+    std::fs::read(config_dir.join("config.toml")).expect("reading config.toml")
+}
+
+/// SHA-256 of a pairing token as stored in `gateway.paired_tokens` (§6.7).
+pub fn digest(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A fixed, well-formed pairing token for configs written before start.
+pub const ADMIN_TOKEN: &str = "zc_00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+// ---------------------------------------------------------------------------
+// JSON-RPC conveniences
+
+static IDS: AtomicU64 = AtomicU64::new(1);
+
+/// Sends `method` and returns the whole answer frame (its id checked).
+pub fn call(c: &mut Client, method: &str, params: Value) -> Value {
+    let id = IDS.fetch_add(1, Ordering::Relaxed);
+    let v = c.call(method, params, json!(id));
+    assert_eq!(v["id"], id, "answer to {method} with another id: {v}");
+    v
+}
+
+/// The `result` of `method`; panics with the frame on an error.
+pub fn ok(c: &mut Client, method: &str, params: Value) -> Value {
+    let v = call(c, method, params.clone());
+    match v.get("result") {
+        Some(r) => r.clone(),
+        None => panic!("{method} {params} failed: {v}"),
+    }
+}
+
+/// The `error` object of `method`; panics with the frame on a result.
+pub fn fails(c: &mut Client, method: &str, params: Value) -> Value {
+    let v = call(c, method, params.clone());
+    match v.get("error") {
+        Some(e) => e.clone(),
+        None => panic!("{method} {params} should fail: {v}"),
+    }
+}
+
+/// `initialize` (optionally with a token); the whole answer frame.
+pub fn initialize(c: &mut Client, token: Option<&str>) -> Value {
+    let mut params = json!({"protocolVersion": 1});
+    if let Some(t) = token {
+        params["authToken"] = json!(t);
+    }
+    call(c, "initialize", params)
+}
+
+/// `config/set-many` from `(prop, value)` pairs; the whole answer frame.
+pub fn set_many(c: &mut Client, sets: &[(&str, Value)]) -> Value {
+    let sets: Vec<Value> = sets
+        .iter()
+        .map(|(p, v)| json!({"prop": p, "value": v}))
+        .collect();
+    call(c, "config/set-many", json!({ "sets": sets }))
+}
+
+/// `config/get` of one prop: its value.
+pub fn get(c: &mut Client, prop: &str) -> Value {
+    ok(c, "config/get", json!({ "prop": prop }))["value"].clone()
+}
+
+/// Asserts that `frame` is an error with exactly this code, message and data
+/// (`data: None` means no `data` member).
+#[track_caller]
+pub fn assert_error(frame: &Value, code: i64, message: &str, data: Option<Value>) {
+    let e = frame
+        .get("error")
+        .unwrap_or_else(|| panic!("expected error {code}, got {frame}"));
+    assert_eq!(e["code"], code, "{frame}");
+    assert_eq!(e["message"], message, "{frame}");
+    assert_eq!(e.get("data").cloned(), data, "{frame}");
+}
