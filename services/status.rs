@@ -1,5 +1,11 @@
 //! `status` (SPEC §8.2): what the daemon is, where it lives, who is asking.
+//!
+//! Most members never change while the daemon runs, so they are serialized
+//! once; an answer writes the few that do (uptime, principal, sessions,
+//! connections) between those pre-built parts. `status` is what load
+//! balancers and health checks call in a loop: it should cost almost nothing.
 
+use std::io::Write;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -25,21 +31,68 @@ impl Status {
     }
 }
 
-#[derive(Serialize)]
-struct StatusResult<'a> {
-    server_version: &'static str,
-    protocol_version: u32,
-    server_pid: u32,
-    uptime_secs: u64,
-    principal_id: &'a str,
-    active_sessions: usize,
-    session_ids: &'a [String],
-    connections: usize,
-    ephemeral: bool,
-    config_dir: &'a str,
-    config_file: &'a str,
-    data_dir: &'a str,
-    local_ipc_endpoint: &'a str,
+/// The constant parts of a `status` result, serialized once per daemon.
+#[derive(Debug)]
+pub struct StatusTemplate {
+    /// Up to and including `"uptime_secs":`.
+    head: Vec<u8>,
+    /// From `,"ephemeral":` to the closing brace.
+    tail: Vec<u8>,
+}
+
+impl StatusTemplate {
+    /// The template of `daemon`'s constant members.
+    pub fn new(paths: &crate::state::Paths, ephemeral: bool) -> Self {
+        #[derive(Serialize)]
+        struct Tail<'a> {
+            ephemeral: bool,
+            config_dir: &'a str,
+            config_file: &'a str,
+            data_dir: &'a str,
+            local_ipc_endpoint: &'a str,
+        }
+        let head = format!(
+            r#"{{"server_version":"{}","protocol_version":1,"server_pid":{},"uptime_secs":"#,
+            env!("CARGO_PKG_VERSION"),
+            std::process::id()
+        )
+        .into_bytes();
+        let tail = Tail {
+            ephemeral,
+            config_dir: &paths.config_dir.to_string_lossy(),
+            config_file: &paths.config_file.to_string_lossy(),
+            data_dir: &paths.data_dir.to_string_lossy(),
+            local_ipc_endpoint: &paths.endpoint,
+        };
+        // `{"ephemeral":…}` becomes `,"ephemeral":…}`: drop the opening brace.
+        let mut tail = serde_json::to_vec(&tail).unwrap_or_else(|_| b"{}".to_vec());
+        tail[0] = b',';
+        Self { head, tail }
+    }
+
+    /// The result for `principal_id` seeing `session_ids`.
+    pub fn render(
+        &self,
+        uptime_secs: u64,
+        principal_id: &str,
+        session_ids: &[String],
+        connections: usize,
+    ) -> Payload {
+        Payload::from_writer(self.head.len() + self.tail.len() + 96, |buf| {
+            buf.extend_from_slice(&self.head);
+            let _ = write!(buf, "{uptime_secs}");
+            buf.extend_from_slice(br#","principal_id":"#);
+            let _ = serde_json::to_writer(&mut *buf, principal_id);
+            let _ = write!(
+                buf,
+                r#","active_sessions":{},"session_ids":"#,
+                session_ids.len()
+            );
+            let _ = serde_json::to_writer(&mut *buf, session_ids);
+            let _ = write!(buf, r#","connections":{connections}"#);
+            buf.extend_from_slice(&self.tail);
+        })
+    }
 }
 
 impl Service<Request> for Status {
@@ -62,21 +115,55 @@ impl Status {
         let binding = req.binding()?;
         let d = &self.daemon;
         let session_ids = d.sessions.visible_ids(&binding.principal);
-        let result = StatusResult {
-            server_version: env!("CARGO_PKG_VERSION"),
-            protocol_version: 1,
-            server_pid: std::process::id(),
-            uptime_secs: d.started.elapsed().as_secs(),
-            principal_id: &binding.principal.id,
-            active_sessions: session_ids.len(),
-            session_ids: &session_ids,
-            connections: d.connections(),
-            ephemeral: d.ephemeral,
-            config_dir: &d.paths.config_dir.to_string_lossy(),
-            config_file: &d.paths.config_file.to_string_lossy(),
-            data_dir: &d.paths.data_dir.to_string_lossy(),
-            local_ipc_endpoint: &d.paths.endpoint,
+        Ok(d.status.render(
+            d.started.elapsed().as_secs(),
+            &binding.principal.id,
+            &session_ids,
+            d.connections(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_template_renders_the_spec_members_in_order() {
+        let paths = crate::state::Paths {
+            config_dir: "/c".into(),
+            config_file: "/c/config.toml".into(),
+            data_dir: "/c/da\"ta".into(),
+            endpoint: "/c/data/daemon.sock".into(),
         };
-        Payload::new(&result, crate::dialect::Dialect::Camel)
+        let t = StatusTemplate::new(&paths, false);
+        let frame = t
+            .render(12, "shared-operator", &["a".into()], 3)
+            .into_frame("2");
+        let v: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+        let r = &v["result"];
+        let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys.len(), 13);
+        assert_eq!(r["server_pid"], std::process::id());
+        assert_eq!(r["uptime_secs"], 12);
+        assert_eq!(r["principal_id"], "shared-operator");
+        assert_eq!(r["active_sessions"], 1);
+        assert_eq!(r["session_ids"], serde_json::json!(["a"]));
+        assert_eq!(r["connections"], 3);
+        assert_eq!(r["ephemeral"], false);
+        assert_eq!(r["data_dir"], "/c/da\"ta");
+        assert_eq!(r["local_ipc_endpoint"], "/c/data/daemon.sock");
+        let text = String::from_utf8(frame).unwrap();
+        assert!(
+            text.starts_with(r#"{"jsonrpc":"2.0","result":{"server_version":"#),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                r#""local_ipc_endpoint":"/c/data/daemon.sock"},"id":2}
+"#
+            ),
+            "{text}"
+        );
     }
 }

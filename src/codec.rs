@@ -88,19 +88,19 @@ impl FrameCodec {
         }
     }
 
+    /// Decodes one frame. With `eof`, the bytes after the last `\n` form a
+    /// final, unterminated frame (called only once `decode` found nothing).
     fn decode_with(&mut self, buf: &mut BytesMut, eof: bool) -> io::Result<Option<Frame>> {
-        // Bytes of an oversized frame's tail that this call will discard first.
-        let (discard, discard_ends) = match (self.discarding, newline(buf)) {
+        // Bytes of an oversized frame's tail that this call discards first.
+        // While discarding, the buffer only ever holds the new bytes.
+        let (discard, discard_ends) = match (
+            self.discarding,
+            self.discarding.then(|| newline(buf)).flatten(),
+        ) {
             (true, Some(i)) => (i + 1, true),
             (true, None) => (buf.len(), false),
             (false, _) => (0, false),
         };
-        // Whether the next line (after any discarded tail) is `\n`-terminated;
-        // at end of stream an unterminated last line is decoded too.
-        let terminated = buf
-            .get(discard.min(buf.len())..)
-            .and_then(newline)
-            .is_some();
         let before = buf.len();
         let decoded = if eof {
             self.lines.decode_eof(buf)
@@ -120,9 +120,14 @@ impl FrameCodec {
                 }))
             }
             Err(LinesCodecError::Io(_)) => {
-                // Consumed: the discarded tail, the line, and its `\n` if it had one.
+                // Consumed: the discarded tail, the line, and its `\n` — except
+                // for the final unterminated frame at end of stream.
                 let consumed = before - buf.len() - discard;
-                let line_len = consumed - usize::from(terminated && consumed > 0);
+                let line_len = if eof {
+                    consumed
+                } else {
+                    consumed.saturating_sub(1)
+                };
                 Some(Frame::Rejected(Rejection::InvalidUtf8 { line_len }))
             }
         })
@@ -138,7 +143,11 @@ impl Decoder for FrameCodec {
     }
 
     fn decode_eof(&mut self, buf: &mut BytesMut) -> io::Result<Option<Frame>> {
-        self.decode_with(buf, true)
+        // Terminated frames first, so that only the true remainder is "final".
+        match self.decode_with(buf, false)? {
+            Some(frame) => Ok(Some(frame)),
+            None => self.decode_with(buf, true),
+        }
     }
 }
 

@@ -278,11 +278,20 @@ pub struct Payload(Vec<u8>);
 impl Payload {
     /// Serializes `result` with member names in `dialect`.
     pub fn new<T: Serialize + ?Sized>(result: &T, dialect: Dialect) -> Result<Self, RpcError> {
-        let mut buf = Vec::with_capacity(128);
+        let mut buf = Vec::with_capacity(256);
         buf.extend_from_slice(RESULT_PREFIX);
         write_json(&mut buf, result, dialect)
             .map_err(|e| RpcError::internal(format!("serializing the result failed: {e}"), None))?;
         Ok(Self(buf))
+    }
+
+    /// A result written by `write` straight into the frame buffer (for
+    /// answers assembled from pre-serialized parts); `capacity` is a size hint.
+    pub fn from_writer(capacity: usize, write: impl FnOnce(&mut Vec<u8>)) -> Self {
+        let mut buf = Vec::with_capacity(RESULT_PREFIX.len() + capacity + 32);
+        buf.extend_from_slice(RESULT_PREFIX);
+        write(&mut buf);
+        Self(buf)
     }
 
     /// `{}`.

@@ -14,6 +14,7 @@ use crate::config::{Config, ConfigStore, Policy};
 use crate::faults::Faults;
 use crate::files::staging::Staging;
 use crate::live_config::LiveConfig;
+use crate::services::status::StatusTemplate;
 use crate::session::Sessions;
 use crate::store::Store;
 
@@ -54,6 +55,8 @@ pub struct Daemon {
     pub faults: Arc<Faults>,
     /// Staged chunked uploads of every connection.
     pub staging: Staging,
+    /// The constant part of `status` answers.
+    pub status: StatusTemplate,
     /// Cancelled to stop accepting and begin a graceful shutdown (signals, ephemeral mode).
     pub stop: CancellationToken,
     /// Cancelled once turns have ended: closes every connection.
@@ -80,6 +83,7 @@ impl Daemon {
             config.gateway.paired_tokens.clone(),
             daemon_uid,
         ));
+        let status = StatusTemplate::new(&paths, flags.ephemeral);
         Arc::new(Self {
             started: Instant::now(),
             paths,
@@ -89,6 +93,7 @@ impl Daemon {
             sessions: Sessions::new(Arc::new(store)),
             faults,
             staging: Staging::default(),
+            status,
             authz,
             stop: CancellationToken::new(),
             shutdown: CancellationToken::new(),
