@@ -1,0 +1,203 @@
+//! Sessions between two principals (SPEC §6.4, §6.6, §8.10): a roster
+//! user connecting from its own uid through `security.socket_group`, and
+//! the shared operator (admin). Needs root to create the OS accounts;
+//! skipped with a printed message otherwise.
+
+mod common;
+#[path = "common/sessions.rs"]
+mod sessions;
+
+use common::Client;
+use serde_json::{json, Value};
+use sessions::*;
+
+/// A daemon serving `account`'s group, with `alice` mapped to its uid.
+fn two_principals() -> Option<(Account, Env)> {
+    let account = match Account::create() {
+        Ok(a) => a,
+        Err(why) => {
+            common::skip(&why);
+            return None;
+        }
+    };
+    let config = format!(
+        r#"schema_version = 1
+
+[security]
+socket_group = "{group}"
+
+[agents.echo]
+backend = "echo"
+
+[agents.other]
+backend = "echo"
+
+[permission_profiles.member]
+allowed_agents = ["echo"]
+grants = {{ sessions = ["create", "read", "update", "delete", "execute"], system = ["read"] }}
+
+[users.alice]
+uid = {uid}
+permission_profiles = ["member"]
+"#,
+        group = account.group,
+        uid = account.uid
+    );
+    let env = start_in(traversable_dir(), &config);
+    Some((account, env))
+}
+
+/// `alice`, initialized.
+fn alice(account: &Account, env: &Env) -> Client {
+    let mut c = account.connect(&env.socket);
+    let r = c.ok("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(r["principalId"], "user:alice", "{r}");
+    c
+}
+
+fn ids(list: &Value) -> Vec<String> {
+    let mut v: Vec<String> = list["sessions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|e| e["session_id"].as_str().unwrap().to_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_roster_user_cannot_touch_another_principals_sessions() {
+    let Some((account, env)) = two_principals() else {
+        return;
+    };
+    let mut op = env.client();
+    let mut a = alice(&account, &env);
+
+    op.new_session("op-acp", "acp");
+    op.prompt("op-acp", "secret");
+    op.new_session("op-chat", "chat");
+    op.prompt("op-chat", "secret");
+    let r = a.new_session("a-chat", "chat");
+    assert_eq!(r["session_id"], "a-chat");
+    a.new_session("a-acp", "acp");
+    a.prompt("a-acp", "mine");
+
+    let not_owned = |e: &Value| assert_error(e, -32003, "Caller does not own this session", None);
+    for sid in ["op-acp", "op-chat"] {
+        not_owned(&a.err("session/prompt", json!({"session_id": sid, "prompt": "x"})));
+        not_owned(&a.err("session/cancel", json!({ "session_id": sid })));
+        not_owned(&a.err(
+            "session/approve",
+            json!({"session_id": sid, "request_id": "r", "decision": "allow_once"}),
+        ));
+        not_owned(&a.err("session/messages", json!({ "session_id": sid })));
+        not_owned(&a.err("session/close", json!({ "session_id": sid })));
+        not_owned(&a.err("session/kill", json!({ "session_id": sid })));
+        not_owned(&a.err("session/delete", json!({ "session_id": sid })));
+    }
+    // Resuming or replacing another's session.
+    not_owned(&a.err(
+        "session/new",
+        json!({"agent_alias": "echo", "session_id": "op-acp", "chat_mode": "acp"}),
+    ));
+    not_owned(&a.err(
+        "session/new",
+        json!({"agent_alias": "echo", "session_id": "op-chat", "chat_mode": "chat"}),
+    ));
+    // A persisted (not live) session of the operator's too.
+    op.ok("session/close", json!({"session_id": "op-acp"}));
+    not_owned(&a.err(
+        "session/prompt",
+        json!({"session_id": "op-acp", "prompt": "x"}),
+    ));
+    not_owned(&a.err("session/messages", json!({"session_id": "op-acp"})));
+    not_owned(&a.err("session/kill", json!({"session_id": "op-acp"})));
+    // A notification prompt refused by ownership is not answered at all.
+    a.send_notification(
+        "session/prompt",
+        json!({"session_id": "op-chat", "prompt": "x"}),
+    );
+    a.expect_nothing_before_probe();
+
+    // Nothing was changed: the operator's sessions and history are intact.
+    let m = op.ok("session/messages", json!({"session_id": "op-acp"}));
+    assert_eq!(m["total"], 2);
+    assert_eq!(op.prompt("op-chat", "still").result()["content"], "still");
+
+    // Lists: alice sees her own only; the admin sees everything.
+    assert_eq!(ids(&a.ok("session/list", json!({}))), ["a-acp", "a-chat"]);
+    assert_eq!(ids(&a.ok("session/list-acp", json!({}))), ["a-acp"]);
+    let st = a.status();
+    assert_eq!(st["session_ids"], json!(["a-acp", "a-chat"]));
+    assert_eq!(st["active_sessions"], 2);
+    let all = op.ok("session/list", json!({}));
+    assert_eq!(ids(&all), ["a-acp", "a-chat", "op-acp", "op-chat"]);
+    for e in all["sessions"].as_array().unwrap() {
+        let owner = if e["session_id"].as_str().unwrap().starts_with("a-") {
+            "user:alice"
+        } else {
+            "shared-operator"
+        };
+        assert_eq!(e["owner_principal_id"], owner, "{e}");
+    }
+    // The admin passes ownership; the session stays alice's.
+    assert_eq!(op.prompt("a-chat", "admin").result()["content"], "admin");
+    assert_eq!(a.prompt("a-chat", "me").result()["content"], "me");
+    let m = a.ok("session/messages", json!({"session_id": "a-chat"}));
+    assert_eq!(m["total"], 4);
+}
+
+#[test]
+fn a_roster_user_is_held_to_its_agents_and_parameters() {
+    let Some((account, env)) = two_principals() else {
+        return;
+    };
+    let mut a = alice(&account, &env);
+    let e = a.err(
+        "session/new",
+        json!({"agent_alias": "other", "session_id": "x"}),
+    );
+    assert_error(
+        &e,
+        -32012,
+        "Principal is not entitled to agent other",
+        Some(json!({"reason": "agent", "agent": "other"})),
+    );
+    let e = a.err(
+        "session/new",
+        json!({"agent_alias": "echo", "session_id": "x", "cwd": "/tmp"}),
+    );
+    assert_eq!(e["code"], -32012, "{e}");
+    assert_eq!(e["data"]["reason"], "admin_only", "{e}");
+    // A session of an agent she may not use, made by the admin: ownership first.
+    let mut op = env.client();
+    op.new_session_of("other", "o", "chat");
+    let e = a.err("session/prompt", json!({"session_id": "o", "prompt": "x"}));
+    assert_error(&e, -32003, "Caller does not own this session", None);
+    // Her own sessions work end to end, approvals and cancel included.
+    a.new_session("mine", "acp");
+    let id = a.start_prompt("mine", "::approve rm\n::sleep 3600000");
+    let frames = a.until_update(|u| u["type"] == "approval_request");
+    let req = frames.last().unwrap().params().clone();
+    let aid = a.send_request(
+        "session/approve",
+        json!({"session_id": "mine", "request_id": req["requestId"], "decision": "allow_once"}),
+    );
+    let mut all = a.until_update(|u| u["type"] == "tool_result");
+    let cid = a.send_request("session/cancel", json!({"session_id": "mine"}));
+    let mut wait = vec![id.clone(), cid];
+    if !all.iter().any(|f| f.answers(&aid)) {
+        wait.push(aid.clone());
+    }
+    all.extend(a.until_all(&wait));
+    assert_eq!(all[answer_index(&all, &aid)].result()["acknowledged"], true);
+    assert_eq!(
+        all[answer_index(&all, &id)].result()["stop_reason"],
+        "cancelled"
+    );
+    assert_eq!(
+        a.ok("session/delete", json!({"session_id": "mine"}))["deleted"],
+        true
+    );
+}
