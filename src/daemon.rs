@@ -121,6 +121,12 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
         flags,
     );
     tracing::info!(event = "listening", endpoint = %daemon.paths.endpoint, pid = std::process::id());
+    // The gateway (§12) after the local endpoint; it stops with `daemon.stop`.
+    if daemon.config.current().gateway.enabled {
+        crate::gateway::start(&daemon, crate::gateway::Settings::default())
+            .await
+            .map_err(|e| StartError::Other(e.to_string()))?;
+    }
     // Signals are caught from before the ready line: a client may stop us the moment it reads it.
     let signals = Signals::install()
         .map_err(|e| StartError::Other(format!("installing signal handlers: {e}")))?;
@@ -206,8 +212,15 @@ async fn accept_loop(daemon: &Arc<Daemon>, claimed: &Claimed) -> i32 {
 
 /// Serves an accepted stream, or turns it away over the connection limit.
 fn admit(daemon: &Arc<Daemon>, stream: LocalStream, peer: PeerInfo) {
+    let guard = daemon.admit(MAX_CONNECTIONS);
+    #[cfg(unix)]
+    if let Some(guard) = guard {
+        let stream = endpoint::into_unix(stream);
+        tokio::spawn(connection::unix::serve(daemon.clone(), guard, stream, peer));
+        return;
+    }
     let (reader, writer) = endpoint::split(stream);
-    match daemon.admit(MAX_CONNECTIONS) {
+    match guard {
         Some(guard) => {
             tokio::spawn(connection::serve(
                 daemon.clone(),

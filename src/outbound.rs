@@ -141,6 +141,28 @@ impl Outbound {
 }
 
 impl WriteQueue {
+    /// The next queued frame (`None` once every producer is gone). A frame
+    /// taken out no longer counts against the queue: the caller bounds what
+    /// it holds itself.
+    pub async fn recv(&mut self) -> Option<Vec<u8>> {
+        let f = self.rx.recv().await?;
+        self.budget.give_back(1, charge(&f) as usize);
+        Some(f)
+    }
+
+    /// A queued frame, if one is ready now (see [`WriteQueue::recv`]).
+    pub fn try_recv(&mut self) -> Option<Vec<u8>> {
+        let f = self.rx.try_recv().ok()?;
+        self.budget.give_back(1, charge(&f) as usize);
+        Some(f)
+    }
+
+    /// Refuses further frames: producers see [`Closed`].
+    pub fn close(&mut self) {
+        self.rx.close();
+        self.budget.close();
+    }
+
     /// Writes queued frames to `sink` until every producer is gone, or
     /// `finish` is cancelled and the queue is empty (a graceful close: what
     /// was queued is written), or `closed` is cancelled (an abort: even a

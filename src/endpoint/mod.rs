@@ -44,6 +44,8 @@ pub use error::{EndpointError, Served};
 #[cfg(unix)]
 pub use name::{check_socket_path, SUN_PATH_MAX};
 pub use name::{default_pipe_name, pipe_hash, resolve_endpoint, EndpointName};
+#[cfg(unix)]
+pub use stream::into_unix;
 pub use stream::{connect, split, LocalReadHalf, LocalStream, LocalWriteHalf, PeerInfo};
 #[cfg(unix)]
 pub use unix::{claim, lookup_group, Claimed};

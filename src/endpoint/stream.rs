@@ -108,6 +108,15 @@ pub struct LocalReadHalf(Arc<LocalStream>);
 #[derive(Debug)]
 pub struct LocalWriteHalf(Arc<LocalStream>);
 
+/// The tokio Unix stream inside an accepted local stream (Unix only: the
+/// local socket is always a Unix domain socket there).
+#[cfg(unix)]
+pub fn into_unix(stream: LocalStream) -> tokio::net::UnixStream {
+    match stream {
+        LocalStream::UdSocket(s) => s.into(),
+    }
+}
+
 /// Splits a stream into halves that can move to different tasks.
 pub fn split(stream: LocalStream) -> (LocalReadHalf, LocalWriteHalf) {
     let shared = Arc::new(stream);
