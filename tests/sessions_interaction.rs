@@ -840,3 +840,63 @@ fn a_notification_prompt_waits_in_the_queue_like_any_prompt() {
     assert_eq!(all.len(), 8 + 2);
     c.expect_nothing_before_probe();
 }
+
+#[test]
+fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
+    // §9.3 step 1 and §9.8: a failed begin (ACP) or history append (chat)
+    // answers -32603 storage; a notification prompt hears it through a
+    // failed turn_complete.
+    let d = start_args(ECHO_ONLY, &["--test-faults"]);
+    let mut c = d.client();
+    c.new_session("a", "acp");
+    c.new_session("ch", "chat");
+    assert_eq!(
+        c.ok(
+            "debug/set-faults",
+            json!({"faults": ["turn_begin", "chat_append"]})
+        ),
+        json!({"faults": ["turn_begin", "chat_append"]})
+    );
+    let begin = "storage failure: injected storage fault: turn_begin";
+    let append = "storage failure: injected storage fault: chat_append";
+    // ACP: the turn never starts, nothing is streamed.
+    let t = c.prompt("a", "x");
+    assert!(t.frames.is_empty(), "{:#?}", t.raw());
+    assert_error(t.error(), -32603, begin, Some(json!({"reason": "storage"})));
+    c.send_notification("session/prompt", json!({"session_id": "a", "prompt": "x"}));
+    assert_eq!(
+        c.frame().params(),
+        &complete("a", "failed", "", Some(begin))
+    );
+    c.expect_nothing_before_probe();
+    // Chat: streamed, then failed.
+    let t = c.prompt("ch", "hello");
+    t.check("ch");
+    assert_eq!(
+        t.updates(),
+        vec![
+            msg("ch", "hello"),
+            complete("ch", "failed", "hello", Some(append))
+        ]
+    );
+    assert_error(
+        t.error(),
+        -32603,
+        append,
+        Some(json!({"reason": "storage"})),
+    );
+    c.send_notification("session/prompt", json!({"session_id": "ch", "prompt": "y"}));
+    let frames = c.until_update(|u| u["type"] == "turn_complete");
+    assert_eq!(
+        frames.last().unwrap().params(),
+        &complete("ch", "failed", "y", Some(append))
+    );
+    c.expect_nothing_before_probe();
+    // Nothing was kept: neither the history nor the in-memory context.
+    c.ok("debug/set-faults", json!({"faults": []}));
+    let t = c.prompt("ch", "::context");
+    assert_eq!(t.result()["content"], r#"{"messages":[]}"#);
+    let m = c.ok("session/messages", json!({"session_id": "a"}));
+    assert_eq!(m["total"], 0);
+    assert_eq!(c.prompt("a", "ok").result()["content"], "ok");
+}

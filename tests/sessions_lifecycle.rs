@@ -545,15 +545,19 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
         c.prompt(&sid, "before");
         let running = c.start_prompt(&sid, "abc\n::sleep 3600000");
         c.until_update(|u| u["text"] == "abc");
+        let queued = c.start_prompt(&sid, "queued");
+        sync(&mut c);
         let del = c.send_request("session/delete", json!({ "session_id": sid }));
-        let all = c.until_all(&[running.clone(), del.clone()]);
+        let all = c.until_all(&[running.clone(), queued.clone(), del.clone()]);
         assert!(all.iter().all(|f| !f.is_update()));
-        assert_error(
-            all[answer_index(&all, &running)].error(),
-            -32000,
-            "Session deleted",
-            Some(json!({"reason": "deleted"})),
-        );
+        for id in [&running, &queued] {
+            assert_error(
+                all[answer_index(&all, id)].error(),
+                -32000,
+                "Session deleted",
+                Some(json!({"reason": "deleted"})),
+            );
+        }
         assert_eq!(
             all[answer_index(&all, &del)].result(),
             &json!({"session_id": sid, "deleted": true})
@@ -915,4 +919,100 @@ fn session_new_validation() {
     // The longest id and every allowed character.
     let long = format!("A.b_c:d-{}", "9".repeat(120));
     assert_eq!(c.new_session(&long, "acp")["session_id"], long);
+}
+
+#[test]
+fn big_replies_are_bounded_in_answers_and_pages_stay_within_4_mib() {
+    let d = start_echo();
+    let mut c = d.client();
+    c.new_session("big", "acp");
+    let n = 1_050_000;
+    let bounded = format!("{}\u{2026}[truncated]", "a".repeat(1_048_576));
+    for k in 0..4 {
+        let t = c.prompt("big", &format!("::chunk 2000000\n::repeat {n} a"));
+        // Streamed in 64 KiB chunks, in full.
+        let chunks = t.chunks();
+        assert!(chunks.iter().all(|ch| ch.len() <= 65_536));
+        assert_eq!(chunks.iter().map(String::len).sum::<usize>(), n);
+        // Bounded at 1 MiB in turn_complete and in the answer (§3.1).
+        assert_eq!(t.turn_complete()["content"], bounded.as_str(), "turn {k}");
+        assert_eq!(t.result()["content"], bounded.as_str(), "turn {k}");
+    }
+    // The transcript keeps the full text; a page bounds each row at 1 MiB,
+    // marks it, and holds no more than 4 MiB of messages.
+    let mut before: Option<u64> = None;
+    let mut seen = Vec::new();
+    loop {
+        let mut p = json!({"session_id": "big"});
+        if let Some(b) = before {
+            p["before_index"] = json!(b);
+        }
+        let f = c.call_alone("session/messages", p);
+        let r = f.result();
+        assert_eq!(r["total"], 8);
+        let msgs = r["messages"].as_array().unwrap();
+        assert!(!msgs.is_empty());
+        assert!(
+            serde_json::to_string(msgs).unwrap().len() <= 4 * 1_048_576,
+            "page of {} rows is over 4 MiB",
+            msgs.len()
+        );
+        for m in msgs.iter().rev() {
+            seen.push(m["seq"].as_u64().unwrap());
+            if m["role"] == "assistant" {
+                assert_eq!(m["content"], bounded.as_str());
+                assert_eq!(m["truncated"], true);
+            } else {
+                assert!(
+                    m.get("truncated").is_none_or(|t| t == false),
+                    "{}",
+                    m["seq"]
+                );
+            }
+        }
+        let start = r["start"].as_u64().unwrap();
+        if start == 0 {
+            break;
+        }
+        assert!(msgs.len() < 8, "one page cannot hold 4 big rows");
+        before = Some(start);
+    }
+    seen.reverse();
+    assert_eq!(seen, (1..=8).collect::<Vec<u64>>());
+}
+
+#[test]
+fn idle_sessions_are_reclaimed_and_busy_ones_kept() {
+    let d = start(&config_with("[daemon]\nsession_idle_secs = 1\n"));
+    let mut c = d.client();
+    c.new_session("idle-acp", "acp");
+    c.prompt("idle-acp", "hi");
+    c.new_session("idle-chat", "chat");
+    c.new_session("busy", "chat");
+    let running = c.start_prompt("busy", "x\n::sleep 3600000");
+    c.until_update(|u| u["text"] == "x");
+    let mut probe = d.client();
+    eventually(
+        "the idle sessions to be reclaimed",
+        std::time::Duration::from_secs(10),
+        || (probe.status()["session_ids"] == json!(["busy"])).then_some(()),
+    );
+    // Closed, not lost: the ACP one is rehydrated by a prompt, with its context.
+    let t = probe.prompt("idle-acp", "::context");
+    assert_eq!(
+        t.result()["content"],
+        r#"{"messages":[{"role":"user","kind":"message","content":"hi"},{"role":"assistant","kind":"message","content":"hi"}]}"#
+    );
+    let l = probe.ok("session/list", json!({"chat_mode": "chat"}));
+    let states: Vec<(Value, Value)> = l["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["session_id"].clone(), e["state"].clone()))
+        .filter(|(id, _)| id == "idle-chat")
+        .collect();
+    assert_eq!(states, vec![(json!("idle-chat"), json!("persisted"))]);
+    c.send_request("session/cancel", json!({"session_id": "busy"}));
+    let t = c.until_answer(&running);
+    assert_eq!(t.result()["stop_reason"], "cancelled");
 }

@@ -84,6 +84,21 @@ pub fn start_in(dir: TestDir, config: &str) -> Env {
     Env { daemon, dir }
 }
 
+/// A daemon started with this `config.toml` and extra `daemon` arguments.
+pub fn start_args(config: &str, args: &[&str]) -> Env {
+    let dir = TestDir::new();
+    let cfg = dir.config_dir();
+    write_config(&cfg, config);
+    let mut b = DaemonBuilder::new().config_dir(&cfg);
+    for a in args {
+        b = b.arg(a);
+    }
+    Env {
+        daemon: b.spawn(),
+        dir,
+    }
+}
+
 /// A daemon with the default config (the `echo` agent only).
 pub fn start_echo() -> Env {
     start(ECHO_ONLY)
