@@ -17,6 +17,7 @@ pub mod endpoint;
 pub mod error;
 pub mod faults;
 pub mod files;
+pub mod gateway;
 pub mod jsonrpc;
 pub mod limits;
 pub mod live_config;

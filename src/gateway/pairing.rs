@@ -1,0 +1,262 @@
+//! Pairing over HTTP (SPEC §6.7, §12): `POST /pair` with
+//! `X-Pairing-Code: <6 digits>` redeems the one-time code the daemon logged
+//! at startup for a new token.
+//!
+//! - The code exists only if, at startup, `gateway.require_pairing` was true
+//!   and no token was paired. It is single-use, and redeemable only while
+//!   `require_pairing` stays true.
+//! - The new token's digest is committed exactly as `pairing/create`
+//!   commits one: under the config write lock, through `LiveConfig::commit`
+//!   (which persists `config.toml` and bumps the policy generation). A
+//!   failed commit leaves the code unused.
+//! - Every refused attempt (no code left, header missing or malformed,
+//!   wrong code) counts against the client's IP; the 5th within the window
+//!   locks that IP out for 300 s (HTTP 429). A success clears its count. A
+//!   count not renewed for the lockout period is forgotten.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::config::{token_digest, token_from_bytes, Config, Policy};
+use crate::error::RpcError;
+use crate::live_config::random_bytes;
+use crate::state::Daemon;
+
+/// The request header that carries the code.
+pub const PAIRING_CODE_HEADER: &str = "X-Pairing-Code";
+
+/// Entries kept before expired ones are swept (bounds the map under a spray of IPs).
+const SWEEP_AT: usize = 1024;
+
+/// A fresh 6-digit code.
+pub(super) fn new_code() -> Result<String, RpcError> {
+    let b = random_bytes()?;
+    let n = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+    // The modulo bias over 2^64 is below 1e-13.
+    Ok(format!("{:06}", n % 1_000_000))
+}
+
+/// What one `/pair` request gets.
+#[derive(Debug)]
+pub(super) enum Outcome {
+    /// The new token (shown only here).
+    Paired(String),
+    /// The IP is locked out for this much longer.
+    LockedOut(Duration),
+    /// No code can be redeemed (none was issued, it was used, or pairing is off).
+    Unavailable,
+    /// The header is missing or malformed, or the code is wrong.
+    Rejected,
+    /// The commit failed; the code stays unused.
+    Failed(RpcError),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    count: u32,
+    last: Instant,
+    locked_until: Option<Instant>,
+}
+
+/// The pairing state of one gateway.
+#[derive(Debug)]
+pub(super) struct Pairing {
+    /// The unused code; the async lock serializes redemptions across the commit.
+    code: tokio::sync::Mutex<Option<String>>,
+    failures: Mutex<HashMap<IpAddr, Failures>>,
+    max_failures: u32,
+    lockout: Duration,
+}
+
+impl Pairing {
+    pub(super) fn new(code: Option<String>, max_failures: u32, lockout: Duration) -> Self {
+        Self {
+            code: tokio::sync::Mutex::new(code),
+            failures: Mutex::new(HashMap::new()),
+            max_failures: max_failures.max(1),
+            lockout,
+        }
+    }
+
+    /// Redeems `given` for a token on behalf of `ip`.
+    pub(super) async fn redeem(&self, daemon: &Daemon, ip: IpAddr, given: Option<&str>) -> Outcome {
+        if let Some(left) = self.locked_out(ip, Instant::now()) {
+            return Outcome::LockedOut(left);
+        }
+        let mut slot = self.code.lock().await;
+        let open = daemon.config.current().gateway.require_pairing;
+        let outcome = match (slot.as_deref(), given.and_then(well_formed)) {
+            (Some(code), Some(given)) if open && constant_time_eq(code, given) => {
+                match commit_new_token(daemon).await {
+                    Ok(token) => {
+                        *slot = None;
+                        Outcome::Paired(token)
+                    }
+                    Err(e) => Outcome::Failed(e),
+                }
+            }
+            (Some(_), _) if open => Outcome::Rejected,
+            _ => Outcome::Unavailable,
+        };
+        drop(slot);
+        match &outcome {
+            Outcome::Paired(_) => self.succeeded(ip),
+            Outcome::Rejected | Outcome::Unavailable => {
+                self.failed(ip, Instant::now());
+            }
+            _ => {}
+        }
+        outcome
+    }
+
+    /// How much longer `ip` is locked out, if it is.
+    fn locked_out(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let until = map.get(&ip)?.locked_until?;
+        (until > now).then(|| until - now)
+    }
+
+    /// Counts a refused attempt; returns whether `ip` is now locked out.
+    fn failed(&self, ip: IpAddr, now: Instant) -> bool {
+        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= SWEEP_AT {
+            let lockout = self.lockout;
+            map.retain(|_, f| !expired(f, now, lockout));
+        }
+        let entry = map.entry(ip).or_insert(Failures {
+            count: 0,
+            last: now,
+            locked_until: None,
+        });
+        if expired(entry, now, self.lockout) {
+            *entry = Failures {
+                count: 0,
+                last: now,
+                locked_until: None,
+            };
+        }
+        entry.count += 1;
+        entry.last = now;
+        if entry.count >= self.max_failures {
+            entry.locked_until = Some(now + self.lockout);
+            tracing::info!(event = "pairing_locked_out", ip = %ip, secs = self.lockout.as_secs());
+            return true;
+        }
+        false
+    }
+
+    fn succeeded(&self, ip: IpAddr) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ip);
+    }
+}
+
+/// A lockout that has ended, or a count not renewed for the lockout period.
+fn expired(f: &Failures, now: Instant, lockout: Duration) -> bool {
+    match f.locked_until {
+        Some(until) => now >= until,
+        None => now.saturating_duration_since(f.last) >= lockout,
+    }
+}
+
+/// Exactly six ASCII digits (surrounding whitespace allowed).
+fn well_formed(code: &str) -> Option<&str> {
+    let code = code.trim();
+    (code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit())).then_some(code)
+}
+
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+/// Steps 2, 8 and 9 of the config pipeline, as `pairing/create` runs them:
+/// the write lock, a candidate with one more digest, the commit.
+async fn commit_new_token(daemon: &Daemon) -> Result<String, RpcError> {
+    let lock = daemon.config.lock().await;
+    let token = token_from_bytes(&random_bytes()?);
+    let mut candidate: Config = (*daemon.config.current()).clone();
+    candidate.gateway.paired_tokens.push(token_digest(&token));
+    let policy = Policy::from_config(&candidate);
+    daemon.config.commit(&lock, candidate, policy).await?;
+    Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(n: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, n])
+    }
+
+    #[test]
+    fn codes_are_six_digits() {
+        for _ in 0..100 {
+            let c = new_code().unwrap();
+            assert!(well_formed(&c).is_some(), "{c}");
+        }
+    }
+
+    #[test]
+    fn only_six_digits_are_well_formed() {
+        assert_eq!(well_formed(" 012345 "), Some("012345"));
+        for bad in ["", "12345", "1234567", "12345a", "١٢٣٤٥٦"] {
+            assert_eq!(well_formed(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn equality() {
+        assert!(constant_time_eq("123456", "123456"));
+        assert!(!constant_time_eq("123456", "123457"));
+        assert!(!constant_time_eq("123456", "12345"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn five_failures_lock_an_ip_out_for_the_lockout() {
+        let p = Pairing::new(None, 5, Duration::from_secs(300));
+        let t0 = Instant::now();
+        for i in 1..5 {
+            assert!(!p.failed(ip(1), t0), "attempt {i}");
+            assert!(p.locked_out(ip(1), t0).is_none());
+        }
+        assert!(p.failed(ip(1), t0));
+        assert_eq!(p.locked_out(ip(1), t0), Some(Duration::from_secs(300)));
+        // Another IP is not affected.
+        assert!(p.locked_out(ip(2), t0).is_none());
+        let later = t0 + Duration::from_secs(299);
+        assert_eq!(p.locked_out(ip(1), later), Some(Duration::from_secs(1)));
+        let after = t0 + Duration::from_secs(300);
+        assert!(p.locked_out(ip(1), after).is_none());
+        // After the lockout the count starts over.
+        assert!(!p.failed(ip(1), after));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn old_failures_are_forgotten_and_success_clears() {
+        let p = Pairing::new(None, 2, Duration::from_secs(300));
+        let t0 = Instant::now();
+        assert!(!p.failed(ip(1), t0));
+        assert!(!p.failed(ip(1), t0 + Duration::from_secs(300)));
+        p.succeeded(ip(1));
+        assert!(!p.failed(ip(1), t0 + Duration::from_secs(301)));
+        assert!(p.failed(ip(1), t0 + Duration::from_secs(302)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_map_is_swept() {
+        let p = Pairing::new(None, 5, Duration::from_secs(1));
+        let t0 = Instant::now();
+        for n in 0..SWEEP_AT as u32 {
+            p.failed(IpAddr::from(n.to_be_bytes()), t0);
+        }
+        p.failed(ip(1), t0 + Duration::from_secs(2));
+        assert_eq!(p.failures.lock().unwrap().len(), 1);
+    }
+}

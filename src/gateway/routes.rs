@@ -1,0 +1,114 @@
+//! The gateway's HTTP routes (SPEC §12): `GET /ws` upgrades to a WebSocket
+//! session, `POST /pair` redeems the pairing code. Anything else is 404
+//! (405 for a known path with another method).
+//!
+//! `/pair` answers JSON: `200 {"token":"zc_…"}`; `401
+//! {"error":"invalid_pairing_code"}`; `403 {"error":"pairing_unavailable"}`
+//! when no code can be redeemed; `429 {"error":"locked_out",
+//! "retry_after_secs":N}` with `Retry-After`; `500 {"error":"internal",
+//! "message":…}` when the commit failed.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::json;
+
+use super::pairing::{Outcome, PAIRING_CODE_HEADER};
+use super::{peer_label, session, Shared, WS_MESSAGE_LIMIT};
+
+/// The router of one gateway.
+pub(super) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/ws", get(upgrade))
+        .route("/pair", post(pair))
+        .with_state(shared)
+}
+
+fn json_response(status: StatusCode, body: serde_json::Value) -> Response {
+    let mut r = (status, body.to_string()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// `GET /ws`: takes a session permit, then upgrades. Over the session bound
+/// (possible only if sessions opened while this one was in its handshake)
+/// the answer is 503.
+async fn upgrade(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let Ok(permit) = shared.sessions.clone().try_acquire_owned() else {
+        tracing::info!(event = "connection_rejected", peer = %peer_label(addr), reason = "websocket_sessions");
+        return json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"error": "too_many_sessions"}),
+        );
+    };
+    ws.max_message_size(WS_MESSAGE_LIMIT)
+        .max_frame_size(WS_MESSAGE_LIMIT)
+        .on_upgrade(move |socket| session::serve(shared, socket, addr, permit))
+}
+
+/// `POST /pair` (§12).
+async fn pair(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    let given = headers
+        .get(PAIRING_CODE_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let peer = peer_label(addr);
+    match shared
+        .pairing
+        .redeem(&shared.daemon, addr.ip(), given)
+        .await
+    {
+        Outcome::Paired(token) => {
+            tracing::info!(event = "pairing_redeemed", peer = %peer);
+            json_response(StatusCode::OK, json!({ "token": token }))
+        }
+        Outcome::LockedOut(left) => {
+            let secs = left.as_secs_f64().ceil() as u64;
+            tracing::info!(event = "pairing_refused", peer = %peer, reason = "locked_out");
+            let mut r = json_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                json!({"error": "locked_out", "retry_after_secs": secs}),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            r
+        }
+        Outcome::Unavailable => {
+            tracing::info!(event = "pairing_refused", peer = %peer, reason = "unavailable");
+            json_response(
+                StatusCode::FORBIDDEN,
+                json!({"error": "pairing_unavailable"}),
+            )
+        }
+        Outcome::Rejected => {
+            tracing::info!(event = "pairing_refused", peer = %peer, reason = "invalid_code");
+            json_response(
+                StatusCode::UNAUTHORIZED,
+                json!({"error": "invalid_pairing_code"}),
+            )
+        }
+        Outcome::Failed(e) => {
+            tracing::warn!(event = "pairing_failed", peer = %peer, error = %e);
+            json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal", "message": e.to_string()}),
+            )
+        }
+    }
+}
