@@ -608,3 +608,42 @@ fn the_quick_test_works_verbatim_with_the_cli() {
         ]
     );
 }
+
+#[test]
+fn a_program_that_ignores_sigterm_is_killed_after_the_grace() {
+    let dir = TestDir::new();
+    let pidfile = dir.path().join("pid");
+    // `trap '' TERM` is inherited by the sleep: only SIGKILL stops them.
+    let script = format!(
+        "trap '' TERM; sleep 60 & echo $$ $! > {}; echo ready; wait; echo after",
+        pidfile.display()
+    );
+    let d = with_script(&script, "");
+    let (mut c, _) = cmd_client(&d, "s-1");
+    let id = c.start_prompt("s-1", "x");
+    c.until_update(|u| u["text"] == "ready\n");
+    let pids: Vec<i32> = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let start = Instant::now();
+    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let all = c.until_all(&[id.clone(), cid]);
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_secs(4),
+        "SIGKILL only after the grace: {took:?}"
+    );
+    assert_eq!(
+        all[answer_index(&all, &id)].result(),
+        &json!({"session_id": "s-1", "stop_reason": "cancelled", "content": "ready\n"})
+    );
+    for pid in pids {
+        eventually(
+            &format!("process {pid} to end"),
+            Duration::from_secs(5),
+            || process_gone(pid).then_some(()),
+        );
+    }
+}
