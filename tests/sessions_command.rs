@@ -60,6 +60,25 @@ fn stdout_lines_are_chunks_and_the_content_is_stdout() {
 }
 
 #[test]
+fn long_lines_are_split_at_64_kib_and_invalid_utf8_is_replaced() {
+    let d = with_script(
+        "head -c 70000 /dev/zero | tr '\\000' a; echo; printf 'x\\377y\\n'",
+        "",
+    );
+    let (mut c, _) = cmd_client(&d, "s-1");
+    let t = c.prompt("s-1", "x");
+    t.check("s-1");
+    assert_eq!(
+        t.chunks(),
+        [
+            "a".repeat(65_536),
+            format!("{}\n", "a".repeat(70_000 - 65_536)),
+            "x\u{fffd}y\n".to_owned()
+        ]
+    );
+}
+
+#[test]
 fn the_prompt_is_stdin_and_the_environment_names_the_turn() {
     let d = with_script(
         "cat; echo; echo \"$ZEROCLAW_SESSION_ID|$ZEROCLAW_AGENT_ALIAS|$FOO|${#ZEROCLAW_TURN_ID}\"; pwd",

@@ -603,3 +603,36 @@ fn auto_compaction_runs_when_the_context_would_exceed_its_maximum() {
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"session_id":"s-2","type":"compaction_notice","compacted_messages":4,"retained_messages":3,"boundary_seq":6}}"#
     );
 }
+
+#[test]
+fn thoughts_above_64_kib_are_split_too() {
+    let d = start_echo();
+    let big = "t".repeat(70_000);
+    let t = turn_on(&d, "chat", &format!("::chunk 100000\n::think {big}"));
+    assert_eq!(
+        t.texts("agent_thought_chunk"),
+        ["t".repeat(65_536), "t".repeat(70_000 - 65_536)]
+    );
+    assert_eq!(t.result()["content"], "");
+}
+
+#[test]
+fn a_turn_completes_and_is_persisted_when_its_connection_is_gone() {
+    let d = start_echo();
+    for mode in ["chat", "acp"] {
+        let sid = format!("gone-{mode}");
+        let mut a = d.client();
+        a.new_session(&sid, mode);
+        a.start_prompt(&sid, "::chunk 1\n::delay 20\nabcdef");
+        a.until_update(|u| u["text"] == "a");
+        drop(a);
+        let mut b = d.client();
+        let m = eventually("the turn to be persisted", Duration::from_secs(10), || {
+            let m = b.ok("session/messages", json!({ "session_id": sid }));
+            (m["total"] == 2).then_some(m)
+        });
+        assert_eq!(m["messages"][1]["content"], "abcdef", "mode {mode}");
+        // The session lives on for other connections.
+        assert_eq!(b.prompt(&sid, "next").result()["content"], "next");
+    }
+}
