@@ -73,7 +73,11 @@ impl<F: Future<Output = Reply>> Future for EnvelopeFuture<F> {
         match self.project() {
             EnvelopeProj::Call { fut, id } => {
                 let reply = std::task::ready!(fut.poll(cx));
-                Poll::Ready(Ok(id.take().map(|id| response_frame(reply, id.as_str()))))
+                let frame = match reply {
+                    Ok(p) if p.is_already_sent() => None,
+                    reply => id.take().map(|id| response_frame(reply, id.as_str())),
+                };
+                Poll::Ready(Ok(frame))
             }
             EnvelopeProj::Done { frame } => Poll::Ready(Ok(frame.take())),
         }
@@ -186,8 +190,9 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> 
             }
         };
         let expects_reply = id.is_some();
-        let req =
+        let mut req =
             Request::with_params_range(frame, params, spec, expects_reply, self.conn.dialect());
+        req.id = id.clone();
         EnvelopeFuture::Call {
             fut: self.inner.call(req),
             id,

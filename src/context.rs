@@ -48,6 +48,9 @@ pub struct ConnCtx {
     pub in_flight: InFlight,
     /// Cancelled when the connection must close.
     pub closed: CancellationToken,
+    /// Cancelled when the client can no longer send (end of input, or closed):
+    /// it can answer nothing more on this connection.
+    pub input_closed: CancellationToken,
     binding: Mutex<Option<Arc<Binding>>>,
     dialect: AtomicU8,
     elicitation: AtomicBool,
@@ -69,6 +72,7 @@ impl ConnCtx {
             outbound,
             peer_requests: PeerRequests::default(),
             in_flight: InFlight::default(),
+            input_closed: closed.child_token(),
             closed,
             binding: Mutex::new(None),
             dialect: AtomicU8::new(Dialect::Camel.as_u8()),

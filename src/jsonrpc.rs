@@ -294,6 +294,16 @@ impl Payload {
         Self(buf)
     }
 
+    /// The answer was already written by the handler: the envelope sends nothing.
+    pub fn already_sent() -> Self {
+        Self(Vec::new())
+    }
+
+    /// Whether this is [`Payload::already_sent`].
+    pub fn is_already_sent(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// `{}`.
     pub fn empty_object() -> Self {
         let mut buf = Vec::with_capacity(RESULT_PREFIX.len() + 24);

@@ -24,6 +24,9 @@ pub struct Request {
     pub method: &'static MethodSpec,
     /// `false` for a notification (no `id` member): never answered.
     pub expects_reply: bool,
+    /// The request's id as received, for a handler that writes its own
+    /// answer in order with other frames (`session/prompt`).
+    pub id: Option<IdText>,
     /// The connection's binding, attached by the handshake layer and refreshed by authz.
     pub binding: Option<Arc<Binding>>,
     /// The connection's dialect when the request was read.
@@ -44,6 +47,7 @@ impl Request {
             params,
             method,
             expects_reply,
+            id: None,
             binding: None,
             dialect,
         }

@@ -405,7 +405,6 @@ fn approvals_time_out_as_denied_timed_out_and_late_answers_are_not_acknowledged(
 }
 
 #[test]
-#[ignore = "BUG: an approval pending when its client disconnects is not denied `unreachable`; the turn waits for daemon.approval_timeout_secs (the connection waits for its in-flight prompt, which waits for the approval)"]
 fn an_approval_whose_client_went_away_is_denied_unreachable() {
     let d = start_echo();
     let mut a = d.client();
@@ -780,7 +779,6 @@ fn a_notification_prompt_that_cannot_run_still_gets_a_failed_turn_complete() {
 }
 
 #[test]
-#[ignore = "BUG: the turn_complete owed to a notification prompt killed mid-turn has content \"\" instead of the text streamed so far (SPEC §3.5)"]
 fn a_notification_prompt_killed_mid_turn_gets_a_failed_turn_complete_with_the_streamed_text() {
     // §3.5: the turn_complete of a notification prompt that ends without
     // one carries "content set to the text streamed so far".

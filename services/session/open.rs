@@ -120,7 +120,7 @@ pub(super) async fn prompt(
                     RpcError::NotOwned | RpcError::SessionNotFound { data: None, .. }
                 )
             {
-                fail_notified(&conn, &id, &e).await;
+                fail_notified(&conn, &id, &e, "").await;
             }
             return Err(e);
         }
@@ -142,29 +142,30 @@ pub(super) async fn prompt(
             }
             Err(e) => {
                 if notification {
-                    fail_notified(&conn, &id, &e).await;
+                    fail_notified(&conn, &id, &e, "").await;
                 }
                 return Err(e);
             }
         }
     }
-    let answered = run_prompt(daemon.clone(), session, conn.clone(), prompt).await;
-    match answered.result {
-        Ok(r) => payload(&r),
-        Err(e) => {
-            if notification && !answered.turn_complete_sent {
-                fail_notified(&conn, &id, &e).await;
-            }
-            Err(e)
+    let reply_to = req.id.clone();
+    let answered = run_prompt(daemon.clone(), session, conn.clone(), prompt, reply_to).await;
+    if notification && !answered.turn_complete_sent {
+        if let Err(e) = &answered.result {
+            fail_notified(&conn, &id, e, &answered.content).await;
         }
     }
+    if answered.answer_sent {
+        return Ok(Payload::already_sent());
+    }
+    answered.result.and_then(|r| payload(&r))
 }
 
 /// The `turn_complete` owed to a prompt sent as a notification that ended without one.
-async fn fail_notified(conn: &Conn, session_id: &str, e: &RpcError) {
+async fn fail_notified(conn: &Conn, session_id: &str, e: &RpcError, content: &str) {
     let event = crate::session::update::Event::TurnComplete {
         outcome: Outcome::Failed,
-        content: "",
+        content,
         reason: Some(&e.to_string()),
     };
     crate::session::update::notify(conn, &crate::session::update::Update { session_id, event })

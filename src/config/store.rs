@@ -35,19 +35,19 @@ impl ConfigStore {
         let startup = |what: &str, e: &dyn std::fmt::Display| {
             ConfigError::Startup(format!("{}: {what}{e}", path.display()))
         };
-        match create_file(&path) {
-            Ok(mut file) => {
-                let written = file
-                    .write_all(Config::default_file_text().as_bytes())
-                    .and_then(|()| file.sync_all());
-                if let Err(e) = written {
-                    // Do not leave a truncated default file behind for the next start.
-                    let _ = fs::remove_file(&path);
-                    return Err(startup("cannot write default config: ", &e));
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(startup("cannot create: ", &e)),
+        if !path.exists() {
+            // Written whole to a temporary file first and linked into place, so
+            // that a crash never leaves an empty or partial config.toml; the
+            // link fails if another process created the file meanwhile.
+            let tmp = config_dir.join(".config.toml.new");
+            let created = write_tmp(&tmp, Config::default_file_text().as_bytes())
+                .and_then(|()| match fs::hard_link(&tmp, &path) {
+                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+                    _ => Ok(()),
+                })
+                .and_then(|()| sync_dir(config_dir));
+            let _ = fs::remove_file(&tmp);
+            created.map_err(|e| startup("cannot create: ", &e))?;
         }
         let bytes = fs::read(&path).map_err(|e| startup("cannot read: ", &e))?;
         let text = std::str::from_utf8(&bytes).map_err(|e| startup("not UTF-8: ", &e))?;

@@ -145,6 +145,7 @@ pub async fn serve<R, W>(
     // The peer sent its last frame. It can no longer answer daemon requests,
     // but it may still be reading: finish what is in flight, write what is
     // queued, then close.
+    conn.input_closed.cancel();
     conn.peer_requests.close();
     // Uploads belong to their connection (§8.18.1).
     daemon.staging.drop_connection(conn.id);

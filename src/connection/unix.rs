@@ -133,6 +133,7 @@ pub async fn serve(
 /// The client sent its last frame: it can no longer answer daemon requests,
 /// its uploads are dropped, and what is in flight is finished.
 fn end_of_input(daemon: &Daemon, conn: &Conn, tasks: &TaskTracker) {
+    conn.input_closed.cancel();
     conn.peer_requests.close();
     daemon.staging.drop_connection(conn.id);
     tasks.close();

@@ -53,8 +53,12 @@ pub struct Waits {
     pub ask: Duration,
 }
 
+/// What an ACP turn's emitter delivered: the text it committed and sent,
+/// and the commit error that stopped it, if one did.
+type Emitted = (String, Result<(), StoreError>);
+
 /// The queue into an ACP turn's emitter task, and the task.
-type Emitter = (mpsc::Sender<Item>, JoinHandle<Result<(), StoreError>>);
+type Emitter = (mpsc::Sender<Item>, JoinHandle<Emitted>);
 
 /// The sink of one turn.
 #[derive(Debug)]
@@ -89,19 +93,20 @@ impl TurnSink {
         }
     }
 
-    /// The text streamed so far.
-    pub fn content(&self) -> &str {
-        &self.content
-    }
-
-    /// Waits for the emitter to write everything; its commit error, if one happened.
-    pub async fn finish(&mut self) -> Result<(), StoreError> {
+    /// Waits for everything to be written. Returns the text the client was
+    /// sent (for ACP: committed, then sent) and the commit error that
+    /// stopped the turn, if one did.
+    pub async fn finish(&mut self) -> Emitted {
         match self.emitter.take() {
-            None => Ok(()),
+            None => (std::mem::take(&mut self.content), Ok(())),
             Some((tx, task)) => {
                 drop(tx);
-                task.await
-                    .unwrap_or_else(|e| Err(StoreError::Sqlite(format!("emitter failed: {e}"))))
+                task.await.unwrap_or_else(|e| {
+                    (
+                        String::new(),
+                        Err(StoreError::Sqlite(format!("emitter failed: {e}"))),
+                    )
+                })
             }
         }
     }
@@ -140,7 +145,9 @@ impl TurnSink {
 impl EventSink for TurnSink {
     async fn message_chunk(&mut self, text: &str) -> Result<(), SinkClosed> {
         for piece in split_chunks(text) {
-            self.content.push_str(piece);
+            if self.emitter.is_none() {
+                self.content.push_str(piece);
+            }
             self.send(Event::MessageChunk(piece), || {
                 Item::Persist(CheckpointEvent::Text(piece.to_owned()))
             })
@@ -208,7 +215,8 @@ impl EventSink for TurnSink {
             timeout_secs,
         };
         self.send(event, item).await?;
-        let gone = self.conn.closed.clone();
+        // The prompting client went away: nobody can answer any more (§8.12).
+        let gone = self.conn.input_closed.clone();
         let outcome = tokio::select! {
             d = decision => d.unwrap_or(ApprovalDecision::Unreachable),
             _ = tokio::time::sleep(self.waits.approval) => ApprovalDecision::TimedOut,
@@ -295,13 +303,14 @@ async fn emit(
     session_id: String,
     mut rx: mpsc::Receiver<Item>,
     hard: CancellationToken,
-) -> Result<(), StoreError> {
+) -> Emitted {
+    let mut sent = String::new();
     let mut batch: Vec<Item> = Vec::with_capacity(64);
     let mut events: Vec<CheckpointEvent> = Vec::with_capacity(64);
     while rx.recv_many(&mut batch, MAX_GROUP).await > 0 {
         if hard.is_cancelled() {
             // Killed or deleted: the turn writes no further checkpoint events.
-            return Ok(());
+            return (sent, Ok(()));
         }
         // Take the events out for the commit; they come back for the notifications.
         let mut slots = Vec::with_capacity(batch.len());
@@ -317,7 +326,7 @@ async fn emit(
         if !events.is_empty() {
             if let Err(e) = store.checkpoint_append(row, &events).await {
                 rx.close();
-                return Err(e);
+                return (sent, Err(e));
             }
         }
         let mut committed = events.drain(..);
@@ -333,6 +342,9 @@ async fn emit(
                             },
                         )
                         .await;
+                        if let CheckpointEvent::Text(t) = &e {
+                            sent.push_str(t);
+                        }
                     }
                 }
                 Some(Item::Thought(t)) => {
@@ -373,7 +385,7 @@ async fn emit(
             }
         }
     }
-    Ok(())
+    (sent, Ok(()))
 }
 
 fn event_of(e: &CheckpointEvent) -> Event<'_> {

@@ -22,7 +22,9 @@ use crate::agent::{
 use crate::config::AgentConfig;
 use crate::context::Conn;
 use crate::error::RpcError;
+use crate::jsonrpc::{error_frame, Payload};
 use crate::limits::SHUTDOWN_GRACE;
+use crate::request::IdText;
 use crate::state::Daemon;
 use crate::store::provider_safe;
 
@@ -37,27 +39,43 @@ pub struct PromptResult {
     pub content: String,
 }
 
-/// Whether the client was told how the turn ended (`turn_complete` sent).
+/// How a prompt ended, for the handler.
 #[derive(Debug)]
-pub struct Answered<T> {
-    pub result: T,
+pub struct Answered {
+    pub result: Result<PromptResult, RpcError>,
+    /// `turn_complete` was sent.
     pub turn_complete_sent: bool,
+    /// The answer frame was already written by the turn (see [`run_prompt`]).
+    pub answer_sent: bool,
+    /// The text the client was sent during the turn.
+    pub content: String,
 }
 
-/// Queues `prompt` on `session` and runs it; the answer of `session/prompt`.
+impl Answered {
+    fn early(e: RpcError) -> Self {
+        Self {
+            result: Err(e),
+            turn_complete_sent: false,
+            answer_sent: false,
+            content: String::new(),
+        }
+    }
+}
+
+/// Queues `prompt` on `session` and runs it. With `reply_to` (the request's
+/// id), the turn writes its own answer before the next queued turn may
+/// start, so a turn's updates, its `turn_complete` and its answer are never
+/// overtaken by the next turn's (§8.4 step 4).
 pub async fn run_prompt(
     daemon: Arc<Daemon>,
     session: Arc<Session>,
     conn: Conn,
     prompt: String,
-) -> Answered<Result<PromptResult, RpcError>> {
-    let not_sent = |e| Answered {
-        result: Err(e),
-        turn_complete_sent: false,
-    };
+    reply_to: Option<IdText>,
+) -> Answered {
     let permit = match session.enqueue().await {
         Ok(p) => p,
-        Err(e) => return not_sent(e),
+        Err(e) => return Answered::early(e),
     };
     // A turn starts only if this incarnation is still live and not ending.
     let signals = {
@@ -68,13 +86,23 @@ pub async fn run_prompt(
             .is_some_and(|s| Arc::ptr_eq(&s, &session));
         match session.ending() {
             None if live => session.start_turn(conn.clone()),
-            ending => return not_sent(ending.unwrap_or(End::Closed).error()),
+            ending => return Answered::early(ending.unwrap_or(End::Closed).error()),
         }
     };
     let task = tokio::spawn({
         let session = session.clone();
         async move {
-            let out = execute(&daemon, &session, &conn, &prompt, &signals).await;
+            let mut out = execute(&daemon, &session, &conn, &prompt, &signals).await;
+            if let Some(id) = reply_to {
+                let frame = match &out.result {
+                    Ok(r) => Payload::new(r, Default::default()).map(|p| p.into_frame(id.as_str())),
+                    Err(e) => Ok(error_frame(e, Some(id.as_str()))),
+                };
+                if let Ok(frame) = frame {
+                    let _ = conn.outbound.send(frame).await;
+                    out.answer_sent = true;
+                }
+            }
             session.end_turn();
             drop(permit);
             out
@@ -82,7 +110,7 @@ pub async fn run_prompt(
     });
     match task.await {
         Ok(out) => out,
-        Err(_) => not_sent(RpcError::internal("the turn failed unexpectedly", None)),
+        Err(_) => Answered::early(RpcError::internal("the turn failed unexpectedly", None)),
     }
 }
 
@@ -117,11 +145,8 @@ async fn execute(
     conn: &Conn,
     prompt: &str,
     signals: &TurnSignals,
-) -> Answered<Result<PromptResult, RpcError>> {
-    let not_sent = |e| Answered {
-        result: Err(e),
-        turn_complete_sent: false,
-    };
+) -> Answered {
+    let not_sent = Answered::early;
     let config = daemon.config.current();
     let Some(agent) = config.agents.get(&session.agent_alias) else {
         return not_sent(RpcError::internal(
@@ -194,12 +219,14 @@ async fn execute(
         signals,
     )
     .await;
-    let emitted = sink.finish().await;
-    let content = sink.content().to_owned();
+    let (content, emitted) = sink.finish().await;
 
     // Killed or deleted: no finalization, no turn_complete (§9.9).
     if signals.hard.is_cancelled() {
-        return not_sent(session.ending().unwrap_or(End::Killed).error());
+        return Answered {
+            content,
+            ..not_sent(session.ending().unwrap_or(End::Killed).error())
+        };
     }
 
     // 5. Persist the outcome.
@@ -245,6 +272,8 @@ async fn execute(
             return Answered {
                 result: Err(err),
                 turn_complete_sent: true,
+                answer_sent: false,
+                content,
             };
         }
     };
@@ -273,6 +302,8 @@ async fn execute(
     Answered {
         result,
         turn_complete_sent: true,
+        answer_sent: false,
+        content,
     }
 }
 
