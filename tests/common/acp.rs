@@ -1,0 +1,562 @@
+//! Helpers of the ACP durability tests (tests/acp_*.rs): a daemon on a
+//! config dir the test keeps across kills and restarts, a JSON-RPC client
+//! that sets aside the notifications it meets while it waits for an answer,
+//! turns, transcripts read through `session/messages`, and read-only views
+//! of the session database for byte-identity checks.
+//!
+//! Every wait is bounded (the client's waits by [`super::RECV_TIMEOUT`]).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{Client, Daemon, DaemonBuilder, RecvError, TestDir, RECV_TIMEOUT};
+
+/// The marker recovery appends (SPEC §9.6).
+pub const INTERRUPTED: &str = "Turn interrupted";
+/// The marker a kill appends when it folds a leftover checkpoint (SPEC §9.9).
+pub const KILLED: &str = "Turn killed";
+
+/// The config of an echo agent with the given extra lines.
+pub fn echo_config(extra_agent_lines: &str) -> String {
+    format!("schema_version = 1\n\n[agents.echo]\nbackend = \"echo\"\n{extra_agent_lines}\n")
+}
+
+// ---------------------------------------------------------------------------
+// A daemon that can be killed and restarted on the same config dir
+
+/// A config dir owned by the test and the daemon running on it (started
+/// with `--test-faults`), if any.
+#[derive(Debug)]
+pub struct AcpEnv {
+    dir: TestDir,
+    daemon: Option<Daemon>,
+    /// Daemons started so far.
+    pub starts: u32,
+}
+
+impl AcpEnv {
+    /// Writes `config` as `<dir>/cfg/config.toml` (mode 0600) and starts a daemon.
+    pub fn new(config: &str) -> Self {
+        let mut env = Self::stopped(config);
+        env.start();
+        env
+    }
+
+    /// Like [`AcpEnv::new`], without starting the daemon.
+    pub fn stopped(config: &str) -> Self {
+        let dir = TestDir::new();
+        let cfg = dir.config_dir();
+        std::fs::create_dir_all(&cfg).unwrap();
+        set_mode(&cfg, 0o700);
+        let file = cfg.join("config.toml");
+        std::fs::write(&file, config).unwrap();
+        set_mode(&file, 0o600);
+        Self {
+            dir,
+            daemon: None,
+            starts: 0,
+        }
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.dir.config_dir()
+    }
+
+    /// `<data_dir>/sessions/sessions.db`.
+    pub fn db(&self) -> PathBuf {
+        self.config_dir()
+            .join("data")
+            .join("sessions")
+            .join("sessions.db")
+    }
+
+    /// Starts a daemon on the config dir (none may be running).
+    pub fn start(&mut self) {
+        assert!(self.daemon.is_none(), "a daemon is already running");
+        let d = DaemonBuilder::new()
+            .config_dir(self.config_dir())
+            .arg("--test-faults")
+            .spawn();
+        self.starts += 1;
+        self.daemon = Some(d);
+    }
+
+    /// The running daemon.
+    pub fn d(&self) -> &Daemon {
+        self.daemon.as_ref().expect("no daemon is running")
+    }
+
+    pub fn d_mut(&mut self) -> &mut Daemon {
+        self.daemon.as_mut().expect("no daemon is running")
+    }
+
+    /// SIGKILL the daemon and reap it.
+    pub fn kill9(&mut self) {
+        let mut d = self.daemon.take().expect("no daemon is running");
+        d.kill9();
+    }
+
+    /// SIGTERM the daemon and wait for its graceful exit (status 0).
+    pub fn stop(&mut self) {
+        let mut d = self.daemon.take().expect("no daemon is running");
+        d.wait_for_handler(libc::SIGTERM);
+        d.signal(libc::SIGTERM);
+        let st = d
+            .wait_exit(Duration::from_secs(15))
+            .expect("the daemon did not exit after SIGTERM");
+        assert!(st.success(), "graceful shutdown exited with {st:?}");
+    }
+
+    /// kill -9, then a new daemon on the same config dir.
+    pub fn restart(&mut self) {
+        self.kill9();
+        self.start();
+    }
+
+    /// A new initialized client of the running daemon.
+    pub fn rpc(&self) -> Rpc {
+        Rpc::new(self.d())
+    }
+}
+
+fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// The JSON-RPC client
+
+/// A connected, initialized client. Frames that are not the answer a call
+/// waits for are kept, in order, in `stash`.
+#[derive(Debug)]
+pub struct Rpc {
+    pub c: Client,
+    next_id: u64,
+    pub stash: VecDeque<Value>,
+}
+
+/// One prompt's answer and the `session/update` params that came before it.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    pub updates: Vec<Value>,
+    pub answer: Result<Value, Value>,
+}
+
+impl Turn {
+    /// Updates of `type` `t`.
+    pub fn of_type(&self, t: &str) -> Vec<&Value> {
+        self.updates.iter().filter(|u| u["type"] == t).collect()
+    }
+
+    /// The concatenated text of the `agent_message_chunk`s.
+    pub fn text(&self) -> String {
+        chunk_text(&self.updates)
+    }
+
+    /// The one `turn_complete`.
+    pub fn complete(&self) -> &Value {
+        let c = self.of_type("turn_complete");
+        assert_eq!(c.len(), 1, "expected one turn_complete: {:?}", self.updates);
+        c[0]
+    }
+
+    /// The result; panics on an error answer.
+    pub fn ok(&self) -> &Value {
+        match &self.answer {
+            Ok(r) => r,
+            Err(e) => panic!("the prompt failed: {e}; updates {:?}", self.updates),
+        }
+    }
+
+    /// The error; panics on a result.
+    pub fn err(&self) -> &Value {
+        match &self.answer {
+            Err(e) => e,
+            Ok(r) => panic!("the prompt succeeded: {r}; updates {:?}", self.updates),
+        }
+    }
+}
+
+/// The concatenated text of the `agent_message_chunk`s among `updates`.
+pub fn chunk_text(updates: &[Value]) -> String {
+    updates
+        .iter()
+        .filter(|u| u["type"] == "agent_message_chunk")
+        .map(|u| u["text"].as_str().expect("chunk text"))
+        .collect()
+}
+
+impl Rpc {
+    /// Connects to `d` and initializes.
+    pub fn new(d: &Daemon) -> Self {
+        let mut c = d.connect();
+        c.initialize();
+        Self {
+            c,
+            next_id: 1,
+            stash: VecDeque::new(),
+        }
+    }
+
+    /// Sends a request; returns its id.
+    pub fn send(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.c
+            .send_json(&json!({"jsonrpc": "2.0", "method": method, "params": params, "id": id}));
+        id
+    }
+
+    /// Sends a notification (no id).
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.c
+            .send_json(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The next frame from the socket (not the stash) within `timeout`.
+    pub fn read_frame(&mut self, timeout: Duration) -> Result<Value, RecvError> {
+        let line = self.c.try_recv_line(timeout)?;
+        Ok(serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("frame is not JSON ({e}): {line}")))
+    }
+
+    /// Waits for the answer to `id`, stashing every other frame.
+    pub fn wait(&mut self, id: u64) -> Result<Value, Value> {
+        self.wait_within(id, RECV_TIMEOUT)
+    }
+
+    /// [`Rpc::wait`] with its own bound.
+    pub fn wait_within(&mut self, id: u64, timeout: Duration) -> Result<Value, Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = match self.read_frame(left) {
+                Ok(v) => v,
+                Err(e) => panic!(
+                    "no answer to request {id} within {timeout:?}: {}; stashed {:?}",
+                    super::describe(&e),
+                    self.stash
+                ),
+            };
+            if v.get("method").is_none() && v["id"] == json!(id) {
+                if let Some(e) = v.get("error") {
+                    return Err(e.clone());
+                }
+                return Ok(v["result"].clone());
+            }
+            self.stash.push_back(v);
+        }
+    }
+
+    /// A request and its answer.
+    pub fn call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+        let id = self.send(method, params);
+        self.wait(id)
+    }
+
+    /// A request that must succeed.
+    pub fn ok(&mut self, method: &str, params: Value) -> Value {
+        let p = params.to_string();
+        self.call(method, params)
+            .unwrap_or_else(|e| panic!("{method} {p} failed: {e}"))
+    }
+
+    /// A request that must fail; its error object.
+    pub fn err(&mut self, method: &str, params: Value) -> Value {
+        let p = params.to_string();
+        match self.call(method, params) {
+            Err(e) => e,
+            Ok(r) => panic!("{method} {p} succeeded: {r}"),
+        }
+    }
+
+    /// Takes the stashed `session/update` params (other stashed frames stay).
+    pub fn take_updates(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        self.stash.retain(|v| {
+            if v["method"] == "session/update" {
+                out.push(v["params"].clone());
+                false
+            } else {
+                true
+            }
+        });
+        out
+    }
+
+    /// `debug/set-faults`; checks the echo.
+    pub fn faults(&mut self, points: &[&str]) {
+        let r = self.ok("debug/set-faults", json!({ "faults": points }));
+        let mut got: Vec<String> = r["faults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        got.sort();
+        let mut want: Vec<String> = points.iter().map(|s| (*s).to_owned()).collect();
+        want.sort();
+        assert_eq!(got, want, "debug/set-faults echo");
+    }
+
+    /// `session/new` with `chat_mode`; the result.
+    pub fn new_session(&mut self, id: &str, mode: &str) -> Value {
+        self.ok(
+            "session/new",
+            json!({"agent_alias": "echo", "session_id": id, "chat_mode": mode}),
+        )
+    }
+
+    /// Sends `session/prompt`; its id.
+    pub fn send_prompt(&mut self, sid: &str, prompt: &str) -> u64 {
+        self.send(
+            "session/prompt",
+            json!({"session_id": sid, "prompt": prompt}),
+        )
+    }
+
+    /// Waits for prompt `id`'s answer; the updates for `sid` that came before it.
+    pub fn finish_turn(&mut self, sid: &str, id: u64, timeout: Duration) -> Turn {
+        let answer = self.wait_within(id, timeout);
+        let mut updates = Vec::new();
+        self.stash.retain(|v| {
+            if v["method"] == "session/update" && v["params"]["sessionId"] == sid {
+                updates.push(v["params"].clone());
+                false
+            } else {
+                true
+            }
+        });
+        Turn { updates, answer }
+    }
+
+    /// One prompt, to its answer.
+    pub fn prompt(&mut self, sid: &str, prompt: &str) -> Turn {
+        let id = self.send_prompt(sid, prompt);
+        self.finish_turn(sid, id, RECV_TIMEOUT)
+    }
+
+    /// One prompt that must complete; its turn.
+    pub fn prompt_ok(&mut self, sid: &str, prompt: &str) -> Turn {
+        let t = self.prompt(sid, prompt);
+        t.ok();
+        assert_eq!(t.complete()["outcome"], "completed", "{:?}", t.updates);
+        t
+    }
+
+    /// The retained context the next turn starts with, through `::context`
+    /// (one completed turn, which extends the context and the transcript).
+    pub fn context(&mut self, sid: &str) -> Vec<Value> {
+        let t = self.prompt_ok(sid, "::context");
+        let doc: Value = serde_json::from_str(t.ok()["content"].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("::context reply is not JSON ({e}): {}", t.ok()));
+        doc["messages"].as_array().unwrap().clone()
+    }
+
+    /// Every transcript row through `session/messages` (paging back to the start).
+    pub fn messages(&mut self, sid: &str) -> Vec<Value> {
+        self.messages_mode(sid, None)
+            .unwrap_or_else(|e| panic!("session/messages {sid} failed: {e}"))
+    }
+
+    /// Every row of the store selected by `mode` (`None`: the default selection).
+    pub fn messages_mode(&mut self, sid: &str, mode: Option<&str>) -> Result<Vec<Value>, Value> {
+        let mut rows: Vec<Value> = Vec::new();
+        let mut before: Option<u64> = None;
+        loop {
+            let mut p = json!({"session_id": sid, "limit": 1000});
+            if let Some(m) = mode {
+                p["chat_mode"] = json!(m);
+            }
+            if let Some(b) = before {
+                p["before_index"] = json!(b);
+            }
+            let page = self.call("session/messages", p)?;
+            let mut msgs = page["messages"].as_array().unwrap().clone();
+            let start = page["start"].as_u64().unwrap();
+            msgs.append(&mut rows);
+            rows = msgs;
+            if start == 0 {
+                assert_eq!(rows.len() as u64, page["total"].as_u64().unwrap());
+                return Ok(rows);
+            }
+            before = Some(start);
+        }
+    }
+
+    /// The session ids `status` reports live.
+    pub fn live_ids(&mut self) -> Vec<String> {
+        let s = self.ok("status", json!({}));
+        s["session_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+/// Asserts an error's code and `data.reason` (`None`: no reason).
+#[track_caller]
+pub fn assert_error(e: &Value, code: i64, reason: Option<&str>) {
+    assert_eq!(e["code"], json!(code), "error {e}");
+    match reason {
+        Some(r) => assert_eq!(e["data"]["reason"], json!(r), "error {e}"),
+        None => assert!(e["data"].get("reason").is_none(), "error {e}"),
+    }
+}
+
+/// Asserts that rows carry seq 1..=n in order.
+#[track_caller]
+pub fn assert_contiguous(rows: &[Value]) {
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["seq"], json!(i + 1), "row {i} of {rows:?}");
+    }
+}
+
+/// `(role, kind, content)` of each row, for compact comparisons.
+pub fn shape(rows: &[Value]) -> Vec<(String, String, String)> {
+    rows.iter()
+        .map(|r| {
+            (
+                r["role"].as_str().unwrap().to_owned(),
+                r["kind"].as_str().unwrap().to_owned(),
+                r["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A `(role, kind, content)` triple.
+pub fn row(role: &str, kind: &str, content: &str) -> (String, String, String) {
+    (role.to_owned(), kind.to_owned(), content.to_owned())
+}
+
+/// How many interruption markers with `content` there are.
+pub fn markers(rows: &[Value], content: &str) -> usize {
+    rows.iter()
+        .filter(|r| r["kind"] == "interruption_marker" && r["content"] == content)
+        .count()
+}
+
+/// A context message as `::context` writes it.
+pub fn ctx(role: &str, content: &str) -> Value {
+    json!({"role": role, "kind": "message", "content": content})
+}
+
+// ---------------------------------------------------------------------------
+// The database, read (and, with the daemon stopped, written) directly
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// The session tables (SPEC §9.2).
+pub const TABLES: [&str; 7] = [
+    "acp_sessions",
+    "acp_transcript",
+    "acp_context_snapshots",
+    "acp_turn_checkpoints",
+    "acp_checkpoint_events",
+    "chat_sessions",
+    "chat_messages",
+];
+
+async fn open(db: &Path, read_only: bool) -> sqlx::SqliteConnection {
+    use sqlx::ConnectOptions;
+    sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(db)
+        .read_only(read_only)
+        .busy_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("opening {}: {e}", db.display()))
+}
+
+/// Runs `sql` read-only; each row's columns as SQL literals (`quote()`),
+/// joined with `|`: two dumps are equal exactly when the rows are byte-identical.
+pub fn db_rows(db: &Path, sql: &str) -> Vec<String> {
+    block_on(async {
+        use sqlx::{Column, Row};
+        let mut conn = open(db, true).await;
+        let rows = sqlx::query(sql)
+            .fetch_all(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        rows.iter()
+            .map(|r| {
+                (0..r.columns().len())
+                    .map(|i| {
+                        let v: Option<String> = r.try_get(i).unwrap_or_else(|e| {
+                            panic!("{sql}: column {}: {e}", r.columns()[i].name())
+                        });
+                        v.unwrap_or_else(|| "NULL".into())
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|")
+            })
+            .collect()
+    })
+}
+
+/// Every row of `table`, every column as a SQL literal, in `rowid` order.
+pub fn dump_table(db: &Path, table: &str) -> Vec<String> {
+    let cols = db_rows(
+        db,
+        &format!("SELECT name FROM pragma_table_info('{table}')"),
+    );
+    assert!(!cols.is_empty(), "no table {table}");
+    let quoted: Vec<String> = cols
+        .iter()
+        .map(|c| format!("quote({})", c.trim_matches('\'')))
+        .collect();
+    db_rows(
+        db,
+        &format!(
+            "SELECT {} FROM {table} ORDER BY rowid",
+            quoted.join(" || '|' || ")
+        ),
+    )
+}
+
+/// Every session table, dumped.
+pub fn dump_all(db: &Path) -> BTreeMap<&'static str, Vec<String>> {
+    TABLES.iter().map(|t| (*t, dump_table(db, t))).collect()
+}
+
+/// One integer from `sql` (read-only).
+pub fn db_int(db: &Path, sql: &str) -> i64 {
+    block_on(async {
+        let mut conn = open(db, true).await;
+        sqlx::query_scalar::<_, i64>(sql)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    })
+}
+
+/// Runs `statements` in one transaction on a read-write connection; only
+/// while no daemon runs on the database.
+pub fn db_exec(db: &Path, statements: &[&str]) {
+    block_on(async {
+        use sqlx::Connection;
+        let mut conn = open(db, false).await;
+        let mut tx = conn.begin().await.unwrap();
+        for s in statements {
+            sqlx::query(s)
+                .execute(&mut *tx)
+                .await
+                .unwrap_or_else(|e| panic!("{s}: {e}"));
+        }
+        tx.commit().await.unwrap();
+        conn.close().await.unwrap();
+    })
+}
