@@ -1,0 +1,417 @@
+//! The authorization model on any machine (SPEC §5.2, §6.4, §6.5, §8.16
+//! steps 3–4): with `security.trust_daemon_uid = false` the test's own uid
+//! (the daemon's) is mapped through the roster like any other peer, and an
+//! admin connects with a pairing token seeded in `config.toml`. Real OS
+//! users and the socket group are in tests/authz_users.rs.
+
+#[macro_use]
+mod common;
+
+use common::users::{
+    assert_error, call, config_bytes, digest, get, initialize, ok, set_many, write_config,
+    ADMIN_TOKEN,
+};
+use common::{euid, Client, Daemon, TestDir};
+use serde_json::{json, Value};
+
+fn self_roster_config() -> String {
+    format!(
+        r#"schema_version = 1
+
+[security]
+trust_daemon_uid = false
+
+[gateway]
+paired_tokens = ["{digest}"]
+
+[agents.echo]
+backend = "echo"
+
+[permission_profiles.me]
+allowed_agents = ["echo"]
+config_write_paths = ["agents.echo.*"]
+grants = {{ system = ["read"], config = ["read", "update"], sessions = ["read"] }}
+
+[users.me]
+uid = {uid}
+permission_profiles = ["me"]
+"#,
+        digest = digest(ADMIN_TOKEN),
+        uid = euid()
+    )
+}
+
+fn start_self_roster(dir: &TestDir) -> Daemon {
+    write_config(&dir.config_dir(), &self_roster_config());
+    Daemon::builder().config_dir(dir.config_dir()).spawn()
+}
+
+fn admin(d: &Daemon) -> Client {
+    let mut c = d.connect();
+    let v = initialize(&mut c, Some(ADMIN_TOKEN));
+    assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
+    c
+}
+
+fn me(d: &Daemon) -> Client {
+    let mut c = d.connect();
+    let v = initialize(&mut c, None);
+    assert_eq!(v["result"]["principalId"], "user:me", "{v}");
+    c
+}
+
+fn revoked() -> Option<Value> {
+    Some(json!({"reason": "revoked"}))
+}
+
+#[test]
+fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
+    let dir = TestDir::new();
+    let d = start_self_roster(&dir);
+    let mut me = me(&d);
+    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+
+    let v = call(&mut me, "session/new", json!({"agent_alias": "echo"}));
+    assert_error(
+        &v,
+        -32012,
+        "Principal is not granted sessions:create (required by session/new)",
+        Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
+    );
+    for m in ["pairing/list", "pairing/create"] {
+        let v = call(&mut me, m, json!({}));
+        assert_error(
+            &v,
+            -32012,
+            &format!("Principal is not an admin (required by {m})"),
+            Some(json!({"reason": "admin_only"})),
+        );
+    }
+    // Without --test-faults the method does not exist at all (§8.20).
+    let v = call(&mut me, "debug/set-faults", json!({"faults": []}));
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+
+    let before = config_bytes(&d.config_dir);
+    let v = set_many(
+        &mut me,
+        &[
+            ("agents.echo.chunk_chars", json!(3)),
+            ("agents.echo.system_prompt", json!("x")),
+            ("security.trust_daemon_uid", json!(true)),
+        ],
+    );
+    assert_eq!(
+        v["error"],
+        json!({"code": -32012,
+               "message": "sets[2]: principal is not granted config write access to security.trust_daemon_uid",
+               "data": {"reason": "config_path", "index": 2, "prop": "security.trust_daemon_uid"}}),
+        "{v}"
+    );
+    for prop in ["daemon.ask_timeout_secs", "agents.echo.env", "users.me.uid"] {
+        let v = set_many(
+            &mut me,
+            &[("agents.echo.chunk_chars", json!(3)), (prop, json!(1))],
+        );
+        assert_eq!(v["error"]["data"]["index"], 1, "{prop}: {v}");
+        assert_eq!(v["error"]["data"]["prop"], prop, "{prop}: {v}");
+    }
+    assert_eq!(config_bytes(&d.config_dir), before);
+    let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(3))]);
+    assert_eq!(
+        v["result"],
+        json!({"props": ["agents.echo.chunk_chars"], "set": true})
+    );
+    assert_eq!(get(&mut me, "agents.echo.chunk_chars"), 3);
+}
+
+#[test]
+fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
+    let dir = TestDir::new();
+    let d = start_self_roster(&dir);
+    let mut admin = admin(&d);
+    let mut me = me(&d);
+
+    // Narrower grants: the binding stays, the gate applies the new grants.
+    ok(
+        &mut admin,
+        "config/set",
+        json!({"prop": "permission_profiles.me.grants.config", "value": ["read"]}),
+    );
+    let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(2))]);
+    assert_error(
+        &v,
+        -32012,
+        "Principal is not granted config:update (required by config/set-many)",
+        Some(json!({"reason": "missing_grant", "required": "config:update"})),
+    );
+    assert_eq!(get(&mut me, "agents.echo.chunk_chars"), 16);
+
+    // No grants left: revoked once, then unbound.
+    ok(
+        &mut admin,
+        "config/set",
+        json!({"prop": "permission_profiles.me.grants", "value": {}}),
+    );
+    let v = call(&mut me, "config/get", json!({}));
+    assert_error(
+        &v,
+        -32012,
+        "Permission revoked: the principal no longer resolves",
+        revoked(),
+    );
+    for _ in 0..2 {
+        let v = call(&mut me, "config/get", json!({}));
+        assert_error(
+            &v,
+            -32010,
+            "First call must be 'initialize'",
+            Some(json!({"reason": "not_initialized"})),
+        );
+    }
+    let v = initialize(&mut me, None);
+    assert_eq!(v["error"]["data"]["reason"], "no_grants", "{v}");
+
+    // Grants back: a fresh initialize binds again.
+    ok(
+        &mut admin,
+        "config/set",
+        json!({"prop": "permission_profiles.me.grants", "value": {"system": ["read"]}}),
+    );
+    let v = initialize(&mut me, None);
+    assert_eq!(v["result"]["principalId"], "user:me", "{v}");
+    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+}
+
+#[test]
+fn a_notification_after_a_revocation_drops_the_binding_silently() {
+    let dir = TestDir::new();
+    let d = start_self_roster(&dir);
+    let mut admin = admin(&d);
+    let mut me = me(&d);
+    ok(
+        &mut admin,
+        "config/set",
+        json!({"prop": "permission_profiles.me.grants", "value": {}}),
+    );
+    // §6.5: the gate runs before notifications too. A notification is never
+    // answered, but the revocation it meets drops the binding, so the next
+    // request is not_initialized rather than revoked.
+    me.send_line(r#"{"jsonrpc":"2.0","method":"status","params":{}}"#);
+    me.expect_nothing_before_probe();
+    let v = call(&mut me, "status", json!({}));
+    assert_error(
+        &v,
+        -32010,
+        "First call must be 'initialize'",
+        Some(json!({"reason": "not_initialized"})),
+    );
+}
+
+#[test]
+fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() {
+    let d = Daemon::start();
+    let mut uid_admin = d.client();
+    let token = ok(&mut uid_admin, "pairing/create", json!({}))["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut token_admin = d.connect();
+    let v = initialize(&mut token_admin, Some(&token));
+    assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
+
+    // The request that turns trust off is answered; the next one is not.
+    let v = set_many(
+        &mut uid_admin,
+        &[("security.trust_daemon_uid", json!(false))],
+    );
+    assert_eq!(
+        v["result"],
+        json!({"props": ["security.trust_daemon_uid"], "set": true})
+    );
+    let v = call(&mut uid_admin, "status", json!({}));
+    assert_error(
+        &v,
+        -32012,
+        "Permission revoked: the principal no longer resolves",
+        revoked(),
+    );
+    let v = call(&mut uid_admin, "status", json!({}));
+    assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
+    // Root included: an unmapped uid is rejected (§5.2).
+    let v = initialize(&mut uid_admin, None);
+    assert_error(
+        &v,
+        -32010,
+        "Credential rejected",
+        Some(json!({"reason": "credential_rejected"})),
+    );
+    let mut fresh = d.connect();
+    let v = initialize(&mut fresh, None);
+    assert_eq!(v["error"]["data"]["reason"], "credential_rejected", "{v}");
+
+    // The token's binding does not depend on the uid.
+    assert_eq!(
+        ok(&mut token_admin, "status", json!({}))["principal_id"],
+        "shared-operator"
+    );
+    ok(
+        &mut token_admin,
+        "config/set",
+        json!({"prop": "security.trust_daemon_uid", "value": true}),
+    );
+    let v = initialize(&mut uid_admin, None);
+    assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
+}
+
+#[test]
+fn a_profile_added_to_the_roster_user_widens_its_grants_live() {
+    let dir = TestDir::new();
+    let d = start_self_roster(&dir);
+    let mut admin = admin(&d);
+    let mut me = me(&d);
+    let v = call(&mut me, "session/new", json!({"agent_alias": "echo"}));
+    assert_eq!(v["error"]["data"]["reason"], "missing_grant", "{v}");
+    // One request creates a profile and gives it to the user (union, §6.3).
+    let v = set_many(
+        &mut admin,
+        &[
+            (
+                "permission_profiles.creator.grants",
+                json!({"sessions": ["create"]}),
+            ),
+            ("permission_profiles.creator.allowed_agents", json!(["*"])),
+            ("users.me.permission_profiles", json!(["me", "creator"])),
+        ],
+    );
+    assert_eq!(v["result"]["set"], true, "{v}");
+    let v = call(
+        &mut me,
+        "session/new",
+        json!({"agent_alias": "echo", "chat_mode": "acp"}),
+    );
+    assert!(v.get("result").is_some(), "{v}");
+    // The other profile's grants are still there.
+    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+}
+
+/// Sends `session/prompt` and returns the streamed `agent_message_chunk`
+/// texts and the answer frame.
+fn prompt(c: &mut Client, session_id: &str, text: &str) -> (Vec<String>, Value) {
+    c.send_json(&json!({"jsonrpc": "2.0", "method": "session/prompt",
+        "params": {"session_id": session_id, "prompt": text}, "id": "p"}));
+    let mut chunks = Vec::new();
+    loop {
+        let v = c.recv_json();
+        if v["id"] == "p" {
+            return (chunks, v);
+        }
+        if v["params"]["type"] == "agent_message_chunk" {
+            chunks.push(v["params"]["text"].as_str().unwrap().to_owned());
+        }
+    }
+}
+
+#[test]
+fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
+    let dir = TestDir::new();
+    let d = start_self_roster(&dir);
+    let mut admin = admin(&d);
+    ok(
+        &mut admin,
+        "config/set",
+        json!({"prop": "permission_profiles.me.grants.sessions", "value": ["create", "execute", "read"]}),
+    );
+    let mut me = me(&d);
+
+    // A new agent, usable by the next session without a restart.
+    let v = set_many(
+        &mut admin,
+        &[
+            ("agents.tiny.backend", json!("echo")),
+            ("agents.tiny.chunk_chars", json!(3)),
+        ],
+    );
+    assert_eq!(v["result"]["set"], true, "{v}");
+    // §6.6: the user's profile allows only `echo`.
+    let v = call(
+        &mut me,
+        "session/new",
+        json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
+    );
+    assert_error(
+        &v,
+        -32012,
+        "Principal is not entitled to agent tiny",
+        Some(json!({"reason": "agent", "agent": "tiny"})),
+    );
+    ok(
+        &mut admin,
+        "config/set",
+        json!({"prop": "permission_profiles.me.allowed_agents", "value": ["echo", "tiny"]}),
+    );
+    ok(
+        &mut me,
+        "session/new",
+        json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
+    );
+    let (chunks, v) = prompt(&mut me, "t1", "abcdefgh");
+    assert_eq!(v["result"]["content"], "abcdefgh", "{v}");
+    assert_eq!(chunks, ["abc", "def", "gh"]);
+
+    // A tuning prop the user may write applies to the next turn.
+    let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(5))]);
+    assert_eq!(v["result"]["set"], true, "{v}");
+    ok(
+        &mut me,
+        "session/new",
+        json!({"agent_alias": "echo", "session_id": "e1", "chat_mode": "acp"}),
+    );
+    let (chunks, _) = prompt(&mut me, "e1", "abcdefgh");
+    assert_eq!(chunks, ["abcde", "fgh"]);
+}
+
+#[test]
+fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
+    let dir = TestDir::new();
+    let d = start_self_roster(&dir);
+    let mut admin = admin(&d);
+    let mut me = me(&d);
+    let v = set_many(
+        &mut admin,
+        &[
+            ("permission_profiles.boss.admin", json!(true)),
+            ("users.me.permission_profiles", json!(["me", "boss"])),
+        ],
+    );
+    assert_eq!(v["result"]["set"], true, "{v}");
+    // Admin passes every check: admin-only methods and props.
+    assert_eq!(
+        ok(&mut me, "pairing/list", json!({}))["token_hashes"],
+        json!([digest(ADMIN_TOKEN)])
+    );
+    let v = set_many(
+        &mut me,
+        &[
+            ("gateway.port", json!(4000)),
+            ("agents.echo.backend", json!("echo")),
+        ],
+    );
+    assert_eq!(v["result"]["set"], true, "{v}");
+    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+
+    ok(
+        &mut admin,
+        "config/set",
+        json!({"prop": "permission_profiles.boss.admin", "value": false}),
+    );
+    let v = call(&mut me, "pairing/list", json!({}));
+    assert_error(
+        &v,
+        -32012,
+        "Principal is not an admin (required by pairing/list)",
+        Some(json!({"reason": "admin_only"})),
+    );
+    let v = set_many(&mut me, &[("gateway.port", json!(4001))]);
+    assert_eq!(v["error"]["data"]["reason"], "config_path", "{v}");
+    assert_eq!(get(&mut me, "gateway.port"), 4000);
+}

@@ -1,0 +1,256 @@
+//! Pairing tokens on the local endpoint (SPEC §5.2 `authToken`, §6.5 step 1,
+//! §6.7, §8.19): creation through the config commit path, digests in
+//! `config.toml`, masking in `config/get`, binding and revocation.
+
+#[macro_use]
+mod common;
+
+use common::users::{
+    assert_error, call, config_bytes, digest, initialize, ok, write_config, ADMIN_TOKEN,
+};
+use common::{Daemon, TestDir};
+use serde_json::{json, Value};
+use zeroclaw::config::Config;
+
+fn file_config(d: &Daemon) -> Config {
+    let text = String::from_utf8(config_bytes(&d.config_dir)).expect("UTF-8");
+    Config::from_toml_str(&text).expect("config.toml is valid")
+}
+
+fn is_token(t: &str) -> bool {
+    t.len() == 67
+        && t.starts_with("zc_")
+        && t[3..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[test]
+fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator() {
+    let d = Daemon::start();
+    let mut admin = d.client();
+    let created = ok(&mut admin, "pairing/create", json!({}));
+    let token = created["token"].as_str().unwrap().to_owned();
+    assert!(is_token(&token), "{created}");
+    assert_eq!(created["token_hash"], digest(&token), "{created}");
+    assert_eq!(
+        created.as_object().unwrap().len(),
+        2,
+        "token and token_hash only: {created}"
+    );
+
+    // Only the digest is persisted, and reads mask it.
+    let text = String::from_utf8(config_bytes(&d.config_dir)).unwrap();
+    assert!(
+        !text.contains(&token[3..]),
+        "the token itself is not stored"
+    );
+    assert_eq!(file_config(&d).gateway.paired_tokens, [digest(&token)]);
+    let all = ok(&mut admin, "config/get", json!({}));
+    assert_eq!(all["gateway"]["paired_tokens"], json!(["****"]), "{all}");
+    assert!(!all.to_string().contains(&digest(&token)), "{all}");
+    let one = ok(
+        &mut admin,
+        "config/get",
+        json!({"prop": "gateway.paired_tokens"}),
+    );
+    assert_eq!(
+        one,
+        json!({"prop": "gateway.paired_tokens", "value": ["****"]})
+    );
+    assert_eq!(
+        ok(&mut admin, "pairing/list", json!({})),
+        json!({"token_hashes": [digest(&token)]})
+    );
+    // The list is managed by pairing/* only, even for an admin.
+    let v = call(
+        &mut admin,
+        "config/set",
+        json!({"prop": "gateway.paired_tokens", "value": []}),
+    );
+    assert_error(
+        &v,
+        -32602,
+        "gateway.paired_tokens: read-only prop; use pairing/*",
+        Some(json!({"prop": "gateway.paired_tokens"})),
+    );
+
+    // The token binds the shared operator, with or without the explicit provider.
+    for params in [
+        json!({"protocolVersion": 1, "authToken": token}),
+        json!({"protocolVersion": 1, "authToken": token, "authProvider": "native"}),
+    ] {
+        let mut c = d.connect();
+        let v = call(&mut c, "initialize", params);
+        assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
+    }
+    let bound = d.log.events_named("principal_bound");
+    assert!(
+        bound.iter().any(|e| e["auth_provider"] == "native"),
+        "{bound:?}"
+    );
+}
+
+#[test]
+fn revoking_a_token_fails_the_next_request_of_its_connections() {
+    let d = Daemon::start();
+    let mut admin = d.client();
+    let token = ok(&mut admin, "pairing/create", json!({}))["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let other = ok(&mut admin, "pairing/create", json!({}))["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut t1 = d.connect();
+    assert_eq!(
+        initialize(&mut t1, Some(&token))["result"]["principalId"],
+        "shared-operator"
+    );
+    let mut t2 = d.connect();
+    assert_eq!(
+        initialize(&mut t2, Some(&other))["result"]["principalId"],
+        "shared-operator"
+    );
+    ok(&mut t1, "status", json!({}));
+
+    assert_eq!(
+        ok(&mut admin, "pairing/revoke", json!({"token": token})),
+        json!({"revoked": true})
+    );
+    assert_eq!(file_config(&d).gateway.paired_tokens, [digest(&other)]);
+    let v = call(&mut t1, "status", json!({}));
+    assert_error(
+        &v,
+        -32010,
+        "Pairing token revoked: re-pair and re-initialize",
+        Some(json!({"reason": "token_revoked"})),
+    );
+    let v = call(&mut t1, "status", json!({}));
+    assert_error(
+        &v,
+        -32010,
+        "First call must be 'initialize'",
+        Some(json!({"reason": "not_initialized"})),
+    );
+    let v = initialize(&mut t1, Some(&token));
+    assert_error(
+        &v,
+        -32010,
+        "Credential rejected",
+        Some(json!({"reason": "credential_rejected"})),
+    );
+    // The other token's connection is unaffected by the generation change.
+    ok(&mut t2, "status", json!({}));
+
+    // Revoking what is not paired commits nothing.
+    let before = config_bytes(&d.config_dir);
+    assert_eq!(
+        ok(&mut admin, "pairing/revoke", json!({"token": token})),
+        json!({"revoked": false})
+    );
+    assert_eq!(config_bytes(&d.config_dir), before);
+    // By digest, in any case.
+    assert_eq!(
+        ok(
+            &mut admin,
+            "pairing/revoke",
+            json!({"token_hash": digest(&other).to_ascii_uppercase()})
+        ),
+        json!({"revoked": true})
+    );
+    let v = call(&mut t2, "status", json!({}));
+    assert_eq!(v["error"]["data"]["reason"], "token_revoked", "{v}");
+    assert_eq!(
+        ok(&mut admin, "pairing/list", json!({})),
+        json!({"token_hashes": []})
+    );
+    for params in [
+        json!({}),
+        json!({"token": other, "token_hash": digest(&other)}),
+    ] {
+        let v = call(&mut admin, "pairing/revoke", params);
+        assert_eq!(v["error"]["code"], -32602, "{v}");
+    }
+    let dropped = d.log.events_named("binding_dropped");
+    assert!(
+        dropped.iter().any(|e| e["reason"] == "token_revoked"),
+        "{dropped:?}"
+    );
+}
+
+#[test]
+fn bad_credentials_are_rejected_without_falling_back_to_the_uid() {
+    let d = Daemon::start();
+    let mut admin = d.client();
+    let token = ok(&mut admin, "pairing/create", json!({}))["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cases: [(Value, &str, &str); 4] = [
+        (
+            json!({"protocolVersion": 1, "authToken": token, "authProvider": "oauth"}),
+            "Unknown auth provider",
+            "unknown_auth_provider",
+        ),
+        (
+            json!({"protocolVersion": 1, "authToken": format!("zc_{}", "ab".repeat(32))}),
+            "Credential rejected",
+            "credential_rejected",
+        ),
+        (
+            json!({"protocolVersion": 1, "authToken": "not-a-token"}),
+            "Credential rejected",
+            "credential_rejected",
+        ),
+        (
+            // The digest itself is not the token.
+            json!({"protocolVersion": 1, "authToken": digest(&token)}),
+            "Credential rejected",
+            "credential_rejected",
+        ),
+    ];
+    for (params, message, reason) in cases {
+        // The uid of this connection is trusted, but a presented token is
+        // the credential (no fallback, §5.2).
+        let mut c = d.connect();
+        let v = call(&mut c, "initialize", params.clone());
+        assert_error(&v, -32010, message, Some(json!({"reason": reason})));
+        let v = call(&mut c, "status", json!({}));
+        assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
+        // On a bound connection, the failure unbinds it (§5.3).
+        let mut bound = d.client();
+        let v = call(&mut bound, "initialize", params);
+        assert_eq!(v["error"]["data"]["reason"], reason, "{v}");
+        let v = call(&mut bound, "status", json!({}));
+        assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
+    }
+}
+
+#[test]
+fn a_seeded_token_is_the_only_way_in_when_the_uid_is_not_trusted() {
+    let dir = TestDir::new();
+    let text = format!(
+        "schema_version = 1\n[security]\ntrust_daemon_uid = false\n[gateway]\npaired_tokens = [\"{}\"]\n[agents.echo]\nbackend = \"echo\"\n",
+        digest(ADMIN_TOKEN).to_ascii_uppercase()
+    );
+    write_config(&dir.config_dir(), &text);
+    let d = Daemon::builder().config_dir(dir.config_dir()).spawn();
+    let mut c = d.connect();
+    let v = initialize(&mut c, None);
+    assert_eq!(v["error"]["data"]["reason"], "credential_rejected", "{v}");
+    // Digests compare case-insensitively.
+    let v = initialize(&mut c, Some(ADMIN_TOKEN));
+    assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
+    // A connection may revoke its own token: the answer still comes, then
+    // the binding is gone.
+    assert_eq!(
+        ok(&mut c, "pairing/revoke", json!({"token": ADMIN_TOKEN})),
+        json!({"revoked": true})
+    );
+    let v = call(&mut c, "status", json!({}));
+    assert_eq!(v["error"]["data"]["reason"], "token_revoked", "{v}");
+    let v = initialize(&mut c, Some(ADMIN_TOKEN));
+    assert_eq!(v["error"]["data"]["reason"], "credential_rejected", "{v}");
+}
