@@ -7,11 +7,9 @@
 //! running config as they were.
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tower::Service;
 
 use super::RouteFuture;
 use crate::config::{
@@ -156,16 +154,10 @@ async fn set(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, R
     Payload::new(&json!({"prop": p.prop, "set": true}), Default::default())
 }
 
-impl Service<Request> for ConfigService {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = RouteFuture;
+method_family!(ConfigService);
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> RouteFuture {
+impl ConfigService {
+    fn route(&mut self, req: Request) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
         match req.method.name {
             "config/get" => RouteFuture::ready(get(&daemon, &req)),

@@ -1,11 +1,9 @@
 //! `debug/set-faults` (SPEC §8.20): served only with `--test-faults`.
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use serde::Deserialize;
 use serde_json::json;
-use tower::Service;
 
 use super::RouteFuture;
 use crate::error::RpcError;
@@ -53,16 +51,10 @@ fn set_faults(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     Payload::new(&json!({ "faults": active }), Default::default())
 }
 
-impl Service<Request> for DebugService {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = RouteFuture;
+method_family!(DebugService);
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> RouteFuture {
+impl DebugService {
+    fn route(&mut self, req: Request) -> RouteFuture {
         RouteFuture::ready(set_faults(&self.daemon, &req))
     }
 }

@@ -3,13 +3,11 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
-use tower::Service;
 
 use super::RouteFuture;
 use crate::context::Conn;
@@ -22,7 +20,7 @@ use crate::jsonrpc::Payload;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
 use crate::request::Request;
 use crate::session::lifecycle::{check_agent, check_owner};
-use crate::session::{valid_session_id, Session};
+use crate::session::{parse_session_id as session_id, Session};
 use crate::state::Daemon;
 
 /// The `file/*` service of one connection.
@@ -36,16 +34,6 @@ impl FileService {
     /// `file/*` for `conn`.
     pub fn new(daemon: Arc<Daemon>, conn: Conn) -> Self {
         Self { daemon, conn }
-    }
-}
-
-fn session_id(id: Option<String>) -> Result<String, RpcError> {
-    match id {
-        Some(id) if valid_session_id(&id) => Ok(id),
-        Some(_) => Err(RpcError::invalid_params(
-            "session_id must be 1-128 characters of [A-Za-z0-9._:-]",
-        )),
-        None => Err(RpcError::invalid_params("session_id is required")),
     }
 }
 
@@ -291,16 +279,10 @@ async fn commit(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     Payload::new(&result, Default::default())
 }
 
-impl Service<Request> for FileService {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = RouteFuture;
+method_family!(FileService);
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> RouteFuture {
+impl FileService {
+    fn route(&mut self, req: Request) -> RouteFuture {
         let (d, c) = (self.daemon.clone(), self.conn.clone());
         match req.method.name {
             "file/attach" => RouteFuture::boxed(attach(d, c, req)),

@@ -6,12 +6,10 @@
 //! logged: ZeroClaw's terminal client sends its whole environment.
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tower::Service;
 
 use super::RouteFuture;
 use crate::authz::{Binding, Credential};
@@ -214,16 +212,10 @@ impl Initialize {
     }
 }
 
-impl Service<Request> for Initialize {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = RouteFuture;
+method_family!(Initialize);
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> RouteFuture {
+impl Initialize {
+    fn route(&mut self, req: Request) -> RouteFuture {
         let reply = self.answer(&req);
         if reply.is_err() {
             // Fail closed (§5.3): a failed re-initialize leaves the connection unbound.

@@ -22,6 +22,30 @@ use crate::layers::Reply;
 use crate::request::Request;
 use crate::state::Daemon;
 
+/// Implements `tower::Service<Request>` for a method family: always ready
+/// (load is shed by the limit layer, never queued), answering each request
+/// with the family's `route`.
+macro_rules! method_family {
+    ($ty:ty) => {
+        impl tower::Service<crate::request::Request> for $ty {
+            type Response = crate::jsonrpc::Payload;
+            type Error = crate::error::RpcError;
+            type Future = crate::services::RouteFuture;
+
+            fn poll_ready(
+                &mut self,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Result<(), Self::Error>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn call(&mut self, req: crate::request::Request) -> Self::Future {
+                self.route(req)
+            }
+        }
+    };
+}
+
 pub mod config;
 pub mod debug;
 pub mod file;

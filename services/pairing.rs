@@ -6,11 +6,9 @@
 //! policy generation: connections that used the token fail their next request.
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use serde::Deserialize;
 use serde_json::json;
-use tower::Service;
 
 use super::RouteFuture;
 use crate::config::{token_digest, token_from_bytes, Config, Policy};
@@ -105,16 +103,10 @@ fn list(daemon: &Daemon) -> Result<Payload, RpcError> {
     Payload::new(&json!({ "token_hashes": hashes }), Default::default())
 }
 
-impl Service<Request> for PairingService {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = RouteFuture;
+method_family!(PairingService);
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> RouteFuture {
+impl PairingService {
+    fn route(&mut self, req: Request) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
         match req.method.name {
             _ if req.method.name != "pairing/revoke" && req.no_params().is_err() => {

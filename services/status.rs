@@ -7,10 +7,8 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use serde::Serialize;
-use tower::Service;
 
 use super::RouteFuture;
 use crate::error::RpcError;
@@ -95,16 +93,10 @@ impl StatusTemplate {
     }
 }
 
-impl Service<Request> for Status {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = RouteFuture;
+method_family!(Status);
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> RouteFuture {
+impl Status {
+    fn route(&mut self, req: Request) -> RouteFuture {
         RouteFuture::ready(self.answer(&req))
     }
 }

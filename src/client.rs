@@ -213,6 +213,12 @@ pub async fn rpc(
         },
         None => work.await,
     };
+    report(outcome)
+}
+
+/// Prints an outcome the way every client command does (SPEC §13): the
+/// result on stdout, an error object or a failure on stderr; the exit status.
+fn report(outcome: Result<Outcome, Failure>) -> i32 {
     match outcome {
         Ok(Outcome::Result(v)) => {
             println!("{v}");
@@ -239,22 +245,11 @@ pub async fn status(config_dir: Option<&std::ffi::OsStr>, raw: bool) -> i32 {
     }
     .await;
     match outcome {
-        Ok(Outcome::Result(v)) if raw => {
-            println!("{v}");
-            exit::OK
-        }
-        Ok(Outcome::Result(v)) => {
+        Ok(Outcome::Result(v)) if !raw => {
             print!("{}", render_status(&v));
             exit::OK
         }
-        Ok(Outcome::Error(e)) => {
-            eprintln!("{e}");
-            exit::RPC_ERROR
-        }
-        Err(f) => {
-            eprintln!("zeroclaw: {}", f.message);
-            f.status
-        }
+        other => report(other),
     }
 }
 
@@ -407,18 +402,5 @@ pub async fn upload(
             )
             .await
     };
-    match work.await {
-        Ok(Outcome::Result(v)) => {
-            println!("{v}");
-            exit::OK
-        }
-        Ok(Outcome::Error(e)) => {
-            eprintln!("{e}");
-            exit::RPC_ERROR
-        }
-        Err(f) => {
-            eprintln!("zeroclaw: {}", f.message);
-            f.status
-        }
-    }
+    report(work.await)
 }

@@ -294,6 +294,13 @@ impl RpcError {
     }
 }
 
+impl From<crate::store::StoreError> for RpcError {
+    /// Every storage failure is `-32603` `storage` (SPEC §7.2).
+    fn from(e: crate::store::StoreError) -> Self {
+        Self::storage(format!("storage failure: {e}"))
+    }
+}
+
 impl From<crate::config::ConfigError> for RpcError {
     fn from(e: crate::config::ConfigError) -> Self {
         use crate::config::ConfigError as C;

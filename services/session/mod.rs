@@ -3,17 +3,15 @@
 //! turns live in `crate::session`.
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use serde::Deserialize;
-use tower::Service;
 
 use super::RouteFuture;
 use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::session::valid_session_id;
+pub(crate) use crate::session::parse_session_id as session_id;
 use crate::state::Daemon;
 
 mod control;
@@ -40,31 +38,14 @@ struct SessionRef {
     session_id: Option<String>,
 }
 
-/// The checked `session_id` of `p`.
-fn session_id(p: Option<String>) -> Result<String, RpcError> {
-    match p {
-        Some(id) if valid_session_id(&id) => Ok(id),
-        Some(_) => Err(RpcError::invalid_params(
-            "session_id must be 1-128 characters of [A-Za-z0-9._:-]",
-        )),
-        None => Err(RpcError::invalid_params("session_id is required")),
-    }
-}
-
 fn payload<T: serde::Serialize>(v: &T) -> Result<Payload, RpcError> {
     Payload::new(v, Default::default())
 }
 
-impl Service<Request> for SessionService {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = RouteFuture;
+method_family!(SessionService);
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> RouteFuture {
+impl SessionService {
+    fn route(&mut self, req: Request) -> RouteFuture {
         let (d, c) = (self.daemon.clone(), self.conn.clone());
         match req.method.name {
             "session/new" => RouteFuture::boxed(open::new(d, c, req)),

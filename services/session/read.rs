@@ -13,14 +13,10 @@ use crate::request::Request;
 use crate::session::lifecycle::{check_owner, RPC_SURFACE};
 use crate::session::{ChatMode, Sessions};
 use crate::state::Daemon;
-use crate::store::{AcpRow, ChatRow, StoreError};
+use crate::store::{AcpRow, ChatRow};
 
 /// Most rows any list returns.
 const MAX_LIST: u32 = 1000;
-
-fn storage(e: StoreError) -> RpcError {
-    RpcError::storage(format!("storage failure: {e}"))
-}
 
 fn limit(v: Option<u32>, default: u32) -> Result<u32, RpcError> {
     match v.unwrap_or(default) {
@@ -119,14 +115,15 @@ pub(super) async fn list(daemon: Arc<Daemon>, req: Request) -> Result<Payload, R
     let store = &daemon.sessions.store;
     let acp = match p.chat_mode {
         Some(ChatMode::Chat) => Vec::new(),
-        _ => store
-            .acp_list(p.include_killed.unwrap_or(false), MAX_LIST)
-            .await
-            .map_err(storage)?,
+        _ => {
+            store
+                .acp_list(p.include_killed.unwrap_or(false), MAX_LIST)
+                .await?
+        }
     };
     let chat = match p.chat_mode {
         Some(ChatMode::Acp) => Vec::new(),
-        _ => store.chat_list(MAX_LIST).await.map_err(storage)?,
+        _ => store.chat_list(MAX_LIST).await?,
     };
     let sessions = &daemon.sessions;
     let mut entries: Vec<Entry<'_>> = acp
@@ -147,12 +144,7 @@ pub(super) async fn list(daemon: Arc<Daemon>, req: Request) -> Result<Payload, R
 pub(super) async fn list_acp(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
     req.no_params()?;
     let principal = req.binding()?.principal.clone();
-    let rows = daemon
-        .sessions
-        .store
-        .acp_list(false, MAX_LIST)
-        .await
-        .map_err(storage)?;
+    let rows = daemon.sessions.store.acp_list(false, MAX_LIST).await?;
     let mut entries: Vec<Entry<'_>> = rows
         .iter()
         .filter(|r| visible(&principal, &r.owner_principal_id))
@@ -178,7 +170,7 @@ pub(super) async fn messages(daemon: Arc<Daemon>, req: Request) -> Result<Payloa
     let sessions = &daemon.sessions;
     let store = &sessions.store;
     let live = sessions.get(&id);
-    let acp = store.acp_get(&id).await.map_err(storage)?;
+    let acp = store.acp_get(&id).await?;
     let mode = match (p.chat_mode, &live) {
         (Some(m), _) => m,
         (None, Some(s)) => s.mode,
@@ -196,25 +188,18 @@ pub(super) async fn messages(daemon: Arc<Daemon>, req: Request) -> Result<Payloa
                 // No live owner: recover a leftover checkpoint first, under the session lock.
                 let _lock = sessions.locks.lock(&id).await;
                 if sessions.get(&id).is_none_or(|s| s.mode != ChatMode::Acp) {
-                    store.recover(row.row).await.map_err(storage)?;
+                    store.recover(row.row).await?;
                 }
             }
-            store
-                .acp_messages(row.row, p.before_index, n)
-                .await
-                .map_err(storage)?
+            store.acp_messages(row.row, p.before_index, n).await?
         }
         ChatMode::Chat => {
             let row = store
                 .chat_get(&id)
-                .await
-                .map_err(storage)?
+                .await?
                 .ok_or_else(RpcError::session_not_found)?;
             check_owner(&principal, &row.owner_principal_id)?;
-            store
-                .chat_messages(&id, p.before_index, n)
-                .await
-                .map_err(storage)?
+            store.chat_messages(&id, p.before_index, n).await?
         }
     };
     #[derive(Serialize)]

@@ -15,14 +15,10 @@ use super::{ChatMode, Sessions, MAX_LIVE_SESSIONS};
 use crate::config::{Config, Principal};
 use crate::context::Conn;
 use crate::error::{ErrorData, Forbidden, RpcError};
-use crate::store::{AcpRow, StoreError};
+use crate::store::AcpRow;
 
 /// The only `interaction_surface` this daemon recovers (§9.7).
 pub const RPC_SURFACE: &str = "rpc";
-
-fn storage(e: StoreError) -> RpcError {
-    RpcError::storage(format!("storage failure: {e}"))
-}
 
 /// Ownership (§6.6): admins pass, others must own.
 pub fn check_owner(principal: &Principal, owner: &str) -> Result<(), RpcError> {
@@ -120,8 +116,8 @@ pub async fn new_session(
     let _lock = sessions.locks.lock(&req.id).await;
     let live = sessions.get(&req.id);
     let (acp, chat) = match req.mode {
-        ChatMode::Acp => (store.acp_get(&req.id).await.map_err(storage)?, None),
-        ChatMode::Chat => (None, store.chat_get(&req.id).await.map_err(storage)?),
+        ChatMode::Acp => (store.acp_get(&req.id).await?, None),
+        ChatMode::Chat => (None, store.chat_get(&req.id).await?),
     };
     // 1. Ownership of the live session and of the record this request resumes.
     if let Some(s) = &live {
@@ -179,55 +175,39 @@ pub async fn new_session(
     let workspace_text = workspace.to_string_lossy().into_owned();
     let (acp_row, context, message_count, resumed) = match (req.mode, acp, chat) {
         (ChatMode::Acp, Some(row), _) => {
-            store.recover(row.row).await.map_err(storage)?;
-            let context = store.rebuild_context(row.row).await.map_err(storage)?;
+            store.recover(row.row).await?;
+            let context = store.rebuild_context(row.row).await?;
             if req.cwd.is_some() {
-                store
-                    .acp_set_workspace(row.row, &workspace_text)
-                    .await
-                    .map_err(storage)?;
+                store.acp_set_workspace(row.row, &workspace_text).await?;
             }
-            let count = store.acp_message_count(row.row).await.map_err(storage)?;
+            let count = store.acp_message_count(row.row).await?;
             tracing::info!(event = "session_recovered", session_id = %req.id, principal_id = %principal.id);
             (Some(row.row), context, count, true)
         }
         (ChatMode::Acp, None, _) => {
             let row = store
                 .acp_create(&req.id, &req.agent_alias, &principal.id, &workspace_text)
-                .await
-                .map_err(storage)?;
+                .await?;
             (Some(row.row), Vec::new(), 0, false)
         }
         (ChatMode::Chat, _, Some(row)) => {
             if req.cwd.is_some() {
-                store
-                    .chat_set_workspace(&req.id, &workspace_text)
-                    .await
-                    .map_err(storage)?;
+                store.chat_set_workspace(&req.id, &workspace_text).await?;
             }
-            let context = store.chat_history(&req.id).await.map_err(storage)?;
+            let context = store.chat_history(&req.id).await?;
             (None, context, row.message_count, true)
         }
         (ChatMode::Chat, _, None) => {
             store
                 .chat_create(&req.id, &req.agent_alias, &principal.id, &workspace_text)
-                .await
-                .map_err(storage)?;
+                .await?;
             (None, Vec::new(), 0, false)
         }
     };
     let owner = match (&acp_row, resumed) {
         // A resumed record keeps its owner (an admin may resume another's session).
-        (Some(_), true) => store
-            .acp_get(&req.id)
-            .await
-            .map_err(storage)?
-            .map(|r| r.owner_principal_id),
-        (None, true) => store
-            .chat_get(&req.id)
-            .await
-            .map_err(storage)?
-            .map(|r| r.owner_principal_id),
+        (Some(_), true) => store.acp_get(&req.id).await?.map(|r| r.owner_principal_id),
+        (None, true) => store.chat_get(&req.id).await?.map(|r| r.owner_principal_id),
         _ => None,
     }
     .unwrap_or_else(|| principal.id.clone());
@@ -282,7 +262,7 @@ pub async fn resolve_for_prompt(
         check_agent(principal, &s.agent_alias)?;
         return Ok(s);
     }
-    let Some(row) = store.acp_get(id).await.map_err(storage)? else {
+    let Some(row) = store.acp_get(id).await? else {
         return Err(RpcError::session_not_found());
     };
     check_owner(principal, &row.owner_principal_id)?;
@@ -298,8 +278,8 @@ pub async fn resolve_for_prompt(
             max: MAX_LIVE_SESSIONS as u64,
         });
     }
-    store.recover(row.row).await.map_err(storage)?;
-    let context = store.rebuild_context(row.row).await.map_err(storage)?;
+    store.recover(row.row).await?;
+    let context = store.rebuild_context(row.row).await?;
     let incarnation = sessions.next_incarnation();
     let session = Session::new(NewSession {
         id: id.to_owned(),
@@ -329,7 +309,7 @@ pub async fn kill(sessions: &Sessions, principal: &Principal, id: &str) -> Resul
     let store = &sessions.store;
     let _lock = sessions.locks.lock(id).await;
     let live = sessions.get(id);
-    let row = store.acp_get(id).await.map_err(storage)?;
+    let row = store.acp_get(id).await?;
     let row = match (&live, row) {
         (Some(s), row) if s.mode == ChatMode::Acp => row,
         (Some(_), _) => None, // a Chat session has no ACP row to tombstone
@@ -351,8 +331,7 @@ pub async fn kill(sessions: &Sessions, principal: &Principal, id: &str) -> Resul
     if let Some(r) = &row {
         store
             .acp_kill(r.row, r.interaction_surface == RPC_SURFACE)
-            .await
-            .map_err(storage)?;
+            .await?;
     }
     // 3. Success.
     if let Some(s) = &live {
@@ -372,7 +351,7 @@ pub async fn delete(
     let store = &sessions.store;
     let _lock = sessions.locks.lock(id).await;
     let live = sessions.get(id);
-    let acp = store.acp_get(id).await.map_err(storage)?;
+    let acp = store.acp_get(id).await?;
     let mode = match (mode, &live) {
         (Some(m), _) => m,
         (None, Some(s)) => s.mode,
@@ -383,11 +362,7 @@ pub async fn delete(
     let owner = match (mode, &live) {
         (_, Some(s)) => Some(s.owner.clone()),
         (ChatMode::Acp, None) => acp.as_ref().map(|r| r.owner_principal_id.clone()),
-        (ChatMode::Chat, None) => store
-            .chat_get(id)
-            .await
-            .map_err(storage)?
-            .map(|r| r.owner_principal_id),
+        (ChatMode::Chat, None) => store.chat_get(id).await?.map(|r| r.owner_principal_id),
     };
     let Some(owner) = owner else { return Ok(false) };
     check_owner(principal, &owner)?;
@@ -399,8 +374,7 @@ pub async fn delete(
     let deleted = match mode {
         ChatMode::Acp => store.acp_delete(id).await,
         ChatMode::Chat => store.chat_delete(id).await,
-    }
-    .map_err(storage)?;
+    }?;
     if let Some(s) = &live {
         tear_down(sessions, s, End::Deleted);
     }

@@ -150,6 +150,19 @@ pub fn new_uuid() -> String {
     )
 }
 
+/// A required `session_id` parameter, checked (`-32602` if missing or malformed).
+pub fn parse_session_id(id: Option<String>) -> Result<String, crate::error::RpcError> {
+    match id {
+        Some(id) if valid_session_id(&id) => Ok(id),
+        Some(_) => Err(crate::error::RpcError::invalid_params(
+            "session_id must be 1-128 characters of [A-Za-z0-9._:-]",
+        )),
+        None => Err(crate::error::RpcError::invalid_params(
+            "session_id is required",
+        )),
+    }
+}
+
 /// `session_id` syntax: 1–128 characters of `[A-Za-z0-9._:-]` (SPEC §8.3).
 pub fn valid_session_id(id: &str) -> bool {
     (1..=128).contains(&id.len())

@@ -135,10 +135,6 @@ fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
     (backend, settings)
 }
 
-fn storage(e: impl std::fmt::Display) -> RpcError {
-    RpcError::storage(format!("storage failure: {e}"))
-}
-
 async fn execute(
     daemon: &Arc<Daemon>,
     session: &Arc<Session>,
@@ -169,7 +165,7 @@ async fn execute(
                 session.set_context(ctx);
                 session.set_needs_recovery(false);
             }
-            Err(e) => return not_sent(storage(e)),
+            Err(e) => return not_sent(e.into()),
         }
     }
 
@@ -185,7 +181,7 @@ async fn execute(
     let turn_id = new_uuid();
     if let Some(row) = acp_row {
         if let Err(e) = store.turn_begin(row, &turn_id, prompt).await {
-            return not_sent(storage(e));
+            return not_sent(e.into());
         }
     }
 
@@ -260,7 +256,7 @@ async fn execute(
             if acp_row.is_some() {
                 session.set_needs_recovery(true);
             }
-            let err = storage(e);
+            let err = RpcError::from(e);
             complete(
                 conn,
                 session,
