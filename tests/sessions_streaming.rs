@@ -473,7 +473,10 @@ fn snake_dialect_gets_snake_case_update_params() {
 fn every_update_of_a_turn_precedes_its_answer() {
     // A long, mixed turn on an ACP session (group commit of checkpoint
     // events) and on a chat session: nothing of the turn after its answer.
-    let d = start_echo();
+    // No auto-compaction in the 150 turns (§9.5).
+    let d = start(
+        "schema_version = 1\n[agents.echo]\nbackend = \"echo\"\ncontext_max_messages = 1000\n",
+    );
     let prompt = "::chunk 1\n::repeat 300 ab\n::tool t {\"k\":1}\n::think th\n::repeat 200 c";
     for mode in ["acp", "chat"] {
         let mut c = d.client();
@@ -481,6 +484,20 @@ fn every_update_of_a_turn_precedes_its_answer() {
         let t = c.prompt("s-1", prompt);
         t.check("s-1");
         assert_eq!(t.chunks().len(), 600 + 201);
+        c.expect_nothing_before_probe();
+        // Many short turns: the answer never overtakes the last updates.
+        for k in 0..150 {
+            let t = c.prompt("s-1", &format!("::think t\n{k}"));
+            assert_eq!(
+                t.updates(),
+                vec![
+                    thought("s-1", "t"),
+                    msg("s-1", &k.to_string()),
+                    complete("s-1", "completed", &k.to_string(), None)
+                ],
+                "turn {k} ({mode})"
+            );
+        }
         c.expect_nothing_before_probe();
     }
 }
