@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 pub mod acp;
+pub mod files;
 pub mod users;
 
 /// The binary under test.
