@@ -22,6 +22,9 @@ use serde_json::json;
 use super::pairing::{Outcome, PAIRING_CODE_HEADER};
 use super::{peer_label, session, Shared, WS_MESSAGE_LIMIT};
 
+/// The WebSocket library's read buffer per session.
+const WS_READ_BUFFER: usize = 16 * 1024;
+
 /// The router of one gateway.
 pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
@@ -54,7 +57,9 @@ async fn upgrade(
             json!({"error": "too_many_sessions"}),
         );
     };
-    ws.max_message_size(WS_MESSAGE_LIMIT)
+    // The read buffer is allocated up front (128 KiB by default): keep idle sessions small.
+    ws.read_buffer_size(WS_READ_BUFFER)
+        .max_message_size(WS_MESSAGE_LIMIT)
         .max_frame_size(WS_MESSAGE_LIMIT)
         .on_upgrade(move |socket| session::serve(shared, socket, addr, permit))
 }
