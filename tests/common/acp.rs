@@ -231,24 +231,31 @@ impl Rpc {
 
     /// [`Rpc::wait`] with its own bound.
     pub fn wait_within(&mut self, id: u64, timeout: Duration) -> Result<Value, Value> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let v = match self.read_frame(left) {
-                Ok(v) => v,
-                Err(e) => panic!(
-                    "no answer to request {id} within {timeout:?}: {}; stashed {:?}",
-                    super::describe(&e),
-                    self.stash
-                ),
-            };
-            if v.get("method").is_none() && v["id"] == json!(id) {
-                if let Some(e) = v.get("error") {
-                    return Err(e.clone());
+        let is_answer = |v: &Value| v.get("method").is_none() && v["id"] == json!(id);
+        // Answers may come in any order (§3.7): an earlier wait may have stashed this one.
+        let found = match self.stash.iter().position(is_answer) {
+            Some(i) => self.stash.remove(i).unwrap(),
+            None => {
+                let deadline = Instant::now() + timeout;
+                loop {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let v = self.read_frame(left).unwrap_or_else(|e| {
+                        panic!(
+                            "no answer to request {id} within {timeout:?}: {}; stashed {:?}",
+                            super::describe(&e),
+                            self.stash
+                        )
+                    });
+                    if is_answer(&v) {
+                        break v;
+                    }
+                    self.stash.push_back(v);
                 }
-                return Ok(v["result"].clone());
             }
-            self.stash.push_back(v);
+        };
+        match found.get("error") {
+            Some(e) => Err(e.clone()),
+            None => Ok(found["result"].clone()),
         }
     }
 
