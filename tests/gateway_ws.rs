@@ -344,30 +344,37 @@ async fn a_single_frame_beyond_the_read_limit_ends_the_session() {
     gw.wait_event_of("connection_closed", &peer);
 }
 
-#[tokio::test]
-async fn websocket_sessions_are_connections() {
-    let gw = Gateway::start();
-    let mut local = gw.daemon.client();
-    let token = gw.create_token();
-    let mut a = gw.ws().await;
-    assert!(a.initialize(Some(&token)).await.get("result").is_some());
-    let b = gw.ws().await;
-    let v = a.call("status", json!({}), json!(1)).await;
-    assert_eq!(v["result"]["connections"], 3, "{v}");
-    drop(b);
-    // Counted out once fully closed.
+/// Waits until `status.connections` (asked on `local`) is `n`.
+async fn wait_connections(local: &mut Client, n: u64) {
     let deadline = std::time::Instant::now() + RECV_TIMEOUT;
     loop {
-        let n = local.status()["connections"].as_u64().unwrap();
-        if n == 2 {
-            break;
+        let got = local.status()["connections"].as_u64().unwrap();
+        if got == n {
+            return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "still {n} connections"
+            "{got} connections, expected {n}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test]
+async fn websocket_sessions_are_connections() {
+    let gw = Gateway::start();
+    let token = gw.create_token();
+    let mut local = gw.daemon.client();
+    let mut a = gw.ws().await;
+    assert!(a.initialize(Some(&token)).await.get("result").is_some());
+    // Counted in from the upgrade (the client may see the 101 a moment before).
+    let b = gw.ws().await;
+    wait_connections(&mut local, 3).await;
+    let v = a.call("status", json!({}), json!(1)).await;
+    assert_eq!(v["result"]["connections"], 3, "{v}");
+    // Counted out once fully closed.
+    drop(b);
+    wait_connections(&mut local, 2).await;
 }
 
 #[tokio::test]
