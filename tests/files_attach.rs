@@ -326,6 +326,12 @@ fn malformed_entries_are_refused_and_store_nothing() {
     assert_error(&e, -32000, Some("Session not found"), None);
     assert!(tree(&d.uploads()).is_empty());
 
+    // An empty list stores nothing and answers an empty list.
+    assert_eq!(
+        res_of(&attach(&mut c, "s1", json!([]))),
+        json!({"files": []})
+    );
+
     // 255 bytes is the longest filename.
     let name = format!("{}.txt", "b".repeat(251));
     let got = attach_ok(&mut c, "s1", json!([entry(b"x", Some(&name))]));
@@ -348,6 +354,8 @@ fn markers_replace_slashes_backslashes_and_control_characters() {
         ("\u{0}nul.txt", "_nul.txt", Some("txt")),
         ("résumé ü §.pdf", "résumé ü §.pdf", Some("pdf")),
         ("../../etc/passwd", ".._.._etc_passwd", None),
+        // C1 controls too (docs/decisions.md).
+        ("a\u{85}b\u{9f}c", "a_b_c", None),
     ];
     for (i, (name, shown, ext)) in cases.iter().enumerate() {
         let bytes = pattern(100 + i as u64, 64);
@@ -361,6 +369,19 @@ fn markers_replace_slashes_backslashes_and_control_characters() {
         assert!(!got[0]["marker"].as_str().unwrap().contains('\n'));
     }
     assert_eq!(names(&d.uploads()).len(), cases.len());
+
+    // Only a lower-case `image/` MIME type makes an image marker (docs/decisions.md).
+    let x = pattern(150, 10);
+    let got = attach_ok(
+        &mut c,
+        "s1",
+        json!([{"data_b64": b64(&x), "filename": "x.png", "mime_type": "IMAGE/PNG"}]),
+    );
+    let p = d.stored(&x, Some("png"));
+    assert_eq!(
+        got,
+        vec![file_result(&x, &p, doc_marker("x.png", &p), false)]
+    );
 }
 
 #[test]
@@ -368,7 +389,7 @@ fn stored_extension_is_one_to_sixteen_ascii_alphanumerics_lowercased() {
     let d = start_echo();
     let mut c = d.admin();
     new_session(&mut c, "s1", "chat");
-    let cases: [(&str, Option<&str>); 12] = [
+    let cases: [(&str, Option<&str>); 14] = [
         ("notes.TXT", Some("txt")),
         ("archive.tar.GZ", Some("gz")),
         ("x.MixEd9", Some("mixed9")),
@@ -381,6 +402,8 @@ fn stored_extension_is_one_to_sixteen_ascii_alphanumerics_lowercased() {
         ("noext", None),
         ("dir.d/file", None),
         ("x.tx t", None),
+        (".bashrc", None),
+        (".hidden.TXT", Some("txt")),
     ];
     let mut expected = Vec::new();
     for (i, (name, ext)) in cases.iter().enumerate() {
@@ -569,8 +592,13 @@ fn a_path_that_never_yields_data_does_not_stall_the_daemon() {
     assert!(answer.is_err());
     other.send_json(&json!({"jsonrpc": "2.0", "method": "initialize", "params": {"protocolVersion": 1}, "id": 1}));
     let got = other.try_recv_line(std::time::Duration::from_secs(5));
-    // Unblock the readers (EOF) before judging, so the daemon can stop.
-    let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+    // Unblock any reader (EOF) before judging, so the daemon can stop; non-blocking,
+    // so that this fails at once (ENXIO) when nothing reads the FIFO.
+    let _ = std::os::unix::fs::OpenOptionsExt::custom_flags(
+        std::fs::OpenOptions::new().write(true),
+        libc::O_NONBLOCK,
+    )
+    .open(&fifo);
     assert!(
         got.is_ok(),
         "initialize on another connection: {}",

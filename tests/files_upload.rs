@@ -275,6 +275,15 @@ fn begin_validates_its_params() {
         assert_eq!(e["code"], -32602, "{what}: {e}");
         assert_eq!(e.get("data"), None, "{what}: {e}");
     }
+    // Numbers serde_json cannot hold as u64 (docs/decisions.md).
+    for n in ["18446744073709551616", "1e3", "1000.0"] {
+        c.send_line(&format!(
+            r#"{{"jsonrpc":"2.0","method":"file/upload/begin","params":{{"session_id":"s1","size_bytes":{n}}},"id":"raw"}}"#
+        ));
+        let e = err_of(&c.recv_json());
+        assert_eq!(e["code"], -32602, "{n}: {e}");
+        assert_eq!(e.get("data"), None, "{n}: {e}");
+    }
     let e = err_of(&begin(
         &mut c,
         json!({"session_id": "nope", "size_bytes": 1}),
