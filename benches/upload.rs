@@ -368,16 +368,18 @@ mod imp {
             }
         }
         let (raw_med, raw_best) = summary(&raws);
+        let floors: Vec<Duration> = phases.iter().map(|p| p.iter().sum()).collect();
+        let (floor_med, _) = summary(&floors);
         let row = |name: &str, ds: &[Duration]| {
             let (med, best) = summary(ds);
             println!(
-                "{name:<22} median {med:>9.1} MB/s   best {best:>9.1} MB/s   ratio to raw (median) {:.3}",
-                med / raw_med
+                "{name:<22} median {med:>8.1} MB/s   best {best:>8.1} MB/s   median/raw {:.3}   median/floor {:.2}",
+                med / raw_med,
+                med / floor_med
             );
         };
         row("upload, sequential", &seq);
         row("upload, pipelined", &pipe);
-        let floors: Vec<Duration> = phases.iter().map(|p| p.iter().sum()).collect();
         row("floor (in process)", &floors);
         let ms = |i: usize| median(phases.iter().map(|p| p[i]).collect()).as_secs_f64() * 1e3;
         println!(
@@ -389,14 +391,15 @@ mod imp {
             ms(3)
         );
         println!(
-            "{:<22} median {raw_med:>9.1} MB/s   best {raw_best:>9.1} MB/s",
+            "{:<22} median {raw_med:>8.1} MB/s   best {raw_best:>8.1} MB/s",
             "raw socket"
         );
         let (seq_med, _) = summary(&seq);
         let ratio = seq_med / raw_med;
         println!(
-            "ratio upload/raw (sequential, medians): {ratio:.3} (target >= 0.5: {})",
-            if ratio >= 0.5 { "met" } else { "NOT met" }
+            "ratio upload/raw (sequential, medians): {ratio:.3} (target >= 0.5: {}); the floor alone reaches {:.3}",
+            if ratio >= 0.5 { "met" } else { "NOT met" },
+            floor_med / raw_med
         );
         drop(c);
         drop(server);
