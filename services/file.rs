@@ -74,7 +74,7 @@ pub async fn store_all(
     let binding = req.binding()?;
     let mut out = Vec::with_capacity(files.len());
     for f in files {
-        out.push(files::store(daemon, conn, binding, bound, f).await?);
+        out.push(files::store(daemon, conn, binding, bound, f, req.method.name).await?);
     }
     Ok(out)
 }
@@ -191,7 +191,13 @@ async fn chunk(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload,
         ));
     }
     let received = u.data.len() as u64;
-    let end = offset + bytes.len() as u64;
+    // An offset near u64::MAX must not wrap: it simply does not match.
+    let Some(end) = offset.checked_add(bytes.len() as u64) else {
+        return Err(RpcError::invalid_params_reason(
+            "offset mismatch",
+            ErrorData::reason("offset_mismatch").with("expected_offset", received),
+        ));
+    };
     let duplicate =
         end <= received && u.data.get(offset as usize..end as usize) == Some(&bytes[..]);
     if duplicate {

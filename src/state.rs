@@ -62,6 +62,8 @@ pub struct Daemon {
     /// Cancelled once turns have ended: closes every connection.
     pub shutdown: CancellationToken,
     connections: AtomicUsize,
+    /// Local (socket / pipe) connections: the 256 limit of §4 counts only these.
+    local_connections: AtomicUsize,
     conn_seq: AtomicU64,
     /// Notified whenever the connection count changes (ephemeral mode watches it).
     pub clients_changed: Notify,
@@ -98,6 +100,7 @@ impl Daemon {
             stop: CancellationToken::new(),
             shutdown: CancellationToken::new(),
             connections: AtomicUsize::new(0),
+            local_connections: AtomicUsize::new(0),
             conn_seq: AtomicU64::new(0),
             clients_changed: Notify::new(),
         })
@@ -108,14 +111,15 @@ impl Daemon {
         self.connections.load(Ordering::Acquire)
     }
 
-    /// Counts a connection in, if fewer than `max` are open; its guard counts it out.
+    /// Counts a local connection in, if fewer than `max` local connections
+    /// are open (§4); its guard counts it out.
     pub fn admit(self: &Arc<Self>, max: usize) -> Option<ConnectionGuard> {
-        let mut n = self.connections.load(Ordering::Acquire);
+        let mut n = self.local_connections.load(Ordering::Acquire);
         loop {
             if n >= max {
                 return None;
             }
-            match self.connections.compare_exchange_weak(
+            match self.local_connections.compare_exchange_weak(
                 n,
                 n + 1,
                 Ordering::AcqRel,
@@ -125,12 +129,23 @@ impl Daemon {
                 Err(cur) => n = cur,
             }
         }
+        Some(self.count_in(true))
+    }
+
+    /// Counts a WebSocket session in; the gateway applies its own limits (§12).
+    pub fn admit_remote(self: &Arc<Self>) -> ConnectionGuard {
+        self.count_in(false)
+    }
+
+    fn count_in(self: &Arc<Self>, local: bool) -> ConnectionGuard {
+        self.connections.fetch_add(1, Ordering::AcqRel);
         self.clients_changed.notify_waiters();
         let id = self.conn_seq.fetch_add(1, Ordering::Relaxed) + 1;
-        Some(ConnectionGuard {
+        ConnectionGuard {
             daemon: self.clone(),
             id,
-        })
+            local,
+        }
     }
 }
 
@@ -140,10 +155,14 @@ pub struct ConnectionGuard {
     daemon: Arc<Daemon>,
     /// The connection's number.
     pub id: u64,
+    local: bool,
 }
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
+        if self.local {
+            self.daemon.local_connections.fetch_sub(1, Ordering::AcqRel);
+        }
         self.daemon.connections.fetch_sub(1, Ordering::AcqRel);
         self.daemon.clients_changed.notify_waiters();
     }

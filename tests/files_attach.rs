@@ -570,7 +570,6 @@ fn an_indexed_path_that_cannot_be_replaced_is_a_storage_error_leaving_nothing_be
 }
 
 #[test]
-#[ignore = "BUG: path mode reads the file with a blocking std::fs::read inside the async handler (src/files/attach.rs read_entries, polled on the connection's task): a FIFO path with no writer blocks a runtime worker forever, and with one such request per worker the daemon stops answering every connection"]
 fn a_path_that_never_yields_data_does_not_stall_the_daemon() {
     let d = start_echo();
     let mut c = d.admin();
@@ -607,7 +606,6 @@ fn a_path_that_never_yields_data_does_not_stall_the_daemon() {
 }
 
 #[test]
-#[ignore = "BUG: path mode accepts a relative path and reads it against the daemon's working directory (src/files/attach.rs read_entries never checks Path::is_absolute); SPEC §8.17 defines `path` as an absolute path, so a relative one should be -32602 with nothing read or stored"]
 fn a_relative_path_is_refused() {
     let d = start_echo();
     let mut c = d.admin();

@@ -284,7 +284,6 @@ fn prompt_attachments_need_files_create() {
 }
 
 #[test]
-#[ignore = "BUG: the store step's missing-grant error always names file/upload/commit (src/files/mod.rs store: Forbidden::MissingGrant { method: \"file/upload/commit\" }); a session/prompt with attachments from a principal without files:create answers \"Principal is not granted files:create (required by file/upload/commit)\" instead of naming session/prompt (§6.4 message)"]
 fn the_missing_grant_message_names_the_method_called() {
     let Some((_r, p)) = prompt_without_files_grant() else {
         return;

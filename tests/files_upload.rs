@@ -136,7 +136,6 @@ fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
 }
 
 #[test]
-#[ignore = "BUG: file/upload/chunk computes `offset + len` unchecked (services/file.rs, chunk): an offset near u64::MAX overflows, the debug daemon's handler panics and answers -32603 \"internal error: the handler panicked\" instead of -32602 offset_mismatch (release builds wrap and happen to answer right)"]
 fn a_huge_offset_is_an_offset_mismatch() {
     let d = start_echo();
     let mut c = d.admin();
@@ -557,7 +556,6 @@ fn the_idle_sweep_drops_uploads_and_duplicate_chunks_count_as_activity() {
 }
 
 #[test]
-#[ignore = "BUG: rejected chunks and refused commits reset an upload's idle time (Staging::get in src/files/staging.rs marks the upload active on every lookup); SPEC §8.18.1 counts idle time from begin or the last accepted (or duplicate) chunk, so an upload receiving only offset_mismatch chunks or incomplete commits is never swept"]
 fn only_accepted_or_duplicate_chunks_count_as_activity() {
     let d = start(&config_with("[daemon]\nupload_idle_secs = 1\n"));
     let mut c = d.admin();

@@ -16,7 +16,7 @@
 //!   connection's bounded queue, which this task drains into the same buffer.
 //!
 //! Reading never waits for a handler and never for the in-flight bound. It
-//! pauses only while the output buffer is full (16 MiB): the client is not
+//! pauses only while a batch of output is unwritten: the client is not
 //! reading. If the output makes no progress for 30 s the connection closes.
 
 use std::future::poll_fn;
@@ -34,14 +34,15 @@ use super::{build_stack, dispatch_now, Stack};
 use crate::codec::{Frame, FrameCodec};
 use crate::context::{Conn, ConnCtx, PeerInfo, Transport};
 use crate::jsonrpc::error_frame;
-use crate::limits::{WRITE_QUEUE_BYTES, WRITE_STALL};
+use crate::limits::WRITE_STALL;
 use crate::outbound::write_queue;
 use crate::state::{ConnectionGuard, Daemon};
 
 /// How much one read may take.
 const READ_CHUNK: usize = 64 * 1024;
-/// Output held before reading pauses (the client is not reading).
-const OUT_HIGH_WATER: usize = WRITE_QUEUE_BYTES;
+/// Output of inline answers held before reading pauses (the client is not
+/// reading): one batch. Queued frames are bounded by the queue itself.
+const OUT_HIGH_WATER: usize = 256 * 1024;
 /// Buffers larger than this are given back when they empty.
 const KEEP: usize = 64 * 1024;
 
@@ -103,11 +104,13 @@ pub async fn serve(
                     end_of_input(&daemon, &conn, &tasks);
                 }
             }
-            frame = queue.recv(), if room => {
+            // Queued frames are taken only once the previous batch is written,
+            // so the queue's bound (64 frames / 16 MiB) is what holds the
+            // producers back from a client that does not read.
+            frame = queue.recv(), if io.out.is_empty() => {
                 if let Some(f) = frame {
                     io.out.extend_from_slice(&f);
-                    while io.out.len() < OUT_HIGH_WATER {
-                        let Some(f) = queue.try_recv() else { break };
+                    while let Some(f) = queue.try_recv() {
                         io.out.extend_from_slice(&f);
                     }
                 }

@@ -47,6 +47,26 @@ fn decoded_len(b64: &str) -> Option<u64> {
     Some((n / 4 * 3 - pad) as u64)
 }
 
+/// The size of the regular file at absolute `path`. Anything else (a
+/// relative path, a FIFO, a device, a directory) is refused before it is
+/// opened: reading a FIFO without a writer would block forever.
+fn regular_file_len(i: usize, path: &str) -> Result<u64, RpcError> {
+    if !std::path::Path::new(path).is_absolute() {
+        return Err(RpcError::invalid_params(format!(
+            "files[{i}]: path must be absolute"
+        )));
+    }
+    let meta = std::fs::metadata(path).map_err(|err| {
+        RpcError::invalid_params(format!("files[{i}]: cannot read {path}: {err}"))
+    })?;
+    if !meta.is_file() {
+        return Err(RpcError::invalid_params(format!(
+            "files[{i}]: {path} is not a regular file"
+        )));
+    }
+    Ok(meta.len())
+}
+
 /// Shape and admin-only checks, right after decoding (§3.5): before any existence check.
 pub fn check_entries(
     entries: &[FileEntry<'_>],
@@ -100,11 +120,7 @@ pub fn read_entries(entries: Vec<FileEntry<'_>>) -> Result<Vec<Incoming>, RpcErr
             (Some(b), _) => decoded_len(b).ok_or_else(|| {
                 RpcError::invalid_params(format!("files[{i}]: data_b64 is not padded base64"))
             })?,
-            (_, Some(p)) => std::fs::metadata(p)
-                .map_err(|err| {
-                    RpcError::invalid_params(format!("files[{i}]: cannot read {p}: {err}"))
-                })?
-                .len(),
+            (_, Some(p)) => regular_file_len(i, p)?,
             _ => 0,
         };
         if n > UPLOAD_MAX_BYTES as u64 {

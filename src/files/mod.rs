@@ -64,12 +64,14 @@ fn session_changed() -> RpcError {
 }
 
 /// The store step (§8.18.4): check again under both locks, then write and index.
+/// `method` names the request in a missing-grant error.
 pub async fn store(
     daemon: &Daemon,
     conn: &Conn,
     binding: &Arc<AuthBinding>,
     bound: &Binding,
     file: Incoming,
+    method: &str,
 ) -> Result<FileResult, RpcError> {
     let sessions = &daemon.sessions;
     // 1. The same live session as recorded, under its lock.
@@ -90,7 +92,7 @@ pub async fn store(
     if !principal.has(g) {
         return Err(RpcError::Forbidden(Forbidden::MissingGrant {
             required: g.to_string(),
-            method: "file/upload/commit".into(),
+            method: method.to_owned(),
         }));
     }
     check_owner(principal, &session.owner)?;

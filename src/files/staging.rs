@@ -117,14 +117,11 @@ impl Staging {
         Ok(id)
     }
 
-    /// The upload `id` of connection `conn`, marked active now.
+    /// The upload `id` of connection `conn`. Looking it up is not activity:
+    /// only begin and accepted (or duplicate) chunks are (§8.18.1).
     pub fn get(&self, conn: u64, id: &str) -> Result<Arc<AsyncMutex<Upload>>, RpcError> {
-        let mut st = self.state();
-        match st.entries.get_mut(id) {
-            Some(e) if e.conn == conn => {
-                e.last_active = Instant::now();
-                Ok(e.upload.clone())
-            }
+        match self.state().entries.get(id) {
+            Some(e) if e.conn == conn => Ok(e.upload.clone()),
             _ => Err(unknown()),
         }
     }

@@ -60,9 +60,7 @@ pub(super) async fn serve(
     permit: OwnedSemaphorePermit,
 ) {
     let daemon = &shared.daemon;
-    let Some(guard) = daemon.admit(usize::MAX) else {
-        return;
-    };
+    let guard = daemon.admit_remote();
     let peer = PeerInfo {
         uid: None,
         pid: None,
