@@ -68,7 +68,6 @@ fn payload(rng: &mut Rng, path: &Path) {
 }
 
 #[test]
-#[ignore = "BUG: a SIGKILL during the upload store step leaves uploads/.upload-<nonce>.tmp (a partial file in the agent workspace) that no restart or later store removes"]
 fn a_kill_during_the_store_step_leaves_no_partial_file() {
     let dir = TestDir::new();
     let cfg = dir.config_dir();

@@ -38,6 +38,7 @@ pub fn store(
     indexed: Option<&Path>,
 ) -> Result<Written, WriteError> {
     ensure_dir(dir)?;
+    remove_stale_temporaries(dir);
     if let Some(path) = indexed {
         if same_regular_file(path, bytes) {
             return Ok(Written {
@@ -109,11 +110,61 @@ fn same_regular_file(path: &Path, bytes: &[u8]) -> bool {
     f.read_to_end(&mut content).is_ok() && content == bytes
 }
 
+/// Removes the temporary files a crashed daemon left in `dir` (a kill between
+/// creating a temporary and renaming it). A temporary is named after the
+/// process writing it; only those of processes that no longer exist are
+/// removed, so a store running concurrently elsewhere is never disturbed.
+pub fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".upload-"))
+            .and_then(|n| n.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let writer = rest
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        if writer.is_none_or(|pid| !process_alive(pid)) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe {
+        libc::kill(pid, 0) == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+}
+
+#[cfg(not(unix))]
+fn process_alive(pid: u32) -> bool {
+    pid == std::process::id()
+}
+
 /// Writes a temporary file in `dir`, fsyncs it and renames it over `dest`.
 fn replace(dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut nonce = [0u8; 8];
     let _ = getrandom::fill(&mut nonce);
-    let tmp = dir.join(format!(".upload-{:016x}.tmp", u64::from_le_bytes(nonce)));
+    let tmp = dir.join(format!(
+        ".upload-{}-{:016x}.tmp",
+        std::process::id(),
+        u64::from_le_bytes(nonce)
+    ));
     let result = (|| {
         let mut o = OpenOptions::new();
         o.write(true).create_new(true);
@@ -169,6 +220,25 @@ mod tests {
         assert_eq!(fs::read(&a.path).unwrap(), b"data");
         // Nothing but the file is left in uploads/.
         assert_eq!(fs::read_dir(&up).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn temporaries_of_dead_writers_are_removed_and_live_ones_kept() {
+        let up = tmpdir("stale");
+        let dead = up.join(".upload-4000000000-00000000deadbeef.tmp");
+        let legacy = up.join(".upload-00000000deadbeef.tmp");
+        let mine = up.join(format!(
+            ".upload-{}-0000000000000001.tmp",
+            std::process::id()
+        ));
+        for p in [&dead, &legacy, &mine] {
+            fs::write(p, b"partial").unwrap();
+        }
+        fs::write(up.join("keep.txt"), b"x").unwrap();
+        remove_stale_temporaries(&up);
+        assert!(!dead.exists() && !legacy.exists());
+        assert!(mine.exists(), "a live writer's temporary is left alone");
+        assert!(up.join("keep.txt").exists());
     }
 
     #[test]
