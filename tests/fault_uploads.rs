@@ -1,9 +1,11 @@
-//! Crash safety of stored uploads (SPEC §8.18.4 step 3), the reproduction
-//! of a finding of `scripts/fault_campaign.sh` (docs/reliability.md): the
-//! store step writes `uploads/.upload-<nonce>.tmp`, fsyncs it and renames it
-//! over `<sha256>.<ext>`. A SIGKILL between the create and the rename leaves
-//! the temporary file, partial or whole, in the agent's workspace, and no
-//! later start or store ever removes it.
+//! Crash safety of stored uploads (SPEC §8.18.4 step 3), from a finding of
+//! `scripts/fault_campaign.sh` (docs/reliability.md): the store step writes
+//! `uploads/.upload-<pid>-<nonce>.tmp`, fsyncs it and renames it over
+//! `<sha256>.<ext>`. A SIGKILL between the create and the rename leaves the
+//! temporary file, partial or whole, in the agent's workspace. Until
+//! `7cc9a24` nothing ever removed it; since then every store step removes
+//! the temporaries of writers that no longer exist (not a daemon start: the
+//! file stays visible until the next upload).
 //!
 //! The test watches `uploads/` while `zeroclaw upload` stores a 10 MiB file
 //! and kills the daemon the moment a temporary file appears (retrying when
