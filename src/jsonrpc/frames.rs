@@ -1,0 +1,130 @@
+//! Outbound frames: the bytes the daemon writes, in the member order of the
+//! spec's examples. A result is serialized straight behind its frame
+//! prefix, so finishing a response with its id costs no copy.
+
+use serde::Serialize;
+
+use crate::dialect::{write_json, Dialect};
+use crate::error::RpcError;
+
+const RESULT_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","result":"#;
+
+/// A serialized `result`, already framed up to the id: finishing it costs no copy.
+#[derive(Debug)]
+pub struct Payload(Vec<u8>);
+
+impl Payload {
+    /// Serializes `result` with member names in `dialect`.
+    pub fn new<T: Serialize + ?Sized>(result: &T, dialect: Dialect) -> Result<Self, RpcError> {
+        let mut buf = Vec::with_capacity(256);
+        buf.extend_from_slice(RESULT_PREFIX);
+        write_json(&mut buf, result, dialect)
+            .map_err(|e| RpcError::internal(format!("serializing the result failed: {e}"), None))?;
+        Ok(Self(buf))
+    }
+
+    /// A result written by `write` straight into the frame buffer (for
+    /// answers assembled from pre-serialized parts); `capacity` is a size hint.
+    pub fn from_writer(capacity: usize, write: impl FnOnce(&mut Vec<u8>)) -> Self {
+        let mut buf = Vec::with_capacity(RESULT_PREFIX.len() + capacity + 32);
+        buf.extend_from_slice(RESULT_PREFIX);
+        write(&mut buf);
+        Self(buf)
+    }
+
+    /// The answer was already written by the handler: the envelope sends nothing.
+    pub fn already_sent() -> Self {
+        Self(Vec::new())
+    }
+
+    /// Whether this is [`Payload::already_sent`].
+    pub fn is_already_sent(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `{}`.
+    pub fn empty_object() -> Self {
+        let mut buf = Vec::with_capacity(RESULT_PREFIX.len() + 24);
+        buf.extend_from_slice(RESULT_PREFIX);
+        buf.extend_from_slice(b"{}");
+        Self(buf)
+    }
+
+    /// The response frame for request `id` (raw JSON text), `\n` included.
+    pub fn into_frame(self, id: &str) -> Vec<u8> {
+        let mut buf = self.0;
+        buf.extend_from_slice(b",\"id\":");
+        buf.extend_from_slice(id.as_bytes());
+        buf.extend_from_slice(b"}\n");
+        buf
+    }
+
+    /// Bytes of the frame this payload becomes, without the id.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Never true: a payload always holds its frame prefix.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The error frame answering request `id` (`None` = `null`), `\n` included.
+pub fn error_frame(error: &RpcError, id: Option<&str>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct ErrorBody<'a> {
+        code: i32,
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        data: Option<crate::error::ErrorData>,
+        #[serde(skip)]
+        _p: std::marker::PhantomData<&'a ()>,
+    }
+    let body = ErrorBody {
+        code: error.code(),
+        message: error.to_string(),
+        data: error.data(),
+        _p: std::marker::PhantomData,
+    };
+    let mut buf = Vec::with_capacity(160);
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","error":"#);
+    // Serializing plain strings and numbers into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut buf, &body);
+    buf.extend_from_slice(b",\"id\":");
+    buf.extend_from_slice(id.unwrap_or("null").as_bytes());
+    buf.extend_from_slice(b"}\n");
+    buf
+}
+
+/// A notification frame (`\n` included), params in `dialect`.
+pub fn notification_frame<T: Serialize + ?Sized>(
+    method: &str,
+    params: &T,
+    dialect: Dialect,
+) -> serde_json::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(96);
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    serde_json::to_writer(&mut buf, method)?;
+    buf.extend_from_slice(br#","params":"#);
+    write_json(&mut buf, params, dialect)?;
+    buf.extend_from_slice(b"}\n");
+    Ok(buf)
+}
+
+/// A daemon→client request frame (`\n` included) with a `zc-out-<n>` id.
+pub fn request_frame<T: Serialize + ?Sized>(
+    method: &str,
+    params: &T,
+    seq: u64,
+) -> serde_json::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(160);
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    serde_json::to_writer(&mut buf, method)?;
+    buf.extend_from_slice(br#","params":"#);
+    serde_json::to_writer(&mut buf, params)?;
+    buf.extend_from_slice(br#","id":"zc-out-"#);
+    buf.extend_from_slice(seq.to_string().as_bytes());
+    buf.extend_from_slice(b"\"}\n");
+    Ok(buf)
+}
