@@ -47,61 +47,113 @@ pub enum CheckpointEvent {
     },
 }
 
-/// The stored payload, written and read as a flat object (an internally
+/// The stored payload as it is read back: a flat object (an internally
 /// tagged enum cannot carry a `RawValue` through deserialization).
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub(super) struct Payload<'a> {
     kind: &'a str,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     input: Option<Box<RawValue>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     output: Option<String>,
 }
 
-impl Payload<'_> {
+/// The stored payload as it is written: the same object, borrowing from the
+/// event so that serializing copies nothing but the JSON text.
+#[derive(Debug, Default, Serialize)]
+struct PayloadOut<'a> {
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<&'a str>,
+}
+
+impl PayloadOut<'_> {
     fn user(text: &str) -> Result<String, StoreError> {
-        let p = Payload {
+        let p = PayloadOut {
             kind: "user",
-            text: Some(text.to_owned()),
-            ..Payload::default()
+            text: Some(text),
+            ..PayloadOut::default()
         };
-        to_json(&p)
+        serde_json::to_string(&p).map_err(payload_error)
     }
 
-    fn event(event: &CheckpointEvent) -> Result<String, StoreError> {
+    /// Appends `event`'s payload to `out`.
+    fn write_event(out: &mut Vec<u8>, event: &CheckpointEvent) -> Result<(), StoreError> {
+        let (input, output);
         let p = match event {
-            CheckpointEvent::Text(text) => Payload {
+            CheckpointEvent::Text(text) => PayloadOut {
                 kind: "text",
-                text: Some(text.clone()),
-                ..Payload::default()
+                text: Some(text),
+                ..PayloadOut::default()
             },
-            CheckpointEvent::ToolCall { id, name, input } => Payload {
-                kind: "tool_call",
-                id: Some(id.clone()),
-                name: Some(name.clone()),
-                input: Some(compact_input(input)?),
-                ..Payload::default()
-            },
-            CheckpointEvent::ToolResult { id, name, output } => Payload {
-                kind: "tool_result",
-                id: Some(id.clone()),
-                name: Some(name.clone()),
-                output: Some(bound_text(output, TOOL_OUTPUT_MAX).into_owned()),
-                ..Payload::default()
-            },
+            CheckpointEvent::ToolCall {
+                id,
+                name,
+                input: raw,
+            } => {
+                input = compact_input(raw)?;
+                PayloadOut {
+                    kind: "tool_call",
+                    id: Some(id),
+                    name: Some(name),
+                    input: Some(&input),
+                    ..PayloadOut::default()
+                }
+            }
+            CheckpointEvent::ToolResult {
+                id,
+                name,
+                output: text,
+            } => {
+                output = bound_text(text, TOOL_OUTPUT_MAX);
+                PayloadOut {
+                    kind: "tool_result",
+                    id: Some(id),
+                    name: Some(name),
+                    output: Some(&output),
+                    ..PayloadOut::default()
+                }
+            }
         };
-        to_json(&p)
+        serde_json::to_writer(out, &p).map_err(payload_error)
     }
 }
 
-fn to_json(p: &Payload<'_>) -> Result<String, StoreError> {
-    serde_json::to_string(p).map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))
+/// A batch of events as one JSON array of payload strings, in order.
+fn batch_json(events: &[CheckpointEvent]) -> Result<String, StoreError> {
+    let mut payload = Vec::with_capacity(64);
+    let mut batch = Vec::with_capacity(events.len() * 40 + 2);
+    batch.push(b'[');
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            batch.push(b',');
+        }
+        payload.clear();
+        PayloadOut::write_event(&mut payload, event)?;
+        let text = std::str::from_utf8(&payload)
+            .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?;
+        serde_json::to_writer(&mut batch, text).map_err(payload_error)?;
+    }
+    batch.push(b']');
+    String::from_utf8(batch).map_err(|e| StoreError::Corrupt(format!("event batch: {e}")))
+}
+
+fn payload_error(e: serde_json::Error) -> StoreError {
+    StoreError::Corrupt(format!("event payload: {e}"))
 }
 
 fn compact_input(input: &RawValue) -> Result<Box<RawValue>, StoreError> {
@@ -121,7 +173,7 @@ impl Store {
         prompt: &str,
     ) -> Result<(), StoreError> {
         self.check(FaultPoint::TurnBegin)?;
-        let payload = Payload::user(prompt)?;
+        let payload = PayloadOut::user(prompt)?;
         let now = utc_now();
         let mut tx = self.write_tx().await?;
         let killed: Option<Option<String>> =
@@ -160,37 +212,42 @@ impl Store {
     }
 
     /// Appends events to the open checkpoint (fault point
-    /// `checkpoint_append`), all in one transaction: either every event is
-    /// durable or none is. Fails with [`StoreError::State`] when no
-    /// checkpoint is open.
+    /// `checkpoint_append`), atomically: either every event is durable or
+    /// none is. Fails with [`StoreError::State`] when no checkpoint is open.
     pub async fn checkpoint_append(
         &self,
         row: i64,
         events: &[CheckpointEvent],
     ) -> Result<(), StoreError> {
         self.check(FaultPoint::CheckpointAppend)?;
-        let payloads = events
-            .iter()
-            .map(Payload::event)
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut tx = self.write_tx().await?;
-        if checkpoint_turn(&mut tx, row).await?.is_none() {
+        if events.is_empty() {
+            return if self.has_checkpoint(row).await? {
+                Ok(())
+            } else {
+                Err(StoreError::State("no open turn checkpoint"))
+            };
+        }
+        let batch = batch_json(events)?;
+        // One statement for the whole batch, and no explicit transaction: a
+        // single statement is atomic on its own and takes the write lock when
+        // it starts (as `BEGIN IMMEDIATE` would). Every statement is a round
+        // trip to the driver's SQLite worker thread, and those round trips
+        // dominated the cost of a batch. The payloads arrive as one JSON array
+        // of strings, inserted in array order, and only if the checkpoint row
+        // exists: nothing inserted means no open checkpoint.
+        let done = sqlx::query(
+            "INSERT INTO acp_checkpoint_events (session_row, payload) \
+             SELECT c.session_row, j.value \
+             FROM acp_turn_checkpoints AS c, json_each(?) AS j \
+             WHERE c.session_row = ? ORDER BY j.key",
+        )
+        .bind(batch)
+        .bind(row)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
             return Err(StoreError::State("no open turn checkpoint"));
         }
-        // One statement for the whole batch (the payloads as one JSON array
-        // of strings, inserted in array order): a round trip to SQLite's
-        // worker thread per event would dominate the cost of a batch.
-        let batch = serde_json::to_string(&payloads)
-            .map_err(|e| StoreError::Corrupt(format!("event batch: {e}")))?;
-        sqlx::query(
-            "INSERT INTO acp_checkpoint_events (session_row, payload) \
-             SELECT ?, value FROM json_each(?) ORDER BY key",
-        )
-        .bind(row)
-        .bind(batch)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
         Ok(())
     }
 
@@ -239,7 +296,9 @@ async fn checkpoint_turn(
     )
 }
 
-/// The checkpoint's payloads, in order.
+/// The checkpoint's payloads, in order, one row each (tests only: the fold
+/// reads them with [`read_checkpoint`]).
+#[cfg(test)]
 pub(super) async fn checkpoint_payloads(
     conn: &mut SqliteConnection,
     row: i64,
@@ -250,6 +309,84 @@ pub(super) async fn checkpoint_payloads(
     .bind(row)
     .fetch_all(conn)
     .await?)
+}
+
+/// Events per query when a checkpoint is read back for folding.
+const READ_CHUNK: i64 = 4096;
+
+/// Reads session `row`'s checkpoint events into `fold`, in `id` order.
+///
+/// Every row fetched is a round trip to the driver's worker thread, so each
+/// query returns up to [`READ_CHUNK`] events as one value: each framed as
+/// `<id>:<byte length>:<payload>`, unambiguous whatever a payload holds.
+/// The ids are checked to ascend (SQLite concatenates in scan order, which
+/// is `id` order here, but does not promise it); the events are sorted if
+/// they ever do not.
+async fn read_checkpoint(
+    conn: &mut SqliteConnection,
+    row: i64,
+    fold: &mut Fold,
+) -> Result<(), StoreError> {
+    let mut after = i64::MIN;
+    loop {
+        let (last, count, joined): (Option<i64>, i64, Option<Vec<u8>>) = sqlx::query_as(
+            "SELECT max(id), count(*), \
+                    group_concat(id || ':' || octet_length(payload) || ':' || payload, '') \
+             FROM (SELECT id, payload FROM acp_checkpoint_events \
+                   WHERE session_row = ? AND id > ? ORDER BY id LIMIT ?)",
+        )
+        .bind(row)
+        .bind(after)
+        .bind(READ_CHUNK)
+        .fetch_one(&mut *conn)
+        .await?;
+        let (Some(last), Some(joined)) = (last, joined) else {
+            return Ok(());
+        };
+        let mut events = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+        split_framed(&joined, &mut events)?;
+        if events.len() as i64 != count {
+            return Err(framing_error());
+        }
+        if !events.windows(2).all(|w| w[0].0 < w[1].0) {
+            events.sort_by_key(|e| e.0);
+        }
+        for (_, payload) in &events {
+            fold.event(payload);
+        }
+        if count < READ_CHUNK {
+            return Ok(());
+        }
+        after = last;
+    }
+}
+
+/// Splits `<id>:<byte length>:<payload>` records.
+fn split_framed<'a>(mut rest: &'a [u8], out: &mut Vec<(i64, &'a [u8])>) -> Result<(), StoreError> {
+    fn number<T: std::str::FromStr>(rest: &mut &[u8]) -> Result<T, StoreError> {
+        let colon = rest
+            .iter()
+            .position(|&b| b == b':')
+            .ok_or_else(framing_error)?;
+        let n = std::str::from_utf8(&rest[..colon])
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(framing_error)?;
+        *rest = &rest[colon + 1..];
+        Ok(n)
+    }
+    while !rest.is_empty() {
+        let id = number::<i64>(&mut rest)?;
+        let len = number::<usize>(&mut rest)?;
+        let payload = rest.get(..len).ok_or_else(framing_error)?;
+        out.push((id, payload));
+        rest = &rest[len..];
+    }
+    Ok(())
+}
+
+fn framing_error() -> StoreError {
+    StoreError::Corrupt("checkpoint read-back framing".into())
 }
 
 /// Folds session `row`'s checkpoint into transcript rows with the next seqs,
@@ -270,8 +407,9 @@ pub(super) async fn fold_checkpoint(
     .bind(row)
     .fetch_one(&mut *conn)
     .await?;
-    let payloads = checkpoint_payloads(conn, row).await?;
-    let mut rows = fold_events(&payloads, last + 1);
+    let mut fold = Fold::new(last + 1);
+    read_checkpoint(conn, row, &mut fold).await?;
+    let mut rows = fold.finish();
     if let Some(marker) = marker {
         let seq = rows.last().map_or(last, |r| r.seq) + 1;
         rows.push(TranscriptRow {
@@ -320,55 +458,85 @@ pub(super) async fn fold_checkpoint(
 /// writes nothing), each tool call and result one row. An unreadable
 /// payload is skipped with a warning, so one bad event never makes the
 /// rest of the turn unrecoverable.
-fn fold_events(payloads: &[String], first_seq: i64) -> Vec<TranscriptRow> {
-    let mut rows: Vec<TranscriptRow> = Vec::with_capacity(payloads.len());
-    let mut text = String::new();
-    let mut seq = first_seq;
-    let mut push = |rows: &mut Vec<TranscriptRow>, r: TranscriptRow| {
-        rows.push(TranscriptRow { seq, ..r });
-        seq += 1;
-    };
-    let row = |role: &str, kind: &str, content: String| TranscriptRow {
-        seq: 0,
-        role: role.into(),
-        kind: kind.into(),
-        content,
-        tool_call_id: None,
-        tool_name: None,
-        tool_input: None,
-    };
-    for raw in payloads {
-        let p: Payload<'_> = match serde_json::from_str(raw) {
+struct Fold {
+    rows: Vec<TranscriptRow>,
+    /// The pending run of text.
+    text: String,
+    next_seq: i64,
+}
+
+/// A text payload as this module writes it, up to its text.
+const TEXT_PREFIX: &[u8] = br#"{"kind":"text","text":""#;
+
+impl Fold {
+    fn new(first_seq: i64) -> Self {
+        Fold {
+            rows: Vec::new(),
+            text: String::new(),
+            next_seq: first_seq,
+        }
+    }
+
+    fn push(&mut self, role: &str, kind: &str, content: String) -> &mut TranscriptRow {
+        self.rows.push(TranscriptRow {
+            seq: self.next_seq,
+            role: role.into(),
+            kind: kind.into(),
+            content,
+            tool_call_id: None,
+            tool_name: None,
+            tool_input: None,
+        });
+        self.next_seq += 1;
+        let last = self.rows.len() - 1;
+        &mut self.rows[last]
+    }
+
+    fn end_text_run(&mut self) {
+        if !self.text.is_empty() {
+            let text = std::mem::take(&mut self.text);
+            self.push("assistant", "message", text);
+        }
+    }
+
+    /// Folds in one stored payload.
+    fn event(&mut self, raw: &[u8]) {
+        // Fast path: a text payload in the exact form this module writes,
+        // whose text needs no unescaping, is its text verbatim (what the
+        // JSON parser below would make of it, without the allocations).
+        if let Some(mid) = raw
+            .strip_prefix(TEXT_PREFIX)
+            .and_then(|r| r.strip_suffix(b"\"}"))
+        {
+            if mid.iter().all(|&b| b != b'"' && b != b'\\' && b >= 0x20) {
+                if let Ok(t) = std::str::from_utf8(mid) {
+                    self.text.push_str(t);
+                    return;
+                }
+            }
+        }
+        let p: Payload<'_> = match serde_json::from_slice(raw) {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(error = %e, "skipping unreadable checkpoint event");
-                continue;
+                return;
             }
         };
         if p.kind == "text" {
-            text.push_str(p.text.as_deref().unwrap_or_default());
-            continue;
+            self.text.push_str(p.text.as_deref().unwrap_or_default());
+            return;
         }
-        if !text.is_empty() {
-            push(
-                &mut rows,
-                row("assistant", "message", std::mem::take(&mut text)),
-            );
-        }
+        self.end_text_run();
         match p.kind {
-            "user" => push(
-                &mut rows,
-                row("user", "message", p.text.unwrap_or_default()),
-            ),
-            "tool_call" => push(
-                &mut rows,
-                TranscriptRow {
-                    tool_call_id: p.id,
-                    tool_name: p.name,
-                    tool_input: p.input,
-                    ..row("assistant", "tool_call", String::new())
-                },
-            ),
+            "user" => {
+                self.push("user", "message", p.text.unwrap_or_default());
+            }
+            "tool_call" => {
+                let r = self.push("assistant", "tool_call", String::new());
+                r.tool_call_id = p.id;
+                r.tool_name = p.name;
+                r.tool_input = p.input;
+            }
             "tool_result" => {
                 let output = p.output.unwrap_or_default();
                 // Stored outputs are already bounded; bounding again would
@@ -378,22 +546,18 @@ fn fold_events(payloads: &[String], first_seq: i64) -> Vec<TranscriptRow> {
                 } else {
                     output
                 };
-                push(
-                    &mut rows,
-                    TranscriptRow {
-                        tool_call_id: p.id,
-                        tool_name: p.name,
-                        ..row("tool", "tool_result", output)
-                    },
-                );
+                let r = self.push("tool", "tool_result", output);
+                r.tool_call_id = p.id;
+                r.tool_name = p.name;
             }
             other => tracing::warn!(kind = other, "skipping checkpoint event of unknown kind"),
         }
     }
-    if !text.is_empty() {
-        push(&mut rows, row("assistant", "message", text));
+
+    fn finish(mut self) -> Vec<TranscriptRow> {
+        self.end_text_run();
+        self.rows
     }
-    rows
 }
 
 #[cfg(test)]

@@ -289,3 +289,104 @@ async fn checkpoint_fault_points_fail_and_change_nothing() {
     let rows = store.turn_finalize(s.row, None).await.unwrap();
     assert_eq!(lines(&rows), ["1 user/message p", "2 assistant/message a"]);
 }
+
+/// Stores raw payloads behind the open checkpoint, as another writer (or a
+/// damaged file) might have left them.
+async fn insert_raw(store: &Store, row: i64, payloads: &[&[u8]]) {
+    for p in payloads {
+        let q = match std::str::from_utf8(p) {
+            Ok(t) => sqlx::query(
+                "INSERT INTO acp_checkpoint_events (session_row, payload) VALUES (?, ?)",
+            )
+            .bind(row)
+            .bind(t.to_owned()),
+            Err(_) => sqlx::query(
+                "INSERT INTO acp_checkpoint_events (session_row, payload) VALUES (?, ?)",
+            )
+            .bind(row)
+            .bind(p.to_vec()),
+        };
+        q.execute(&store.pool).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_fold_skips_unreadable_payloads_and_keeps_text_runs() {
+    let (_dir, store, _) = store("fold-raw").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    store.turn_begin(s.row, "t1", "p").await.unwrap();
+    insert_raw(
+        &store,
+        s.row,
+        &[
+            br#"{"kind":"text","text":"a"}"#,
+            // Unreadable: skipped, and the run of text goes on.
+            b"not json",
+            br#"{"kind":"text","text":7}"#,
+            b"\xff\xfe",
+            br#"{"kind":"text","text":"b:12:"}"#,
+            // Escaped, extra fields, other key order: the parser's reading.
+            br#"{"text":"c\"\\\u00e9\n","kind":"text","x":1}"#,
+            br#"{"kind":"text"}"#,
+            br#"{"kind":"text","text":"d"} "#,
+            // An unknown kind ends the run but writes nothing.
+            br#"{"kind":"later","text":"z"}"#,
+            br#"{"kind":"text","text":"e"}"#,
+            br#"{"kind":"tool_result","id":"r","name":"n"}"#,
+            br#"{"kind":"text","text":""}"#,
+        ],
+    )
+    .await;
+    let rows = store.turn_finalize(s.row, None).await.unwrap();
+    assert_eq!(
+        lines(&rows),
+        [
+            "1 user/message p",
+            "2 assistant/message ab:12:c\"\\é\nd",
+            "3 assistant/message e",
+            "4 tool/tool_result  [r n]",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_fold_reads_long_checkpoints_in_order() {
+    let (_dir, store, _) = store("fold-long").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let other = store.acp_create("o", "echo", "me", "/w").await.unwrap();
+    store.turn_begin(s.row, "t1", "p").await.unwrap();
+    store.turn_begin(other.row, "t1", "q").await.unwrap();
+    // More events than one read-back query returns, interleaved with
+    // another session's, with a tool call now and then.
+    let mut want = Vec::new();
+    let mut run = String::new();
+    for b in 0..9 {
+        let mut batch = Vec::new();
+        for n in 0..1000 {
+            let t = format!("{}:{n};", b * 1000 + n);
+            run.push_str(&t);
+            batch.push(text(&t));
+        }
+        want.push(std::mem::take(&mut run));
+        batch.push(call(&format!("c{b}"), "{}"));
+        store.checkpoint_append(s.row, &batch).await.unwrap();
+        store
+            .checkpoint_append(other.row, &[text("o")])
+            .await
+            .unwrap();
+    }
+    let rows = store.turn_finalize(s.row, None).await.unwrap();
+    assert_eq!(rows.len(), 1 + 2 * 9);
+    for (b, text) in want.iter().enumerate() {
+        assert_eq!(&rows[1 + 2 * b].content, text);
+        assert_eq!(
+            rows[2 + 2 * b].tool_call_id.as_deref(),
+            Some(&*format!("c{b}"))
+        );
+    }
+    let other_rows = store.turn_finalize(other.row, None).await.unwrap();
+    assert_eq!(
+        lines(&other_rows),
+        ["1 user/message q", "2 assistant/message ooooooooo"]
+    );
+}

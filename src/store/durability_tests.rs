@@ -168,3 +168,38 @@ async fn append_timing() {
         println!("checkpoint_append of {n:>2} event(s): {each:?} per call ({iters} calls)");
     }
 }
+
+/// `cargo test --release --lib store::durability_tests::turn_timing --
+/// --ignored --nocapture`: one turn of 10,000 one-character text events
+/// (the `acp_stream` bench's turn) appended in batches of 512, 64 and 8,
+/// then finalized: where the store's share of an ACP turn goes.
+#[tokio::test]
+#[ignore]
+async fn turn_timing() {
+    let (_dir, store, _) = store("turn-timing").await;
+    for (i, group) in [512usize, 64, 8, 512, 64, 8].into_iter().enumerate() {
+        let s = store
+            .acp_create(&format!("s{i}"), "echo", "me", "/w")
+            .await
+            .unwrap();
+        let start = Instant::now();
+        store.turn_begin(s.row, "t1", "p").await.unwrap();
+        let begun = start.elapsed();
+        let batch: Vec<_> = (0..group).map(|_| text("x")).collect();
+        let mut left = 10_000usize;
+        while left > 0 {
+            let n = left.min(group);
+            store.checkpoint_append(s.row, &batch[..n]).await.unwrap();
+            left -= n;
+        }
+        let appended = start.elapsed();
+        let rows = store.turn_finalize(s.row, None).await.unwrap();
+        let finalized = start.elapsed();
+        assert_eq!(rows[1].content.len(), 10_000);
+        println!(
+            "batches of {group:>3}: begin {begun:?}, appends {:?}, finalize {:?}",
+            appended - begun,
+            finalized - appended
+        );
+    }
+}

@@ -15,7 +15,10 @@
 //!
 //! Every change that spans rows is one transaction, and every writing
 //! transaction is `BEGIN IMMEDIATE`: it takes the write lock up front, so two
-//! writers queue on `busy_timeout` instead of failing on a lock upgrade.
+//! writers queue on `busy_timeout` instead of failing on a lock upgrade. (A
+//! write that is a single statement, the checkpoint append, runs without an
+//! explicit transaction: SQLite makes the statement atomic and takes the
+//! write lock when it starts, as `BEGIN IMMEDIATE` would.)
 //! Every operation that has a fault point (§8.20) checks it first and then
 //! fails with [`StoreError::Injected`] before touching the database.
 
@@ -132,6 +135,10 @@ impl Store {
             .busy_timeout(Duration::from_millis(5000));
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            // The default pings every connection it hands out: a round trip
+            // to SQLite's worker thread per operation (~0.1 ms, as much as a
+            // whole checkpoint append), and a local file does not go stale.
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         migrations::apply(&pool).await?;
