@@ -1,0 +1,169 @@
+//! In-process cost of the whole per-connection stack (no socket): a real
+//! daemon state on a temporary config dir, one initialized connection, and
+//! frames fed through the bounded codec and the tower stack exactly as the
+//! Unix connection driver does (`dispatch_now`, answers appended to one
+//! output buffer).
+//!
+//! - `stack/status`: one `status` frame, dispatched and answered;
+//! - `stack/status_batch_64`: 64 pipelined `status` frames decoded from one
+//!   read buffer and answered into one output buffer (one driver batch);
+//! - `stack/unknown_method`: a `-32601` answer, the cheapest full trip.
+//!
+//! What is left between these figures and the end-to-end `e2e_load` ones is
+//! the socket, the runtime and the client.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::task::Context;
+
+use bytes::BytesMut;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tokio_util::codec::Decoder;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use zeroclaw::codec::{Frame, FrameCodec};
+use zeroclaw::config::ConfigStore;
+use zeroclaw::connection::{build_stack, dispatch_now, Stack};
+use zeroclaw::context::{Conn, ConnCtx, PeerInfo, Transport};
+use zeroclaw::faults::Faults;
+use zeroclaw::state::{Daemon, Flags, Paths};
+use zeroclaw::store::Store;
+
+const INITIALIZE: &str =
+    r#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":1},"id":0}"#;
+const STATUS: &str = r#"{"jsonrpc":"2.0","method":"status","id":17}"#;
+const UNKNOWN: &str = r#"{"jsonrpc":"2.0","method":"no/such","id":18}"#;
+
+/// A daemon and one initialized local connection to it.
+struct Fixture {
+    _dir: tempdir::Dir,
+    _daemon: Arc<Daemon>,
+    conn: Conn,
+    stack: Stack,
+    tasks: TaskTracker,
+}
+
+mod tempdir {
+    /// A scratch directory removed on drop.
+    pub struct Dir(pub std::path::PathBuf);
+    impl Dir {
+        pub fn new() -> Self {
+            let path = std::env::temp_dir().join(format!("zc-stack-bench-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&path);
+            std::fs::create_dir_all(path.join("data")).expect("scratch dir");
+            Self(path)
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let dir = tempdir::Dir::new();
+        let cfg = dir.0.clone();
+        let data = cfg.join("data");
+        let config = ConfigStore::open(&cfg).expect("config");
+        let faults = Arc::new(Faults::default());
+        let store = Store::open(&data, faults.clone()).await.expect("store");
+        let paths = Paths {
+            config_dir: cfg.clone(),
+            config_file: cfg.join("config.toml"),
+            endpoint: data.join("daemon.sock").to_string_lossy().into_owned(),
+            data_dir: data,
+        };
+        // SAFETY: getuid never fails.
+        let uid = unsafe { libc::getuid() };
+        // This process is both the daemon and its peer: the shared operator.
+        let daemon = Daemon::new(paths, config, store, faults, Some(uid), Flags::default());
+        let closed = CancellationToken::new();
+        let (out, queue) = zeroclaw::outbound::write_queue(closed.clone());
+        // Nothing here is queued: every answer of these frames is immediate.
+        std::mem::forget(queue);
+        let peer = PeerInfo::unix(uid, Some(std::process::id()));
+        let conn: Conn = Arc::new(ConnCtx::new(1, peer, Transport::Local, out, closed));
+        let stack = build_stack(&daemon, &conn);
+        let mut f = Fixture {
+            _dir: dir,
+            _daemon: daemon,
+            conn,
+            stack,
+            tasks: TaskTracker::new(),
+        };
+        let answer = f
+            .dispatch(INITIALIZE.to_owned())
+            .expect("initialize answers at once");
+        assert!(
+            answer.starts_with(br#"{"jsonrpc":"2.0","result":"#),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        f
+    }
+
+    fn dispatch(&mut self, frame: String) -> Option<Vec<u8>> {
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        dispatch_now(&mut self.stack, &self.conn, &self.tasks, frame, &mut cx)
+    }
+}
+
+fn stack(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let _guard = rt.enter();
+    let mut f = rt.block_on(Fixture::new());
+
+    let status = f
+        .dispatch(STATUS.to_owned())
+        .expect("status answers at once");
+    assert!(status.starts_with(br#"{"jsonrpc":"2.0","result":{"server_version":"#));
+    assert!(status.ends_with(b",\"id\":17}\n"));
+    let unknown = f
+        .dispatch(UNKNOWN.to_owned())
+        .expect("an error answers at once");
+    assert!(unknown.starts_with(br#"{"jsonrpc":"2.0","error":{"code":-32601"#));
+
+    let mut g = c.benchmark_group("stack");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("status", |b| {
+        b.iter(|| black_box(f.dispatch(black_box(STATUS).to_owned())))
+    });
+    g.bench_function("unknown_method", |b| {
+        b.iter(|| black_box(f.dispatch(black_box(UNKNOWN).to_owned())))
+    });
+
+    const BATCH: usize = 64;
+    let mut input = Vec::new();
+    for i in 0..BATCH {
+        input.extend_from_slice(
+            format!(r#"{{"jsonrpc":"2.0","method":"status","id":{i}}}"#).as_bytes(),
+        );
+        input.push(b'\n');
+    }
+    let mut codec = FrameCodec::default();
+    let mut rbuf = BytesMut::with_capacity(64 * 1024);
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    g.throughput(Throughput::Elements(BATCH as u64));
+    g.bench_function("status_batch_64", |b| {
+        b.iter(|| {
+            rbuf.extend_from_slice(&input);
+            out.clear();
+            while let Ok(Some(Frame::Line(frame))) = codec.decode(&mut rbuf) {
+                if let Some(answer) = f.dispatch(frame) {
+                    out.extend_from_slice(&answer);
+                }
+            }
+            black_box(out.len())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, stack);
+criterion_main!(benches);
