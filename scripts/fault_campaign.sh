@@ -9,7 +9,6 @@
 #   ZC_SEED=N        seed of the random choices (default: the PID); printed, so a run repeats
 #   ZC_BIN=PATH      use this zeroclaw binary instead of building the release one
 #   ZC_KEEP=1        keep the campaign directory (it is always kept after a violation)
-#   ZC_STRICT_UPLOADS=1  a `.upload-*.tmp` seen right after a restart is a violation
 #   ZC_MAX_DELAY_MS  upper bound of the random kill delay (default 600; a quarter of it
 #                    for uploads, which take ~100 ms)
 #   CARGO_TARGET_DIR as for cargo (the binary is $CARGO_TARGET_DIR/release/zeroclaw)
@@ -31,9 +30,8 @@
 #     without a marker holds the whole reply; no prompt appears twice; a prompt whose
 #     client got its answer is there, whole and unmarked;
 #   - every file in uploads/ has the SHA-256 its name says; an acknowledged upload is
-#     there; a `.upload-*.tmp` left by a kill is gone once a later store step has
-#     completed (the daemon removes dead writers' temporaries when it stores, not at
-#     start; ZC_STRICT_UPLOADS=1 makes any temporary seen after a restart a violation).
+#     there; no `.upload-*.tmp` is left once the restarted daemon is ready (it
+#     removes dead writers' temporaries at startup).
 # Prints counts per operation and outcome; exits 1 on any violated invariant.
 
 # The whole script is one brace group, parsed before it runs: editing the file
@@ -200,31 +198,16 @@ check_acp() {
 }
 
 # --- uploads ---------------------------------------------------------------------
-declare -A upload_acked=() tmp_seen=()
+declare -A upload_acked=()
 # A kill between the store step's create and rename leaves a temporary; the
-# daemon removes those of dead writers at its next store step, not at start.
-# So a temporary is a violation once a store step has completed after the kill
-# that left it (or at once with ZC_STRICT_UPLOADS=1).
+# daemon removes those of dead writers at startup, before its ready line. So
+# any temporary seen once the restarted daemon is ready is a violation.
 check_uploads() {
     local f name sha
     [ -d "$uploads" ] || return
     for f in "$uploads"/.upload-*.tmp; do
         [ -e "$f" ] || continue
-        name=$(basename "$f")
-        if [ -z "${tmp_seen[$name]:-}" ]; then
-            tmp_seen[$name]=$iter
-            bump "upload: temporaries left by a kill, seen after restart"
-            [ -n "${ZC_STRICT_UPLOADS:-}" ] &&
-                violation "partial upload left after restart: $name ($(stat -c %s "$f") bytes)"
-        elif [ "$op" = upload ] && [ "$upload_ok" = 1 ]; then
-            violation "partial upload $name (left in iteration ${tmp_seen[$name]}) survived a later store step"
-        fi
-    done
-    for name in "${!tmp_seen[@]}"; do
-        if [ ! -e "$uploads/$name" ] && [ "${tmp_seen[$name]}" != removed ]; then
-            tmp_seen[$name]=removed
-            bump "upload: temporaries removed by a later store step"
-        fi
+        violation "partial upload left after restart: $(basename "$f") ($(stat -c %s "$f") bytes)"
     done
     for f in "$uploads"/*; do
         [ -e "$f" ] || continue

@@ -104,6 +104,8 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
         data_dir: dirs.data_dir.clone(),
         endpoint: claimed.endpoint_display(),
     };
+    // Before the ready line: no partial upload of a killed predecessor is ever visible.
+    crate::files::remove_crash_temporaries(&config, &dirs.config_dir);
     let faults = Arc::new(Faults::default());
     let sessions_db = Store::open(&dirs.data_dir, faults.clone())
         .await

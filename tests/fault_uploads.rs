@@ -1,17 +1,19 @@
 //! Crash safety of stored uploads (SPEC §8.18.4 step 3), from a finding of
 //! `scripts/fault_campaign.sh` (docs/reliability.md): the store step writes
-//! `uploads/.upload-<pid>-<nonce>.tmp`, fsyncs it and renames it over
+//! `uploads/.upload-<pid>-<run>-<nonce>.tmp`, fsyncs it and renames it over
 //! `<sha256>.<ext>`. A SIGKILL between the create and the rename leaves the
 //! temporary file, partial or whole, in the agent's workspace. Until
-//! `7cc9a24` nothing ever removed it; since then every store step removes
-//! the temporaries of writers that no longer exist (not a daemon start: the
-//! file stays visible until the next upload).
+//! `7cc9a24` nothing ever removed it; then every store step removed the
+//! temporaries of writers that no longer exist; now a daemon also removes
+//! them at startup, before its ready line, and a restarted daemon that got
+//! its predecessor's pid tells them apart by the per-run token.
 //!
-//! The test watches `uploads/` while `zeroclaw upload` stores a 10 MiB file
-//! and kills the daemon the moment a temporary file appears (retrying when
-//! the rename wins the race), restarts it, stores another file, and requires
-//! that no `.upload-*.tmp` is left and every stored file has the SHA-256 its
-//! name says.
+//! The first test watches `uploads/` while `zeroclaw upload` stores a 10 MiB
+//! file and kills the daemon the moment a temporary file appears (retrying
+//! when the rename wins the race), restarts it, and requires that no
+//! `.upload-*.tmp` is left once it is ready, and still none after another
+//! store, every stored file having the SHA-256 its name says. The second
+//! plants leftovers of dead writers before a start.
 
 mod common;
 
@@ -112,6 +114,11 @@ fn a_kill_during_the_store_step_leaves_no_partial_file() {
         !caught.is_empty(),
         "no kill landed in the store step in {ATTEMPTS} attempts: nothing shown"
     );
+    assert_eq!(
+        temporaries(&uploads),
+        Vec::<PathBuf>::new(),
+        "the restarted daemon is ready with its predecessor's partial upload still in uploads/"
+    );
 
     // The restarted daemon stores another file; nothing partial may remain.
     live_session(&d);
@@ -142,4 +149,31 @@ fn a_kill_during_the_store_step_leaves_no_partial_file() {
         "partial uploads left in {} after a restart and a new store: {left:?}",
         uploads.display()
     );
+}
+
+#[test]
+fn a_start_removes_dead_writers_temporaries_and_nothing_else() {
+    let dir = TestDir::new();
+    let cfg = dir.config_dir();
+    // A first start writes the default config; the echo agent's workspace is then known.
+    let d = DaemonBuilder::new().config_dir(&cfg).spawn();
+    drop(d);
+    let uploads = cfg.join("agents/echo/workspace/uploads");
+    std::fs::create_dir_all(&uploads).unwrap();
+    let dead = uploads.join(".upload-4000000000-0000000000000007-00000000deadbeef.tmp");
+    let dead_older_build = uploads.join(".upload-4000000000-00000000deadbeef.tmp");
+    // This test process is alive: its (hypothetical) temporary must survive.
+    let live = uploads.join(format!(
+        ".upload-{}-0000000000000007-00000000deadbeef.tmp",
+        std::process::id()
+    ));
+    let stored = uploads.join("0123.txt");
+    for p in [&dead, &dead_older_build, &live, &stored] {
+        std::fs::write(p, b"partial").unwrap();
+    }
+    let _d = DaemonBuilder::new().config_dir(&cfg).spawn();
+    assert!(!dead.exists(), "{}", dead.display());
+    assert!(!dead_older_build.exists(), "{}", dead_older_build.display());
+    assert!(live.exists(), "a live writer's temporary was removed");
+    assert_eq!(std::fs::read(&stored).unwrap(), b"partial");
 }

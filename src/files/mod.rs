@@ -8,7 +8,7 @@
 //! before or entirely after it: nothing is written unless every check passed
 //! under the state that holds while writing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -24,7 +24,7 @@ use crate::config::{Grant, Resource, Verb};
 use crate::context::Conn;
 use crate::error::{Forbidden, RpcError};
 use crate::faults::FaultPoint;
-use crate::session::lifecycle::{agent_workspace, check_agent, check_owner};
+use crate::session::lifecycle::{agent_workspace, agent_workspace_path, check_agent, check_owner};
 use crate::state::Daemon;
 
 pub use staging::Binding;
@@ -49,6 +49,17 @@ pub struct Incoming {
     pub mime: String,
     /// The path a path-mode attachment was read from (image markers name it).
     pub original_path: Option<String>,
+}
+
+/// Removes, in every configured agent's `uploads/`, the temporaries that a
+/// daemon killed mid-store left behind (see [`write::remove_stale_temporaries`]).
+/// Run at startup, so no partial upload outlives a restart; each store step
+/// also sweeps its own directory. Creates nothing.
+pub fn remove_crash_temporaries(config: &crate::config::Config, config_dir: &Path) {
+    for alias in config.agents.keys() {
+        let uploads = agent_workspace_path(config, config_dir, alias).join("uploads");
+        write::remove_stale_temporaries(&uploads);
+    }
 }
 
 /// Lowercase hex SHA-256 of `bytes`.

@@ -112,8 +112,12 @@ fn same_regular_file(path: &Path, bytes: &[u8]) -> bool {
 
 /// Removes the temporary files a crashed daemon left in `dir` (a kill between
 /// creating a temporary and renaming it). A temporary is named after the
-/// process writing it; only those of processes that no longer exist are
-/// removed, so a store running concurrently elsewhere is never disturbed.
+/// process writing it, `.upload-<pid>-<run>-<nonce>.tmp`, where `<run>` is
+/// drawn once per process: one is left alone only while its writer may still
+/// be running, that is when its pid is alive and is not ours under another
+/// run (a restarted daemon that got the same pid — pid 1 in a container —
+/// must not mistake its predecessor's leftovers for its own). Names from
+/// older builds (`.upload-<pid>-<nonce>.tmp`) follow the same rule.
 pub fn remove_stale_temporaries(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -127,20 +131,47 @@ pub fn remove_stale_temporaries(dir: &Path) {
         else {
             continue;
         };
-        let writer = rest
-            .split_once('-')
-            .and_then(|(pid, _)| pid.parse::<u32>().ok());
-        if writer.is_none_or(|pid| !process_alive(pid)) {
+        if !writer_may_be_running(rest) {
             let _ = fs::remove_file(entry.path());
         }
     }
 }
 
+/// Whether the writer of a temporary named `.upload-<rest>.tmp` may still be running.
+fn writer_may_be_running(rest: &str) -> bool {
+    let mut parts = rest.split('-');
+    let Some(pid) = parts.next().and_then(|p| p.parse::<u32>().ok()) else {
+        return false;
+    };
+    let run = match (parts.next(), parts.next()) {
+        (Some(run), Some(_nonce)) => u64::from_str_radix(run, 16).ok(),
+        _ => None,
+    };
+    if pid == std::process::id() {
+        return run == Some(run_token());
+    }
+    process_alive(pid)
+}
+
+/// This process's run token, drawn once.
+fn run_token() -> u64 {
+    static TOKEN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TOKEN.get_or_init(|| {
+        let mut b = [0u8; 8];
+        if getrandom::fill(&mut b).is_err() {
+            // No OS randomness: the start time still differs between runs.
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            b = t.to_le_bytes();
+        }
+        u64::from_le_bytes(b)
+    })
+}
+
 #[cfg(unix)]
 fn process_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
-    }
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };
@@ -152,8 +183,10 @@ fn process_alive(pid: u32) -> bool {
 }
 
 #[cfg(not(unix))]
-fn process_alive(pid: u32) -> bool {
-    pid == std::process::id()
+fn process_alive(_pid: u32) -> bool {
+    // No cheap liveness check: keep other processes' temporaries (the data
+    // dir lock makes another writer in the same workspace unlikely).
+    true
 }
 
 /// Writes a temporary file in `dir`, fsyncs it and renames it over `dest`.
@@ -161,8 +194,9 @@ fn replace(dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut nonce = [0u8; 8];
     let _ = getrandom::fill(&mut nonce);
     let tmp = dir.join(format!(
-        ".upload-{}-{:016x}.tmp",
+        ".upload-{}-{:016x}-{:016x}.tmp",
         std::process::id(),
+        run_token(),
         u64::from_le_bytes(nonce)
     ));
     let result = (|| {
@@ -223,22 +257,57 @@ mod tests {
     }
 
     #[test]
-    fn temporaries_of_dead_writers_are_removed_and_live_ones_kept() {
+    fn temporaries_of_dead_writers_and_earlier_runs_are_removed_and_live_ones_kept() {
         let up = tmpdir("stale");
-        let dead = up.join(".upload-4000000000-00000000deadbeef.tmp");
-        let legacy = up.join(".upload-00000000deadbeef.tmp");
-        let mine = up.join(format!(
-            ".upload-{}-0000000000000001.tmp",
-            std::process::id()
+        let me = std::process::id();
+        // SAFETY: getppid has no preconditions: the parent runs while we do.
+        let parent = unsafe { libc::getppid() };
+        let run = run_token();
+        let other_run = run.wrapping_add(1);
+        let dead = up.join(".upload-4000000000-0000000000000007-00000000deadbeef.tmp");
+        let dead_legacy = up.join(".upload-4000000000-00000000deadbeef.tmp");
+        let unnamed = up.join(".upload-00000000deadbeef.tmp");
+        let earlier_run = up.join(format!(
+            ".upload-{me}-{other_run:016x}-0000000000000001.tmp"
         ));
-        for p in [&dead, &legacy, &mine] {
+        let earlier_legacy = up.join(format!(".upload-{me}-0000000000000001.tmp"));
+        let mine = up.join(format!(".upload-{me}-{run:016x}-0000000000000001.tmp"));
+        let live_other = up.join(format!(
+            ".upload-{parent}-{other_run:016x}-0000000000000001.tmp"
+        ));
+        for p in [
+            &dead,
+            &dead_legacy,
+            &unnamed,
+            &earlier_run,
+            &earlier_legacy,
+            &mine,
+            &live_other,
+        ] {
             fs::write(p, b"partial").unwrap();
         }
         fs::write(up.join("keep.txt"), b"x").unwrap();
         remove_stale_temporaries(&up);
-        assert!(!dead.exists() && !legacy.exists());
-        assert!(mine.exists(), "a live writer's temporary is left alone");
+        for gone in [&dead, &dead_legacy, &unnamed, &earlier_run, &earlier_legacy] {
+            assert!(!gone.exists(), "{} should be removed", gone.display());
+        }
+        assert!(mine.exists(), "this run's own temporary is left alone");
+        assert!(
+            live_other.exists(),
+            "a live process's temporary is left alone"
+        );
         assert!(up.join("keep.txt").exists());
+    }
+
+    #[test]
+    fn a_store_leaves_only_its_file() {
+        let up = tmpdir("names");
+        store(&up, "abc", None, b"x", None).unwrap();
+        let names: Vec<String> = fs::read_dir(&up)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["abc"]);
     }
 
     #[test]

@@ -54,20 +54,26 @@ fn killed() -> RpcError {
     End::Killed.error()
 }
 
-/// The working directory of an agent's sessions by default, created on demand (0700).
-pub fn agent_workspace(
-    config: &Config,
-    config_dir: &Path,
-    alias: &str,
-) -> Result<PathBuf, RpcError> {
-    let dir = match config
+/// Where an agent's sessions work: its `workspace_dir`, or
+/// `<config_dir>/agents/<alias>/workspace`.
+pub fn agent_workspace_path(config: &Config, config_dir: &Path, alias: &str) -> PathBuf {
+    match config
         .agents
         .get(alias)
         .and_then(|a| a.workspace_dir.as_deref())
     {
         Some(d) => PathBuf::from(d),
         None => config_dir.join("agents").join(alias).join("workspace"),
-    };
+    }
+}
+
+/// The working directory of an agent's sessions by default, created on demand (0700).
+pub fn agent_workspace(
+    config: &Config,
+    config_dir: &Path,
+    alias: &str,
+) -> Result<PathBuf, RpcError> {
+    let dir = agent_workspace_path(config, config_dir, alias);
     create_private_dir(&dir).map_err(|e| {
         RpcError::storage(format!("cannot create workspace {}: {e}", dir.display()))
     })?;
