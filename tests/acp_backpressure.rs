@@ -2,7 +2,7 @@
 //! per connection": 64 frames or 16 MiB, whichever first; producers wait).
 //!
 //! Observed through the database: an ACP turn commits each chunk before its
-//! notification is queued (§9.3), so the checkpoint events committed while
+//! notification is queued (§9.3), so the chunks committed while
 //! the client reads nothing count what the daemon ran ahead. That is at most
 //! one commit batch of the turn's emitter, the 64 queued frames, and what the
 //! kernel's socket buffer took; not the ~160,000 frames that 16 MiB of
@@ -58,7 +58,11 @@ fn a_client_that_stops_reading_stops_the_turn_within_the_write_queue_bound() {
         db_int(
             &env.db(),
             &format!(
-                "SELECT COUNT(*) FROM acp_checkpoint_events e JOIN acp_sessions s \
+                // The consecutive text events of one commit are stored as
+                // one event: count the one-character chunks by their text.
+                "SELECT COALESCE(SUM(CASE WHEN e.payload ->> 'kind' = 'text' \
+                 THEN length(e.payload ->> 'text') ELSE 1 END), 0) \
+                 FROM acp_checkpoint_events e JOIN acp_sessions s \
                  ON s.id = e.session_row WHERE s.session_id = '{sid}'"
             ),
         ) as usize

@@ -59,6 +59,7 @@ async fn begin_append_finalize_folds_in_order() {
         .checkpoint_append(s.row, &[text("Hel"), text("lo")])
         .await
         .unwrap();
+    store.checkpoint_append(s.row, &[text("!")]).await.unwrap();
     store
         .checkpoint_append(
             s.row,
@@ -74,25 +75,26 @@ async fn begin_append_finalize_folds_in_order() {
         .checkpoint_append(s.row, &[result("c2", "y"), text("done"), text("!")])
         .await
         .unwrap();
+    // A batch's consecutive text events are stored as one; batches are not
+    // merged with each other.
     assert_eq!(
         payloads(&store, s.row).await,
         [
             r#"{"kind":"user","text":"hi"}"#,
-            r#"{"kind":"text","text":"Hel"}"#,
-            r#"{"kind":"text","text":"lo"}"#,
+            r#"{"kind":"text","text":"Hello"}"#,
+            r#"{"kind":"text","text":"!"}"#,
             r#"{"kind":"tool_call","id":"c1","name":"echo","input":{"text":"x"}}"#,
             r#"{"kind":"tool_call","id":"c2","name":"echo","input":{}}"#,
             r#"{"kind":"tool_result","id":"c1","name":"echo","output":"{\"text\":\"x\"}"}"#,
             r#"{"kind":"tool_result","id":"c2","name":"echo","output":"y"}"#,
-            r#"{"kind":"text","text":"done"}"#,
-            r#"{"kind":"text","text":"!"}"#,
+            r#"{"kind":"text","text":"done!"}"#,
         ]
     );
 
     let appended = store.turn_finalize(s.row, None).await.unwrap();
     let want = [
         "1 user/message hi",
-        "2 assistant/message Hello",
+        "2 assistant/message Hello!",
         r#"3 assistant/tool_call  [c1 echo {"text":"x"}]"#,
         "4 assistant/tool_call  [c2 echo {}]",
         r#"5 tool/tool_result {"text":"x"} [c1 echo]"#,
@@ -161,7 +163,8 @@ async fn a_large_batch_keeps_order_and_bytes() {
         .checkpoint_append(s.row, &[result("r", "\u{0}")])
         .await
         .unwrap();
-    assert_eq!(payloads(&store, s.row).await.len(), 302);
+    // The prompt, the run of 300 texts as one event, the result.
+    assert_eq!(payloads(&store, s.row).await.len(), 3);
     let rows = store.turn_finalize(s.row, None).await.unwrap();
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[1].content, parts.concat());
