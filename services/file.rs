@@ -8,6 +8,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
+use sha2::Digest;
 
 use super::RouteFuture;
 use crate::context::Conn;
@@ -15,7 +16,7 @@ use crate::error::{ErrorData, RpcError};
 use crate::files::attach::{check_entries, file_too_large, read_entries, FileEntry};
 use crate::files::naming::MAX_FILENAME_BYTES;
 use crate::files::staging::{Binding, Upload};
-use crate::files::{self, sha256_hex, FileResult, Incoming};
+use crate::files::{self, hex, FileResult, Incoming};
 use crate::jsonrpc::Payload;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
 use crate::request::Request;
@@ -141,6 +142,7 @@ fn begin(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<Payload, RpcErro
         size,
         filename,
         sha256,
+        hasher: Default::default(),
         data: Vec::new(),
         released: false,
     };
@@ -224,6 +226,7 @@ async fn chunk(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload,
         u.data.reserve_exact(size);
     }
     u.data.extend_from_slice(&bytes);
+    u.hasher.update(&bytes);
     daemon.staging.touch(&upload_id);
     Payload::new(
         &json!({"upload_id": upload_id, "received_bytes": end}),
@@ -261,8 +264,9 @@ async fn commit(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     u.released = true;
     daemon.staging.release(&upload_id);
     let bytes = std::mem::take(&mut u.data);
+    let sha = hex(&std::mem::take(&mut u.hasher).finalize());
     if let Some(expected) = &u.sha256 {
-        if &sha256_hex(&bytes) != expected {
+        if &sha != expected {
             return Err(RpcError::invalid_params_reason(
                 "sha256 mismatch",
                 ErrorData::reason("sha256_mismatch"),
@@ -272,6 +276,7 @@ async fn commit(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     let mime = crate::files::naming::guess_mime(&u.filename).to_owned();
     let incoming = Incoming {
         bytes,
+        sha256: Some(sha),
         filename: u.filename.clone(),
         mime,
         original_path: None,

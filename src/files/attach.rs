@@ -169,6 +169,7 @@ pub fn read_entries(entries: Vec<FileEntry<'_>>) -> Result<Vec<Incoming>, RpcErr
                 .mime_type
                 .unwrap_or_else(|| guess_mime(&filename).to_owned());
             Ok(Incoming {
+                sha256: None,
                 bytes,
                 filename,
                 mime,

@@ -45,6 +45,9 @@ pub struct FileResult {
 #[derive(Debug)]
 pub struct Incoming {
     pub bytes: Vec<u8>,
+    /// Lowercase hex SHA-256 of `bytes` when already known (an upload hashes
+    /// its chunks as they arrive); computed by the store step otherwise.
+    pub sha256: Option<String>,
     pub filename: String,
     pub mime: String,
     /// The path a path-mode attachment was read from (image markers name it).
@@ -64,10 +67,18 @@ pub fn remove_crash_temporaries(config: &crate::config::Config, config_dir: &Pat
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    s
 }
 
 fn session_changed() -> RpcError {
@@ -81,7 +92,7 @@ pub async fn store(
     conn: &Conn,
     binding: &Arc<AuthBinding>,
     bound: &Binding,
-    file: Incoming,
+    mut file: Incoming,
     method: &str,
 ) -> Result<FileResult, RpcError> {
     let sessions = &daemon.sessions;
@@ -117,7 +128,10 @@ pub async fn store(
     let config = daemon.config.current();
     let uploads: PathBuf =
         agent_workspace(&config, &daemon.paths.config_dir, &session.agent_alias)?.join("uploads");
-    let sha = sha256_hex(&file.bytes);
+    let sha = match file.sha256.take() {
+        Some(sha) => sha,
+        None => sha256_hex(&file.bytes),
+    };
     let ext = naming::extension(&file.filename);
     let indexed = session.indexed_upload(&sha);
     let size = file.bytes.len() as u64;

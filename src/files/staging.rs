@@ -38,6 +38,8 @@ pub struct Upload {
     pub filename: String,
     pub sha256: Option<String>,
     pub data: Vec<u8>,
+    /// SHA-256 of `data` so far, fed chunk by chunk: a commit only finishes it.
+    pub hasher: sha2::Sha256,
     /// Set once committed or dropped: the id is unknown from then on.
     pub released: bool,
 }
@@ -205,6 +207,7 @@ mod tests {
             filename: "upload".into(),
             sha256: None,
             data: Vec::new(),
+            hasher: Default::default(),
             released: false,
         }
     }
