@@ -171,7 +171,8 @@ impl Store {
                 .await?;
         let surface = surface.ok_or(StoreError::NotFound("acp session row"))?;
         if fold_checkpoint && surface == RPC_SURFACE {
-            checkpoint::fold_checkpoint(&mut tx, row, Some("Turn killed")).await?;
+            checkpoint::fold_checkpoint(&mut tx, row, Some("Turn killed"), checkpoint::Touch::No)
+                .await?;
         }
         sqlx::query("UPDATE acp_sessions SET killed_at = COALESCE(killed_at, ?) WHERE id = ?")
             .bind(utc_now())

@@ -210,39 +210,42 @@ impl Store {
         let payload = PayloadOut::user(prompt)?;
         let now = utc_now();
         let mut tx = self.write_tx().await?;
+        // The three writes in one round trip to the driver's worker, each
+        // conditional, so that together they affect 3 rows only when the
+        // row exists, is not killed and has no checkpoint; otherwise the
+        // transaction is dropped (rolled back) and the cause looked up.
+        let done = sqlx::query(
+            "INSERT INTO acp_turn_checkpoints (session_row, turn_id, started_at) \
+               SELECT id, ?1, ?2 FROM acp_sessions \
+               WHERE id = ?3 AND killed_at IS NULL \
+               AND NOT EXISTS (SELECT 1 FROM acp_turn_checkpoints WHERE session_row = ?3); \
+             INSERT INTO acp_checkpoint_events (session_row, payload) \
+               SELECT session_row, ?4 FROM acp_turn_checkpoints \
+               WHERE session_row = ?3 AND turn_id = ?1; \
+             UPDATE acp_sessions SET last_activity = ?2 \
+               WHERE id = ?3 AND EXISTS (SELECT 1 FROM acp_turn_checkpoints \
+               WHERE session_row = ?3 AND turn_id = ?1)",
+        )
+        .bind(turn_id)
+        .bind(&now)
+        .bind(row)
+        .bind(payload)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 3 {
+            tx.commit().await?;
+            return Ok(());
+        }
         let killed: Option<Option<String>> =
             sqlx::query_scalar("SELECT killed_at FROM acp_sessions WHERE id = ?")
                 .bind(row)
                 .fetch_optional(&mut *tx)
                 .await?;
-        match killed {
-            None => return Err(StoreError::NotFound("acp session row")),
-            Some(Some(_)) => return Err(StoreError::State("session is killed")),
-            Some(None) => {}
-        }
-        if checkpoint_turn(&mut tx, row).await?.is_some() {
-            return Err(StoreError::State("a turn checkpoint is already open"));
-        }
-        sqlx::query(
-            "INSERT INTO acp_turn_checkpoints (session_row, turn_id, started_at) VALUES (?, ?, ?)",
-        )
-        .bind(row)
-        .bind(turn_id)
-        .bind(&now)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("INSERT INTO acp_checkpoint_events (session_row, payload) VALUES (?, ?)")
-            .bind(row)
-            .bind(payload)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("UPDATE acp_sessions SET last_activity = ? WHERE id = ?")
-            .bind(&now)
-            .bind(row)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
+        Err(match killed {
+            None => StoreError::NotFound("acp session row"),
+            Some(Some(_)) => StoreError::State("session is killed"),
+            Some(None) => StoreError::State("a turn checkpoint is already open"),
+        })
     }
 
     /// Appends events to the open checkpoint (fault point
@@ -300,14 +303,9 @@ impl Store {
         self.check(FaultPoint::TurnFinalize)?;
         let marker = failure.map(|m| format!("Turn failed: {m}"));
         let mut tx = self.write_tx().await?;
-        let rows = fold_checkpoint(&mut tx, row, marker.as_deref())
+        let rows = fold_checkpoint(&mut tx, row, marker.as_deref(), Touch::Yes)
             .await?
             .ok_or(StoreError::State("no open turn checkpoint"))?;
-        sqlx::query("UPDATE acp_sessions SET last_activity = ? WHERE id = ?")
-            .bind(utc_now())
-            .bind(row)
-            .execute(&mut *tx)
-            .await?;
         tx.commit().await?;
         Ok(rows)
     }
@@ -425,24 +423,42 @@ fn framing_error() -> StoreError {
     StoreError::Corrupt("checkpoint read-back framing".into())
 }
 
+/// Whether folding also moves the session's `last_activity` to now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Touch {
+    Yes,
+    No,
+}
+
+/// Transcript rows written per statement batch (one round trip each).
+const INSERT_GROUP: usize = 16;
+
 /// Folds session `row`'s checkpoint into transcript rows with the next seqs,
 /// appends a `system/interruption_marker` row when `marker` is given, and
-/// deletes the checkpoint. `None` when there is no checkpoint (nothing
-/// changed). Runs inside the caller's transaction.
+/// deletes the checkpoint (and with [`Touch::Yes`] moves `last_activity` to
+/// now). `None` when there is no checkpoint (nothing changed). Runs inside
+/// the caller's transaction.
+///
+/// Every statement sent is a round trip to the driver's worker thread, so
+/// the writes go as a few multi-statement batches: up to [`INSERT_GROUP`]
+/// row inserts each, the last one followed by the deletes.
 pub(super) async fn fold_checkpoint(
     conn: &mut SqliteConnection,
     row: i64,
     marker: Option<&str>,
+    touch: Touch,
 ) -> Result<Option<Vec<TranscriptRow>>, StoreError> {
-    let Some(turn_id) = checkpoint_turn(conn, row).await? else {
-        return Ok(None);
-    };
-    let last: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(MAX(seq), 0) FROM acp_transcript WHERE session_row = ?",
+    let head: Option<(String, i64)> = sqlx::query_as(
+        "SELECT turn_id, \
+                (SELECT COALESCE(MAX(seq), 0) FROM acp_transcript WHERE session_row = ?1) \
+         FROM acp_turn_checkpoints WHERE session_row = ?1",
     )
     .bind(row)
-    .fetch_one(&mut *conn)
+    .fetch_optional(&mut *conn)
     .await?;
+    let Some((turn_id, last)) = head else {
+        return Ok(None);
+    };
     let mut fold = Fold::new(last + 1);
     read_checkpoint(conn, row, &mut fold).await?;
     let mut rows = fold.finish();
@@ -458,34 +474,47 @@ pub(super) async fn fold_checkpoint(
             tool_input: None,
         });
     }
+    const INSERT: &str = "INSERT INTO acp_transcript (session_row, seq, turn_id, role, kind, \
+         content, tool_call_id, tool_name, tool_input, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);";
+    const DELETE: &str = "DELETE FROM acp_checkpoint_events WHERE session_row = ?; \
+         DELETE FROM acp_turn_checkpoints WHERE session_row = ?;";
+    const TOUCH: &str = "UPDATE acp_sessions SET last_activity = ? WHERE id = ?;";
     let now = utc_now();
-    for r in &rows {
-        sqlx::query(
-            "INSERT INTO acp_transcript (session_row, seq, turn_id, role, kind, content, \
-             tool_call_id, tool_name, tool_input, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(row)
-        .bind(r.seq)
-        .bind(&turn_id)
-        .bind(&r.role)
-        .bind(&r.kind)
-        .bind(&r.content)
-        .bind(&r.tool_call_id)
-        .bind(&r.tool_name)
-        .bind(r.tool_input.as_ref().map(|i| i.get()))
-        .bind(&now)
-        .execute(&mut *conn)
-        .await?;
+    let groups = rows.len().div_ceil(INSERT_GROUP).max(1);
+    let mut chunks = rows.chunks(INSERT_GROUP);
+    for g in 0..groups {
+        let group = chunks.next().unwrap_or_default();
+        let last_group = g + 1 == groups;
+        let mut sql = INSERT.repeat(group.len());
+        if last_group {
+            sql.push_str(DELETE);
+            if touch == Touch::Yes {
+                sql.push_str(TOUCH);
+            }
+        }
+        let mut q = sqlx::query(&sql);
+        for r in group {
+            q = q
+                .bind(row)
+                .bind(r.seq)
+                .bind(&turn_id)
+                .bind(&r.role)
+                .bind(&r.kind)
+                .bind(&r.content)
+                .bind(&r.tool_call_id)
+                .bind(&r.tool_name)
+                .bind(r.tool_input.as_ref().map(|i| i.get()))
+                .bind(&now);
+        }
+        if last_group {
+            q = q.bind(row).bind(row);
+            if touch == Touch::Yes {
+                q = q.bind(&now).bind(row);
+            }
+        }
+        q.execute(&mut *conn).await?;
     }
-    sqlx::query("DELETE FROM acp_checkpoint_events WHERE session_row = ?")
-        .bind(row)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("DELETE FROM acp_turn_checkpoints WHERE session_row = ?")
-        .bind(row)
-        .execute(&mut *conn)
-        .await?;
     Ok(Some(rows))
 }
 

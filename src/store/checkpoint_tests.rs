@@ -393,3 +393,23 @@ async fn the_fold_reads_long_checkpoints_in_order() {
         ["1 user/message q", "2 assistant/message ooooooooo"]
     );
 }
+
+#[tokio::test]
+async fn a_refused_begin_writes_nothing_even_with_the_open_turn_id() {
+    let (_dir, store, _) = store("begin-same-id").await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    store.turn_begin(s.row, "t1", "p").await.unwrap();
+    let before = dump(&store).await;
+    assert_eq!(
+        store.turn_begin(s.row, "t1", "again").await,
+        Err(StoreError::State("a turn checkpoint is already open"))
+    );
+    assert_eq!(dump(&store).await, before);
+    store.acp_kill(s.row, false).await.unwrap();
+    let before = dump(&store).await;
+    assert_eq!(
+        store.turn_begin(s.row, "t2", "p").await,
+        Err(StoreError::State("session is killed"))
+    );
+    assert_eq!(dump(&store).await, before);
+}

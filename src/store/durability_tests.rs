@@ -187,7 +187,10 @@ async fn append_timing() {
 #[ignore]
 async fn turn_timing() {
     let (_dir, store, _) = store("turn-timing").await;
-    for (i, group) in [512usize, 64, 8, 512, 64, 8].into_iter().enumerate() {
+    for (i, group) in [512usize, 64, 8, 512, 64, 8, 10_000]
+        .into_iter()
+        .enumerate()
+    {
         let s = store
             .acp_create(&format!("s{i}"), "echo", "me", "/w")
             .await

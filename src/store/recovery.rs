@@ -9,7 +9,7 @@
 use crate::agent::ContextMessage;
 use crate::faults::FaultPoint;
 
-use super::checkpoint::fold_checkpoint;
+use super::checkpoint::{fold_checkpoint, Touch};
 use super::projection::{provider_safe, transcript_after};
 use super::snapshots::latest_snapshot;
 use super::{Store, StoreError, RPC_SURFACE};
@@ -36,7 +36,7 @@ impl Store {
             }
             Some(_) => {}
         }
-        let folded = fold_checkpoint(&mut tx, row, Some(INTERRUPTED_MARKER)).await?;
+        let folded = fold_checkpoint(&mut tx, row, Some(INTERRUPTED_MARKER), Touch::No).await?;
         if folded.is_none() {
             return Ok(false);
         }
