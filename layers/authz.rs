@@ -68,12 +68,20 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
                 fut: self.inner.call(req),
             };
         }
-        let Some(binding) = req.binding.as_ref() else {
+        let Some(bound) = req.binding.as_ref() else {
             return Gate::reject(RpcError::Auth(AuthReason::NotInitialized));
         };
-        let binding = match self.state.refresh(&self.conn, binding) {
-            Ok(b) => b,
+        // A binding of the current policy generation passes as it is (the
+        // common case: no clone); an older one is re-resolved.
+        let renewed = match self.state.refresh_if_stale(&self.conn, bound) {
+            Ok(renewed) => renewed,
             Err(e) => return Gate::reject(e),
+        };
+        if let Some(b) = renewed {
+            req.binding = Some(b);
+        }
+        let Some(binding) = req.binding.as_ref() else {
+            return Gate::reject(RpcError::Auth(AuthReason::NotInitialized));
         };
         let principal = &binding.principal;
         let denied = match access {
@@ -105,7 +113,6 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
             );
             return Gate::reject(RpcError::Forbidden(why));
         }
-        req.binding = Some(binding);
         Gate::Pass {
             fut: self.inner.call(req),
         }

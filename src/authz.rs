@@ -128,8 +128,19 @@ impl AuthzState {
         conn: &ConnCtx,
         binding: &Arc<Binding>,
     ) -> Result<Arc<Binding>, RpcError> {
+        Ok(self
+            .refresh_if_stale(conn, binding)?
+            .unwrap_or_else(|| binding.clone()))
+    }
+
+    /// [`AuthzState::refresh`], answering `None` when `binding` is current.
+    pub fn refresh_if_stale(
+        &self,
+        conn: &ConnCtx,
+        binding: &Arc<Binding>,
+    ) -> Result<Option<Arc<Binding>>, RpcError> {
         if binding.generation == self.generation() {
-            return Ok(binding.clone());
+            return Ok(None);
         }
         let snap = self.snapshot();
         let fresh = match self.resolve(&snap, &binding.credential) {
@@ -147,7 +158,7 @@ impl AuthzState {
                     credential: binding.credential.clone(),
                 });
                 conn.replace_binding_if(binding, renewed.clone());
-                Ok(renewed)
+                Ok(Some(renewed))
             }
             Err(e) => {
                 tracing::info!(

@@ -77,7 +77,10 @@ impl Request {
 
     /// For methods without params: only an object (or nothing) is accepted.
     pub fn no_params(&self) -> Result<(), RpcError> {
-        self.params::<serde::de::IgnoredAny>().map(|_| ())
+        match self.raw_params() {
+            None => Ok(()),
+            Some(_) => self.params::<serde::de::IgnoredAny>().map(|_| ()),
+        }
     }
 
     /// The bound principal's binding. Present for every method but `initialize`.
