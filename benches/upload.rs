@@ -401,6 +401,11 @@ mod imp {
             if ratio >= 0.5 { "met" } else { "NOT met" },
             floor_med / raw_med
         );
+        let of_floor = seq_med / floor_med;
+        println!(
+            "target as re-decided (docs/decisions.md): upload/floor (sequential, medians) >= 0.8: {of_floor:.2}, {}",
+            if of_floor >= 0.8 { "met" } else { "NOT met" }
+        );
         drop(c);
         drop(server);
         Ok(())
