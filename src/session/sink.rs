@@ -7,12 +7,12 @@
 //! so a client never sees an event that a crash could lose. A failed commit
 //! suppresses the notifications, stops the turn and leaves the checkpoint.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -31,7 +31,10 @@ const MAX_GROUP: usize = 512;
 /// What the emitter is asked to do, in turn order.
 #[derive(Debug)]
 enum Item {
-    /// A visible event: committed, then notified.
+    /// Consecutive message chunks: `text` holds them back to back, `ends`
+    /// where each one ends. Committed, then notified one by one.
+    Texts { text: String, ends: Vec<usize> },
+    /// Another visible event (a tool call or result): committed, then notified.
     Persist(CheckpointEvent),
     /// A thought chunk: notified only.
     Thought(String),
@@ -46,6 +49,156 @@ enum Item {
     Flush(oneshot::Sender<()>),
 }
 
+impl Item {
+    /// How many events (notifications) the item stands for.
+    fn events(&self) -> usize {
+        match self {
+            Item::Texts { ends, .. } => ends.len(),
+            _ => 1,
+        }
+    }
+}
+
+/// The queue between a turn's sink and its emitter task.
+///
+/// Message chunks are appended to the last queued [`Item::Texts`] when there
+/// is one, so a fast agent costs one uncontended lock per chunk, not an
+/// allocation and a channel send; the emitter is woken only when the queue
+/// was empty. Holds at most [`EMIT_QUEUE`] events (the sink then waits).
+/// What the sink queues.
+#[derive(Debug)]
+enum Push<'a> {
+    Chunk(&'a str),
+    Item(Item),
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    state: Mutex<QueueState>,
+    /// The emitter waits here for items (one waiter).
+    ready: Notify,
+    /// The sink waits here for room (one waiter).
+    room: Notify,
+}
+
+#[derive(Debug, Default)]
+struct QueueState {
+    items: Vec<Item>,
+    events: usize,
+    /// The sink is done: the emitter ends once the queue is empty.
+    sender_done: bool,
+    /// The emitter stopped (a failed commit or a hard cancel): nothing
+    /// more is taken.
+    receiver_done: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        // A panic while holding the lock leaves plain data; keep going.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a message chunk (appended to the last run of chunks when
+    /// the queue ends with one) or another item.
+    async fn push(&self, what: Push<'_>) -> Result<(), SinkClosed> {
+        let mut what = Some(what);
+        loop {
+            {
+                let mut q = self.lock();
+                if q.receiver_done {
+                    return Err(SinkClosed);
+                }
+                if q.events < EMIT_QUEUE {
+                    let was_empty = q.items.is_empty();
+                    match (what.take(), q.items.last_mut()) {
+                        (Some(Push::Chunk(p)), Some(Item::Texts { text, ends })) => {
+                            text.push_str(p);
+                            ends.push(text.len());
+                        }
+                        (Some(Push::Chunk(p)), _) => q.items.push(Item::Texts {
+                            text: p.to_owned(),
+                            ends: vec![p.len()],
+                        }),
+                        (Some(Push::Item(item)), _) => q.items.push(item),
+                        (None, _) => return Ok(()),
+                    }
+                    q.events += 1;
+                    drop(q);
+                    if was_empty {
+                        self.ready.notify_one();
+                    }
+                    return Ok(());
+                }
+            }
+            self.room.notified().await;
+        }
+    }
+
+    /// Takes up to [`MAX_GROUP`] events' worth of items into `out`;
+    /// `false` once the sink is done and everything was taken.
+    async fn take(&self, out: &mut Vec<Item>) -> bool {
+        loop {
+            {
+                let mut q = self.lock();
+                if !q.items.is_empty() {
+                    let mut taken = 0;
+                    let mut n = 0;
+                    while n < q.items.len() && taken < MAX_GROUP {
+                        let k = q.items[n].events();
+                        if taken + k > MAX_GROUP {
+                            // Split a long run of chunks at the group's end.
+                            if let Item::Texts { text, ends } = &mut q.items[n] {
+                                let keep = MAX_GROUP - taken;
+                                let cut = ends[keep - 1];
+                                let rest_text = text.split_off(cut);
+                                let rest_ends =
+                                    ends.split_off(keep).into_iter().map(|e| e - cut).collect();
+                                q.items.insert(
+                                    n + 1,
+                                    Item::Texts {
+                                        text: rest_text,
+                                        ends: rest_ends,
+                                    },
+                                );
+                                taken += keep;
+                                n += 1;
+                            }
+                            break;
+                        }
+                        taken += k;
+                        n += 1;
+                    }
+                    out.extend(q.items.drain(..n));
+                    q.events -= taken;
+                    drop(q);
+                    self.room.notify_one();
+                    return true;
+                }
+                if q.sender_done {
+                    return false;
+                }
+            }
+            self.ready.notified().await;
+        }
+    }
+
+    /// The sink is done (or dropped).
+    fn close_sender(&self) {
+        self.lock().sender_done = true;
+        self.ready.notify_one();
+    }
+
+    /// The emitter stopped: later pushes fail.
+    fn close_receiver(&self) {
+        let mut q = self.lock();
+        q.receiver_done = true;
+        q.items.clear();
+        q.events = 0;
+        drop(q);
+        self.room.notify_one();
+    }
+}
+
 /// Timeouts of approvals and asks (from `[daemon]` at turn start).
 #[derive(Debug, Clone, Copy)]
 pub struct Waits {
@@ -58,7 +211,7 @@ pub struct Waits {
 type Emitted = (String, Result<(), StoreError>);
 
 /// The queue into an ACP turn's emitter task, and the task.
-type Emitter = (mpsc::Sender<Item>, JoinHandle<Emitted>);
+type Emitter = (Arc<Queue>, JoinHandle<Emitted>);
 
 /// The sink of one turn.
 #[derive(Debug)]
@@ -80,9 +233,16 @@ impl TurnSink {
         hard: CancellationToken,
     ) -> Self {
         let emitter = store.map(|(store, row)| {
-            let (tx, rx) = mpsc::channel(EMIT_QUEUE);
-            let task = tokio::spawn(emit(store, row, conn.clone(), session.id.clone(), rx, hard));
-            (tx, task)
+            let queue = Arc::new(Queue::default());
+            let task = tokio::spawn(emit(
+                store,
+                row,
+                conn.clone(),
+                session.id.clone(),
+                queue.clone(),
+                hard,
+            ));
+            (queue, task)
         });
         Self {
             session,
@@ -99,8 +259,8 @@ impl TurnSink {
     pub async fn finish(&mut self) -> Emitted {
         match self.emitter.take() {
             None => (std::mem::take(&mut self.content), Ok(())),
-            Some((tx, task)) => {
-                drop(tx);
+            Some((queue, task)) => {
+                queue.close_sender();
                 task.await.unwrap_or_else(|e| {
                     (
                         String::new(),
@@ -128,30 +288,46 @@ impl TurnSink {
                 .await;
                 Ok(())
             }
-            Some((tx, _)) => tx.send(item()).await.map_err(|_| SinkClosed),
+            Some((queue, _)) => queue.push(Push::Item(item())).await,
         }
     }
 
     async fn flush(&mut self) -> Result<(), SinkClosed> {
-        if let Some((tx, _)) = &self.emitter {
+        if let Some((queue, _)) = &self.emitter {
             let (ack, done) = oneshot::channel();
-            tx.send(Item::Flush(ack)).await.map_err(|_| SinkClosed)?;
+            queue.push(Push::Item(Item::Flush(ack))).await?;
             done.await.map_err(|_| SinkClosed)?;
         }
         Ok(())
     }
 }
 
+impl Drop for TurnSink {
+    fn drop(&mut self) {
+        // A turn dropped before `finish` still lets its emitter end.
+        if let Some((queue, _)) = &self.emitter {
+            queue.close_sender();
+        }
+    }
+}
+
 impl EventSink for TurnSink {
     async fn message_chunk(&mut self, text: &str) -> Result<(), SinkClosed> {
         for piece in split_chunks(text) {
-            if self.emitter.is_none() {
-                self.content.push_str(piece);
+            match &self.emitter {
+                Some((queue, _)) => queue.push(Push::Chunk(piece)).await?,
+                None => {
+                    self.content.push_str(piece);
+                    notify(
+                        &self.conn,
+                        &Update {
+                            session_id: &self.session.id,
+                            event: Event::MessageChunk(piece),
+                        },
+                    )
+                    .await;
+                }
             }
-            self.send(Event::MessageChunk(piece), || {
-                Item::Persist(CheckpointEvent::Text(piece.to_owned()))
-            })
-            .await?;
         }
         Ok(())
     }
@@ -295,59 +471,100 @@ fn parse_elicitation(raw: &RawValue) -> AskOutcome {
     }
 }
 
+/// Where a taken item goes while its batch is committed.
+#[derive(Debug)]
+enum Slot {
+    /// The next committed event; a run of chunks carries where each ends.
+    Committed(Option<Vec<usize>>),
+    /// Notified (or acknowledged) only.
+    Other(Item),
+}
+
+/// Marks the queue closed on the emitter's side however the emitter ends.
+struct ReceiverGuard(Arc<Queue>);
+
+impl Drop for ReceiverGuard {
+    fn drop(&mut self) {
+        self.0.close_receiver();
+    }
+}
+
 /// The emitter of an ACP turn: commit what is ready, then notify it.
 async fn emit(
     store: Arc<Store>,
     row: i64,
     conn: Conn,
     session_id: String,
-    mut rx: mpsc::Receiver<Item>,
+    queue: Arc<Queue>,
     hard: CancellationToken,
 ) -> Emitted {
+    let _guard = ReceiverGuard(queue.clone());
     let mut sent = String::new();
     let mut batch: Vec<Item> = Vec::with_capacity(64);
+    let mut slots: Vec<Slot> = Vec::with_capacity(64);
     let mut events: Vec<CheckpointEvent> = Vec::with_capacity(64);
-    while rx.recv_many(&mut batch, MAX_GROUP).await > 0 {
+    while queue.take(&mut batch).await {
         if hard.is_cancelled() {
             // Killed or deleted: the turn writes no further checkpoint events.
             return (sent, Ok(()));
         }
         // Take the events out for the commit; they come back for the notifications.
-        let mut slots = Vec::with_capacity(batch.len());
         for item in batch.drain(..) {
             match item {
+                Item::Texts { text, ends } => {
+                    slots.push(Slot::Committed(Some(ends)));
+                    events.push(CheckpointEvent::Text(text));
+                }
                 Item::Persist(e) => {
-                    slots.push(None);
+                    slots.push(Slot::Committed(None));
                     events.push(e);
                 }
-                other => slots.push(Some(other)),
+                other => slots.push(Slot::Other(other)),
             }
         }
         if !events.is_empty() {
             if let Err(e) = store.checkpoint_append(row, &events).await {
-                rx.close();
                 return (sent, Err(e));
             }
         }
         let mut committed = events.drain(..);
-        for slot in slots {
+        for slot in slots.drain(..) {
             match slot {
-                None => {
-                    if let Some(e) = committed.next() {
-                        notify(
-                            &conn,
-                            &Update {
-                                session_id: &session_id,
-                                event: event_of(&e),
-                            },
-                        )
-                        .await;
-                        if let CheckpointEvent::Text(t) = &e {
+                Slot::Committed(ends) => {
+                    let Some(e) = committed.next() else { continue };
+                    match (&e, ends) {
+                        (CheckpointEvent::Text(t), Some(ends)) => {
+                            let mut start = 0;
+                            for end in ends {
+                                let piece = t.get(start..end).unwrap_or_default();
+                                start = end;
+                                notify(
+                                    &conn,
+                                    &Update {
+                                        session_id: &session_id,
+                                        event: Event::MessageChunk(piece),
+                                    },
+                                )
+                                .await;
+                            }
                             sent.push_str(t);
+                        }
+                        (e, _) => {
+                            notify(
+                                &conn,
+                                &Update {
+                                    session_id: &session_id,
+                                    event: event_of(e),
+                                },
+                            )
+                            .await;
+                            if let CheckpointEvent::Text(t) = e {
+                                sent.push_str(t);
+                            }
                         }
                     }
                 }
-                Some(Item::Thought(t)) => {
+                Slot::Other(Item::Thought(t)) => {
                     notify(
                         &conn,
                         &Update {
@@ -357,7 +574,7 @@ async fn emit(
                     )
                     .await
                 }
-                Some(Item::Approval {
+                Slot::Other(Item::Approval {
                     request_id,
                     tool_name,
                     summary,
@@ -378,10 +595,10 @@ async fn emit(
                     )
                     .await;
                 }
-                Some(Item::Flush(ack)) => {
+                Slot::Other(Item::Flush(ack)) => {
                     let _ = ack.send(());
                 }
-                Some(Item::Persist(_)) => {}
+                Slot::Other(Item::Texts { .. } | Item::Persist(_)) => {}
             }
         }
     }
@@ -399,6 +616,83 @@ fn event_of(e: &CheckpointEvent) -> Event<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn texts(items: &[Item]) -> Vec<(String, Vec<usize>)> {
+        items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Texts { text, ends } => Some((text.clone(), ends.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_queue_merges_chunks_and_takes_at_most_a_group() {
+        let q = Queue::default();
+        for n in 0..600 {
+            q.push(Push::Chunk(if n % 2 == 0 { "a" } else { "é" }))
+                .await
+                .unwrap();
+        }
+        let (ack, _done) = oneshot::channel();
+        q.push(Push::Item(Item::Flush(ack))).await.unwrap();
+        q.push(Push::Chunk("z")).await.unwrap();
+        assert_eq!(q.lock().events, 602);
+        let mut out = Vec::new();
+        assert!(q.take(&mut out).await);
+        // The first 512 chunks, cut off the run of 600.
+        let t = texts(&out);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].0, "aé".repeat(256));
+        assert_eq!(t[0].1.len(), 512);
+        assert_eq!(t[0].1[..3], [1, 3, 4]);
+        assert_eq!(*t[0].1.last().unwrap(), 768);
+        out.clear();
+        assert!(q.take(&mut out).await);
+        let t = texts(&out);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].0, "aé".repeat(44));
+        assert_eq!(t[0].1[..3], [1, 3, 4]);
+        assert!(matches!(out[1], Item::Flush(_)));
+        assert_eq!(t[1], ("z".to_owned(), vec![1]));
+        assert_eq!(q.lock().events, 0);
+        q.close_sender();
+        out.clear();
+        assert!(!q.take(&mut out).await);
+        q.close_receiver();
+        assert!(q.push(Push::Chunk("x")).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_waits_for_the_emitter() {
+        let q = Arc::new(Queue::default());
+        for _ in 0..EMIT_QUEUE {
+            q.push(Push::Chunk("x")).await.unwrap();
+        }
+        let pusher = tokio::spawn({
+            let q = q.clone();
+            async move { q.push(Push::Chunk("y")).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!pusher.is_finished(), "pushed past the bound");
+        let mut out = Vec::new();
+        assert!(q.take(&mut out).await);
+        pusher.await.unwrap().unwrap();
+        assert_eq!(q.lock().events, EMIT_QUEUE - MAX_GROUP + 1);
+        // A stopped emitter releases a waiting sink with an error.
+        let queued = q.lock().events;
+        for _ in queued..EMIT_QUEUE {
+            q.push(Push::Chunk("x")).await.unwrap();
+        }
+        let pusher = tokio::spawn({
+            let q = q.clone();
+            async move { q.push(Push::Chunk("y")).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        q.close_receiver();
+        assert!(pusher.await.unwrap().is_err());
+    }
 
     #[test]
     fn elicitation_results() {
