@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+mod emit_queue;
 pub mod lifecycle;
 pub mod live;
 pub mod locks;
