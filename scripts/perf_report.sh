@@ -8,7 +8,7 @@
 # Writes OUT_DIR/<bench>.txt for each bench and OUT_DIR/summary.txt (the machine, the
 # commit, the load average before and after each bench, and each bench's verdict
 # lines). The table in docs/performance.md is filled from one such directory.
-# CARGO_TARGET_DIR is honoured as by cargo. Takes about 5 minutes on 2 cores.
+# CARGO_TARGET_DIR is honoured as by cargo. Takes about 5 minutes on 2 cores once built.
 {
 set -u
 cd "$(dirname "$0")/.."
@@ -44,8 +44,9 @@ for b in "${benches[@]}"; do
     {
         echo
         echo "== $b (load average before: $before, after: $(cut -d' ' -f1-3 /proc/loadavg))"
-        grep -E 'target|ratio|MISSED|FAILED|met|median|per connection|chunks/s|notifications|time:|daemon/|req/s' "$out/$b.txt" |
-            grep -v -E '^\s*(Compiling|Finished|Running)' | head -60
+        # The bench's own report: everything but cargo's and criterion's progress lines.
+        grep -v -E '^\s*(Compiling|Finished|Running|Benchmarking|Found [0-9]+ outliers|[0-9]+ \([0-9.]+%\) (low|high))' "$out/$b.txt" |
+            grep -v -E '^\s*(change:|time:\s+\[[-+−])' | tail -n 40
     } >>"$summary"
 done
 cat "$summary"
