@@ -9,6 +9,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 /// What the write did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,11 +114,17 @@ fn same_regular_file(path: &Path, bytes: &[u8]) -> bool {
 /// Removes the temporary files a crashed daemon left in `dir` (a kill between
 /// creating a temporary and renaming it). A temporary is named after the
 /// process writing it, `.upload-<pid>-<run>-<nonce>.tmp`, where `<run>` is
-/// drawn once per process: one is left alone only while its writer may still
-/// be running, that is when its pid is alive and is not ours under another
-/// run (a restarted daemon that got the same pid — pid 1 in a container —
-/// must not mistake its predecessor's leftovers for its own). Names from
-/// older builds (`.upload-<pid>-<nonce>.tmp`) follow the same rule.
+/// drawn once per process. One is removed when its writer is surely gone:
+/// - its pid is not a live process (names from older builds,
+///   `.upload-<pid>-<nonce>.tmp`, and malformed ones included);
+/// - or its pid is ours but its run is not, and it was last written before
+///   this process started: a predecessor that had our pid (pid 1 in a
+///   container) and was killed. The age test keeps a temporary that another
+///   daemon with the same pid in another pid namespace, sharing the
+///   workspace, is writing now.
+///
+/// A dead writer whose pid now belongs to an unrelated live process keeps
+/// its temporary until that process ends.
 pub fn remove_stale_temporaries(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -131,42 +138,54 @@ pub fn remove_stale_temporaries(dir: &Path) {
         else {
             continue;
         };
-        if !writer_may_be_running(rest) {
+        let written = || entry.metadata().and_then(|m| m.modified()).ok();
+        if !writer_may_be_running(rest, written) {
             let _ = fs::remove_file(entry.path());
         }
     }
 }
 
-/// Whether the writer of a temporary named `.upload-<rest>.tmp` may still be running.
-fn writer_may_be_running(rest: &str) -> bool {
+/// Whether the writer of a temporary named `.upload-<rest>.tmp`, last
+/// written at `written()`, may still be running.
+fn writer_may_be_running(rest: &str, written: impl FnOnce() -> Option<SystemTime>) -> bool {
     let mut parts = rest.split('-');
-    let Some(pid) = parts.next().and_then(|p| p.parse::<u32>().ok()) else {
+    let Some(pid) = parts
+        .next()
+        .and_then(|p| p.parse::<u32>().ok())
+        .filter(|p| *p != 0)
+    else {
         return false;
     };
     let run = match (parts.next(), parts.next()) {
         (Some(run), Some(_nonce)) => u64::from_str_radix(run, 16).ok(),
         _ => None,
     };
-    if pid == std::process::id() {
-        return run == Some(run_token());
+    if pid != std::process::id() {
+        return process_alive(pid);
     }
-    process_alive(pid)
+    if run == Some(run_token().0) {
+        return true;
+    }
+    // Our pid, another run: a predecessor's if written before we started.
+    written().is_none_or(|t| t >= run_token().1)
 }
 
-/// This process's run token, drawn once.
-fn run_token() -> u64 {
-    static TOKEN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+/// This process's run token, drawn once, and when it was drawn (at the
+/// latest when the daemon's startup sweep runs, before it serves anything).
+fn run_token() -> (u64, SystemTime) {
+    static TOKEN: std::sync::OnceLock<(u64, SystemTime)> = std::sync::OnceLock::new();
     *TOKEN.get_or_init(|| {
+        let now = SystemTime::now();
         let mut b = [0u8; 8];
         if getrandom::fill(&mut b).is_err() {
             // No OS randomness: the start time still differs between runs.
-            let t = std::time::SystemTime::now()
+            let t = now
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(0);
             b = t.to_le_bytes();
         }
-        u64::from_le_bytes(b)
+        (u64::from_le_bytes(b), now)
     })
 }
 
@@ -196,7 +215,7 @@ fn replace(dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = dir.join(format!(
         ".upload-{}-{:016x}-{:016x}.tmp",
         std::process::id(),
-        run_token(),
+        run_token().0,
         u64::from_le_bytes(nonce)
     ));
     let result = (|| {
@@ -262,40 +281,60 @@ mod tests {
         let me = std::process::id();
         // SAFETY: getppid has no preconditions: the parent runs while we do.
         let parent = unsafe { libc::getppid() };
-        let run = run_token();
+        let (run, started) = run_token();
         let other_run = run.wrapping_add(1);
         let dead = up.join(".upload-4000000000-0000000000000007-00000000deadbeef.tmp");
         let dead_legacy = up.join(".upload-4000000000-00000000deadbeef.tmp");
         let unnamed = up.join(".upload-00000000deadbeef.tmp");
+        let pid_zero = up.join(".upload-0-0000000000000007-00000000deadbeef.tmp");
+        // Our pid under another run: a predecessor's when older than this process.
         let earlier_run = up.join(format!(
             ".upload-{me}-{other_run:016x}-0000000000000001.tmp"
         ));
         let earlier_legacy = up.join(format!(".upload-{me}-0000000000000001.tmp"));
+        // ... and another namespace's live daemon with our pid when written since.
+        let concurrent = up.join(format!(
+            ".upload-{me}-{other_run:016x}-0000000000000002.tmp"
+        ));
         let mine = up.join(format!(".upload-{me}-{run:016x}-0000000000000001.tmp"));
         let live_other = up.join(format!(
             ".upload-{parent}-{other_run:016x}-0000000000000001.tmp"
         ));
-        for p in [
-            &dead,
-            &dead_legacy,
-            &unnamed,
-            &earlier_run,
-            &earlier_legacy,
-            &mine,
-            &live_other,
+        let hour = std::time::Duration::from_secs(3600);
+        for (p, written) in [
+            (&dead, started - hour),
+            (&dead_legacy, started - hour),
+            (&unnamed, started - hour),
+            (&pid_zero, started - hour),
+            (&earlier_run, started - hour),
+            (&earlier_legacy, started - hour),
+            (&concurrent, started + hour),
+            (&mine, started - hour),
+            (&live_other, started - hour),
         ] {
             fs::write(p, b"partial").unwrap();
+            File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(written)
+                .unwrap();
         }
         fs::write(up.join("keep.txt"), b"x").unwrap();
         remove_stale_temporaries(&up);
-        for gone in [&dead, &dead_legacy, &unnamed, &earlier_run, &earlier_legacy] {
+        for gone in [
+            &dead,
+            &dead_legacy,
+            &unnamed,
+            &pid_zero,
+            &earlier_run,
+            &earlier_legacy,
+        ] {
             assert!(!gone.exists(), "{} should be removed", gone.display());
         }
-        assert!(mine.exists(), "this run's own temporary is left alone");
-        assert!(
-            live_other.exists(),
-            "a live process's temporary is left alone"
-        );
+        for kept in [&mine, &concurrent, &live_other] {
+            assert!(kept.exists(), "{} should be left alone", kept.display());
+        }
         assert!(up.join("keep.txt").exists());
     }
 

@@ -359,34 +359,34 @@ async fn the_fold_reads_long_checkpoints_in_order() {
     let other = store.acp_create("o", "echo", "me", "/w").await.unwrap();
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     store.turn_begin(other.row, "t1", "q").await.unwrap();
-    // More events than one read-back query returns, interleaved with
-    // another session's, with a tool call now and then.
+    // Texts and tool calls alternate, so no two events merge (texts merge
+    // only when consecutive in a batch): 9,000 stored events, more than two
+    // read-back pages (READ_CHUNK), interleaved with another session's.
     let mut want = Vec::new();
-    let mut run = String::new();
     for b in 0..9 {
         let mut batch = Vec::new();
-        for n in 0..1000 {
-            let t = format!("{}:{n};", b * 1000 + n);
-            run.push_str(&t);
+        for n in 0..500 {
+            let t = format!("{b}:{n};");
+            let id = format!("c{b}_{n}");
             batch.push(text(&t));
+            batch.push(call(&id, "{}"));
+            want.push((t, id));
         }
-        want.push(std::mem::take(&mut run));
-        batch.push(call(&format!("c{b}"), "{}"));
         store.checkpoint_append(s.row, &batch).await.unwrap();
         store
             .checkpoint_append(other.row, &[text("o")])
             .await
             .unwrap();
     }
+    assert!(want.len() * 2 > 2 * READ_CHUNK as usize);
     let rows = store.turn_finalize(s.row, None).await.unwrap();
-    assert_eq!(rows.len(), 1 + 2 * 9);
-    for (b, text) in want.iter().enumerate() {
-        assert_eq!(&rows[1 + 2 * b].content, text);
-        assert_eq!(
-            rows[2 + 2 * b].tool_call_id.as_deref(),
-            Some(&*format!("c{b}"))
-        );
+    assert_eq!(rows.len(), 1 + 2 * want.len());
+    for (k, (text, id)) in want.iter().enumerate() {
+        assert_eq!(&rows[1 + 2 * k].content, text, "row {}", 1 + 2 * k);
+        assert_eq!(rows[2 + 2 * k].tool_call_id.as_deref(), Some(id.as_str()));
     }
+    let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=rows.len() as i64).collect::<Vec<_>>());
     let other_rows = store.turn_finalize(other.row, None).await.unwrap();
     assert_eq!(
         lines(&other_rows),
