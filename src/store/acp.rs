@@ -6,7 +6,7 @@ use sqlx::Row;
 
 use crate::faults::FaultPoint;
 
-use super::checkpoint;
+use super::fold;
 use super::projection::{transcript_after, TranscriptRow};
 use super::{utc_now, Store, StoreError, RPC_SURFACE};
 
@@ -171,8 +171,7 @@ impl Store {
                 .await?;
         let surface = surface.ok_or(StoreError::NotFound("acp session row"))?;
         if fold_checkpoint && surface == RPC_SURFACE {
-            checkpoint::fold_checkpoint(&mut tx, row, Some("Turn killed"), checkpoint::Touch::No)
-                .await?;
+            fold::fold_checkpoint(&mut tx, row, Some("Turn killed"), fold::Touch::No).await?;
         }
         sqlx::query("UPDATE acp_sessions SET killed_at = COALESCE(killed_at, ?) WHERE id = ?")
             .bind(utc_now())

@@ -2,6 +2,7 @@
 
 use serde_json::value::RawValue;
 
+use super::super::fold::READ_CHUNK;
 use super::super::testing::{dump, store};
 use super::*;
 

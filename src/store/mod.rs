@@ -37,6 +37,7 @@ use crate::faults::{FaultPoint, Faults};
 mod acp;
 mod chat;
 mod checkpoint;
+mod fold;
 pub mod migrations;
 mod paging;
 mod projection;

@@ -9,7 +9,7 @@
 use crate::agent::ContextMessage;
 use crate::faults::FaultPoint;
 
-use super::checkpoint::{fold_checkpoint, Touch};
+use super::fold::{fold_checkpoint, Touch};
 use super::projection::{provider_safe, transcript_after};
 use super::snapshots::latest_snapshot;
 use super::{Store, StoreError, RPC_SURFACE};
