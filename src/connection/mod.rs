@@ -33,7 +33,7 @@ use crate::layers::{
 };
 use crate::layers::{trace::TraceLayer, transport::TransportLayer};
 use crate::limits::WRITE_STALL;
-use crate::outbound::write_queue;
+use crate::outbound::{write_queue, WriteQueue};
 use crate::services::Router;
 use crate::state::{ConnectionGuard, Daemon};
 
@@ -127,29 +127,15 @@ pub async fn serve<R, W>(
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let closed = daemon.shutdown.child_token();
+    let (conn, closed, queue) = accept_local(&daemon, &guard, peer);
     let finish = CancellationToken::new();
-    let (outbound, queue) = write_queue(closed.clone());
-    let conn = Arc::new(ConnCtx::new(
-        guard.id,
-        peer,
-        Transport::Local,
-        outbound,
-        closed.clone(),
-    ));
-    tracing::info!(event = "connection_accepted", conn = conn.id, peer = %conn.peer.label);
     let writer = tokio::spawn(queue.run(writer, closed.clone(), finish.clone()));
     let tasks = TaskTracker::new();
     read_frames(&daemon, &conn, &tasks, reader, &closed).await;
 
-    // The peer sent its last frame. It can no longer answer daemon requests,
-    // but it may still be reading: finish what is in flight, write what is
-    // queued, then close.
-    conn.input_closed.cancel();
-    conn.peer_requests.close();
-    // Uploads belong to their connection (§8.18.1).
-    daemon.staging.drop_connection(conn.id);
-    tasks.close();
+    // The peer may still be reading: finish what is in flight, write what
+    // is queued, then close.
+    end_of_input(&daemon, &conn, &tasks);
     tokio::select! {
         _ = tasks.wait() => {}
         _ = closed.cancelled() => {}
@@ -161,8 +147,42 @@ pub async fn serve<R, W>(
         _ = tokio::time::sleep(WRITE_STALL) => {}
     }
     closed.cancel();
-    tracing::info!(event = "connection_closed", conn = conn.id, peer = %conn.peer.label, principal_id = %conn.principal_id());
+    log_closed(&conn);
     drop(guard);
+}
+
+/// A local connection's context, its `closed` token (a child of the
+/// daemon's shutdown) and its write queue; logs the accept.
+fn accept_local(
+    daemon: &Daemon,
+    guard: &ConnectionGuard,
+    peer: PeerInfo,
+) -> (Conn, CancellationToken, WriteQueue) {
+    let closed = daemon.shutdown.child_token();
+    let (outbound, queue) = write_queue(closed.clone());
+    let conn = Arc::new(ConnCtx::new(
+        guard.id,
+        peer,
+        Transport::Local,
+        outbound,
+        closed.clone(),
+    ));
+    tracing::info!(event = "connection_accepted", conn = conn.id, peer = %conn.peer.label);
+    (conn, closed, queue)
+}
+
+/// The client sent its last frame: it can no longer answer daemon requests,
+/// its uploads are dropped (they belong to their connection, §8.18.1), and
+/// what is in flight is finished.
+fn end_of_input(daemon: &Daemon, conn: &Conn, tasks: &TaskTracker) {
+    conn.input_closed.cancel();
+    conn.peer_requests.close();
+    daemon.staging.drop_connection(conn.id);
+    tasks.close();
+}
+
+fn log_closed(conn: &Conn) {
+    tracing::info!(event = "connection_closed", conn = conn.id, peer = %conn.peer.label, principal_id = %conn.principal_id());
 }
 
 async fn read_frames<R: AsyncRead + Unpin>(

@@ -30,12 +30,11 @@ use tokio::time::Instant;
 use tokio_util::codec::Decoder;
 use tokio_util::task::TaskTracker;
 
-use super::{build_stack, dispatch_now, Stack};
+use super::{accept_local, build_stack, dispatch_now, end_of_input, log_closed, Stack};
 use crate::codec::{Frame, FrameCodec};
-use crate::context::{Conn, ConnCtx, PeerInfo, Transport};
+use crate::context::{Conn, PeerInfo};
 use crate::jsonrpc::error_frame;
 use crate::limits::WRITE_STALL;
-use crate::outbound::write_queue;
 use crate::state::{ConnectionGuard, Daemon};
 
 /// How much one read may take.
@@ -53,16 +52,7 @@ pub async fn serve(
     stream: UnixStream,
     peer: PeerInfo,
 ) {
-    let closed = daemon.shutdown.child_token();
-    let (outbound, mut queue) = write_queue(closed.clone());
-    let conn = Arc::new(ConnCtx::new(
-        guard.id,
-        peer,
-        Transport::Local,
-        outbound,
-        closed.clone(),
-    ));
-    tracing::info!(event = "connection_accepted", conn = conn.id, peer = %conn.peer.label);
+    let (conn, closed, mut queue) = accept_local(&daemon, &guard, peer);
     let tasks = TaskTracker::new();
     let mut stack = build_stack(&daemon, &conn);
     let mut io = Io {
@@ -129,17 +119,8 @@ pub async fn serve(
     closed.cancel();
     queue.close();
     let _ = io.stream.shutdown_std();
-    tracing::info!(event = "connection_closed", conn = conn.id, peer = %conn.peer.label, principal_id = %conn.principal_id());
+    log_closed(&conn);
     drop(guard);
-}
-
-/// The client sent its last frame: it can no longer answer daemon requests,
-/// its uploads are dropped, and what is in flight is finished.
-fn end_of_input(daemon: &Daemon, conn: &Conn, tasks: &TaskTracker) {
-    conn.input_closed.cancel();
-    conn.peer_requests.close();
-    daemon.staging.drop_connection(conn.id);
-    tasks.close();
 }
 
 struct Io {
