@@ -16,7 +16,7 @@ use crate::error::{ErrorData, RpcError};
 use crate::files::attach::{check_entries, file_too_large, read_entries, FileEntry};
 use crate::files::naming::MAX_FILENAME_BYTES;
 use crate::files::staging::{Binding, Upload};
-use crate::files::{self, hex, FileResult, Incoming};
+use crate::files::{self, FileResult, Incoming};
 use crate::jsonrpc::Payload;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
 use crate::request::Request;
@@ -264,7 +264,7 @@ async fn commit(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     u.released = true;
     daemon.staging.release(&upload_id);
     let bytes = std::mem::take(&mut u.data);
-    let sha = hex(&std::mem::take(&mut u.hasher).finalize());
+    let sha = crate::hex::lower(&std::mem::take(&mut u.hasher).finalize());
     if let Some(expected) = &u.sha256 {
         if &sha != expected {
             return Err(RpcError::invalid_params_reason(

@@ -18,6 +18,7 @@ pub mod error;
 pub mod faults;
 pub mod files;
 pub mod gateway;
+pub mod hex;
 pub mod jsonrpc;
 pub mod limits;
 pub mod live_config;

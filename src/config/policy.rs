@@ -319,7 +319,7 @@ impl Policy {
 
 /// SHA-256 over the whole token (`zc_` included), as 64 lowercase hex digits (§6.7).
 pub fn token_digest(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes()))
+    crate::hex::lower(&Sha256::digest(token.as_bytes()))
 }
 
 /// Whether `token` is paired in `config` (digests compared case-insensitively).
@@ -334,17 +334,7 @@ pub fn is_paired(config: &Config, token: &str) -> bool {
 
 /// Formats 32 random bytes as a pairing token: `zc_` + 64 lowercase hex digits.
 pub fn token_from_bytes(bytes: &[u8; 32]) -> String {
-    format!("zc_{}", hex(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    s
+    format!("zc_{}", crate::hex::lower(bytes))
 }
 
 #[cfg(test)]

@@ -66,11 +66,7 @@ pub fn resolve_endpoint(data_dir: &Path, env: impl Fn(&str) -> Option<OsString>)
 /// A path that is not valid Unicode is hashed in its lossy UTF-8 form.
 pub fn pipe_hash(data_dir: &Path) -> String {
     let digest = Sha256::digest(data_dir.to_string_lossy().as_bytes());
-    digest
-        .iter()
-        .take(8)
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::hex::lower(&digest[..8])
 }
 
 /// `\\.\pipe\zeroclaw-<pipe_hash(data_dir)>`, the default Windows endpoint.

@@ -187,8 +187,7 @@ fn new_upload_id() -> String {
             .try_into()
             .unwrap_or([7; 16]);
     }
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("upl_{hex}")
+    format!("upl_{}", crate::hex::lower(&b))
 }
 
 #[cfg(test)]
