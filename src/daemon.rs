@@ -214,42 +214,28 @@ async fn accept_loop(daemon: &Arc<Daemon>, claimed: &Claimed) -> i32 {
 
 /// Serves an accepted stream, or turns it away over the connection limit.
 fn admit(daemon: &Arc<Daemon>, stream: LocalStream, peer: PeerInfo) {
-    let guard = daemon.admit(MAX_CONNECTIONS);
-    #[cfg(unix)]
-    if let Some(guard) = guard {
-        let stream = endpoint::into_unix(stream);
-        tokio::spawn(connection::unix::serve(daemon.clone(), guard, stream, peer));
+    let Some(guard) = daemon.admit(MAX_CONNECTIONS) else {
+        tracing::info!(event = "connection_rejected", peer = %peer.label, reason = "connections");
+        tokio::spawn(turn_away(stream));
         return;
-    }
-    let (reader, writer) = endpoint::split(stream);
-    match guard {
-        Some(guard) => {
-            tokio::spawn(connection::serve(
-                daemon.clone(),
-                guard,
-                reader,
-                writer,
-                peer,
-            ));
-        }
-        None => {
-            tracing::info!(event = "connection_rejected", peer = %peer.label, reason = "connections");
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let mut writer = writer;
-                let e = RpcError::LimitExceeded {
-                    limit: "connections",
-                    max: MAX_CONNECTIONS as u64,
-                };
-                let write = async {
-                    writer.write_all(&error_frame(&e, None)).await?;
-                    writer.shutdown().await
-                };
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
-                drop(reader);
-            });
-        }
-    }
+    };
+    #[cfg(unix)]
+    let stream = endpoint::into_unix(stream);
+    tokio::spawn(connection::serve(daemon.clone(), guard, stream, peer));
+}
+
+/// Answers a connection over the limit with `-32004` and closes it.
+async fn turn_away(mut stream: LocalStream) {
+    use tokio::io::AsyncWriteExt;
+    let e = RpcError::LimitExceeded {
+        limit: "connections",
+        max: MAX_CONNECTIONS as u64,
+    };
+    let write = async {
+        stream.write_all(&error_frame(&e, None)).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
 }
 
 /// Closes sessions idle longer than `daemon.session_idle_secs` (0 = never),

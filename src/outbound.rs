@@ -1,16 +1,14 @@
-//! The write side of a connection (SPEC §3.7, §4): every outbound frame
-//! (responses, notifications, daemon→client requests) goes through one
-//! bounded queue to one writer task, so frames never interleave.
+//! The queue of a connection's frames that do not come straight from the
+//! connection driver (SPEC §3.7, §4): answers of handlers that had to wait,
+//! notifications and daemon→client requests. The driver drains it into the
+//! same output buffer as the inline answers, so frames never interleave.
 //!
 //! The queue holds at most 64 frames and 16 MiB. Producers wait while it is
 //! full; one that has waited 30 s closes the connection (a client that stops
-//! reading cannot grow the daemon's memory). The writer drains every frame
-//! that is ready into one write, so a pipelining client costs one syscall
-//! per batch, not per frame.
+//! reading cannot grow the daemon's memory).
 
 use std::sync::Arc;
 
-use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
@@ -20,9 +18,6 @@ use crate::limits::{WRITE_QUEUE_BYTES, WRITE_QUEUE_FRAMES, WRITE_STALL};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("connection closed")]
 pub struct Closed;
-
-/// Largest batch the writer assembles before writing.
-const MAX_BATCH_BYTES: usize = 256 * 1024;
 
 /// What the queue may hold: frames and bytes, each counted from the moment
 /// a producer queues a frame until the writer has written it (a frame the
@@ -150,6 +145,18 @@ impl WriteQueue {
         Some(f)
     }
 
+    /// [`WriteQueue::recv`] as a poll.
+    pub fn poll_recv(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Vec<u8>>> {
+        let f = std::task::ready!(self.rx.poll_recv(cx));
+        if let Some(f) = &f {
+            self.budget.give_back(1, charge(f) as usize);
+        }
+        std::task::Poll::Ready(f)
+    }
+
     /// A queued frame, if one is ready now (see [`WriteQueue::recv`]).
     pub fn try_recv(&mut self) -> Option<Vec<u8>> {
         let f = self.rx.try_recv().ok()?;
@@ -162,97 +169,28 @@ impl WriteQueue {
         self.rx.close();
         self.budget.close();
     }
-
-    /// Writes queued frames to `sink` until every producer is gone, or
-    /// `finish` is cancelled and the queue is empty (a graceful close: what
-    /// was queued is written), or `closed` is cancelled (an abort: even a
-    /// write in progress stops). Then shuts the sink down.
-    pub async fn run<W: AsyncWrite + Unpin>(
-        mut self,
-        mut sink: W,
-        closed: CancellationToken,
-        finish: CancellationToken,
-    ) {
-        let mut batch: Vec<u8> = Vec::new();
-        loop {
-            let first = tokio::select! {
-                biased;
-                f = self.rx.recv() => match f { Some(f) => f, None => break },
-                _ = closed.cancelled() => break,
-                _ = finish.cancelled() => break,
-            };
-            let (mut frames, mut bytes) = (1, charge(&first) as usize);
-            let result = if let Ok(second) = self.rx.try_recv() {
-                batch.clear();
-                batch.extend_from_slice(&first);
-                batch.extend_from_slice(&second);
-                frames += 1;
-                bytes += charge(&second) as usize;
-                while batch.len() < MAX_BATCH_BYTES {
-                    let Ok(next) = self.rx.try_recv() else { break };
-                    frames += 1;
-                    bytes += charge(&next) as usize;
-                    batch.extend_from_slice(&next);
-                }
-                write(&mut sink, &batch, &closed).await
-            } else {
-                write(&mut sink, &first, &closed).await
-            };
-            self.budget.give_back(frames, bytes);
-            if batch.capacity() > MAX_BATCH_BYTES * 2 {
-                batch = Vec::new();
-            }
-            if result.is_err() {
-                closed.cancel();
-                break;
-            }
-        }
-        // Producers see `Closed` from now on.
-        self.rx.close();
-        self.budget.close();
-        let _ = sink.shutdown().await;
-    }
-}
-
-async fn write<W: AsyncWrite + Unpin>(
-    sink: &mut W,
-    buf: &[u8],
-    closed: &CancellationToken,
-) -> std::io::Result<()> {
-    tokio::select! {
-        r = sink.write_all(buf) => r,
-        _ = closed.cancelled() => Err(std::io::ErrorKind::BrokenPipe.into()),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
 
     #[tokio::test]
-    async fn frames_arrive_in_order_and_batched() {
-        let closed = CancellationToken::new();
-        let (out, q) = write_queue(closed.clone());
-        let (a, mut b) = tokio::io::duplex(1 << 20);
-        let writer = tokio::spawn(q.run(a, closed.clone(), CancellationToken::new()));
-        for i in 0..100 {
+    async fn frames_come_out_in_order() {
+        let (out, mut q) = write_queue(CancellationToken::new());
+        for i in 0..10 {
             out.send(format!("{i}\n").into_bytes()).await.unwrap();
         }
-        drop(out);
-        writer.await.unwrap();
-        let mut s = String::new();
-        b.read_to_string(&mut s).await.unwrap();
-        let expect: String = (0..100).map(|i| format!("{i}\n")).collect();
-        assert_eq!(s, expect);
+        for i in 0..10 {
+            assert_eq!(q.recv().await.unwrap(), format!("{i}\n").into_bytes());
+        }
+        assert!(q.try_recv().is_none());
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_stalled_reader_closes_the_connection_after_30s() {
+    async fn a_queue_nobody_drains_closes_the_connection_after_30s() {
         let closed = CancellationToken::new();
-        let (out, q) = write_queue(closed.clone());
-        let (a, _b) = tokio::io::duplex(64); // nobody reads _b
-        tokio::spawn(q.run(a, closed.clone(), CancellationToken::new()));
+        let (out, _q) = write_queue(closed.clone());
         let mut sent = 0usize;
         let start = tokio::time::Instant::now();
         while out.send(vec![b'x'; 1024]).await.is_ok() {

@@ -5,7 +5,7 @@
 //! The gateway owns only what is WebSocket-specific: admission, TLS, the
 //! HTTP routes, message framing and the heartbeat. Every JSON-RPC rule,
 //! method and layer is the local endpoint's own: each session is served by
-//! the stack of `connection::build_stack` through `connection::dispatch`,
+//! the connection driver (`connection::driver`) with a WebSocket wire,
 //! with a `ConnCtx` whose transport is `Transport::Wss` (which is how
 //! `initialize`, the transport gate and `file/attach` know where they are).
 //!
@@ -15,7 +15,7 @@
 //! | `tls.rs` | loading `gateway.tls_cert` / `gateway.tls_key` into a rustls acceptor |
 //! | `routes.rs` | the axum router: `GET /ws`, `POST /pair` |
 //! | `pairing.rs` | the one-time code, its redemption and the per-IP lockout |
-//! | `session.rs` | one WebSocket session: reading, the heartbeat, closing |
+//! | `ws_connection.rs` | one WebSocket connection on the shared driver: reading, the heartbeat, closing |
 //! | `sink.rs` | the connection's write queue drained into WebSocket messages |
 //!
 //! Lifecycle: [`start`] binds after the local endpoint is claimed (a bind
@@ -26,9 +26,9 @@
 
 mod pairing;
 mod routes;
-mod session;
 mod sink;
 mod tls;
+mod ws_connection;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -20,7 +20,7 @@ use axum::Router;
 use serde_json::json;
 
 use super::pairing::{Outcome, PAIRING_CODE_HEADER};
-use super::{peer_label, session, Shared, WS_MESSAGE_LIMIT};
+use super::{peer_label, ws_connection, Shared, WS_MESSAGE_LIMIT};
 
 /// The WebSocket library's read buffer per session.
 const WS_READ_BUFFER: usize = 16 * 1024;
@@ -61,7 +61,7 @@ async fn upgrade(
     ws.read_buffer_size(WS_READ_BUFFER)
         .max_message_size(WS_MESSAGE_LIMIT)
         .max_frame_size(WS_MESSAGE_LIMIT)
-        .on_upgrade(move |socket| session::serve(shared, socket, addr, permit))
+        .on_upgrade(move |socket| ws_connection::serve(shared, socket, addr, permit))
 }
 
 /// `POST /pair` (§12).
