@@ -41,7 +41,8 @@
 //! all rounds together, default 3), `ZC_BENCH_WARMUP_SECS` (per round,
 //! default 0.25), `ZC_BENCH_ROUNDS`; for profiling one
 //! server under one load, `ZC_BENCH_SCENARIOS` (e.g. `1x64,16x16`) and
-//! `ZC_BENCH_SERVERS` (`daemon`, `baseline`, `baseline-status`,
+//! `ZC_BENCH_BEFORE_BIN` (another daemon binary, measured as
+//! `daemon-before` in the same run), `ZC_BENCH_SERVERS` (`daemon`, `baseline`, `baseline-status`,
 //! `baseline-frozen`) select a
 //! subset (the pids are printed first, for `perf record -p`).
 
@@ -764,12 +765,16 @@ mod imp {
             warmup.as_secs_f64(),
             measure.as_secs_f64()
         );
-        let started = [
+        let mut started = vec![
             Server::daemon(),
             start_baseline(Mode::Empty),
             start_baseline(Mode::Status),
             start_baseline(Mode::Frozen),
         ];
+        // Before and after a change in one run: another build of the daemon.
+        if let Some(bin) = std::env::var_os("ZC_BENCH_BEFORE_BIN") {
+            started.push(Server::daemon_from("daemon-before", bin.as_ref()));
+        }
         let mut servers = Vec::new();
         for s in started {
             match s {
@@ -843,8 +848,20 @@ mod imp {
             "samples",
             "errors"
         );
-        let names = ["daemon", "baseline", "baseline-status", "baseline-frozen"];
-        let labels = ["", "daemon/baseline", "daemon/b-status", "daemon/b-frozen"];
+        let names = [
+            "daemon",
+            "baseline",
+            "baseline-status",
+            "baseline-frozen",
+            "daemon-before",
+        ];
+        let labels = [
+            "",
+            "daemon/baseline",
+            "daemon/b-status",
+            "daemon/b-frozen",
+            "daemon/before",
+        ];
         for (sc, outs) in &rows {
             for (name, o) in names.iter().zip(outs) {
                 if let Some(o) = o {

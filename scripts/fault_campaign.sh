@@ -3,7 +3,8 @@
 # during real work, restart it on the same config dir, and check that nothing
 # is half written.
 #
-# Usage: scripts/fault_campaign.sh [ITERATIONS]     (default 200)
+# Usage: scripts/fault_campaign.sh [ITERATIONS]          (default 200)
+#        scripts/fault_campaign.sh sigterm [ROUNDS]      (default 100; see below)
 #
 # Environment:
 #   ZC_SEED=N        seed of the random choices (default: the PID); printed, so a run repeats
@@ -33,13 +34,22 @@
 #     there; no `.upload-*.tmp` is left once the restarted daemon is ready (it
 #     removes dead writers' temporaries at startup).
 # Prints counts per operation and outcome; exits 1 on any violated invariant.
+#
+# `sigterm` rounds (SPEC §2.6): each round starts the daemon, runs 1-4 clients
+# whose prompts are turns that sleep for a minute, waits until every turn
+# streams, sends SIGTERM after a random delay, and checks:
+#   - the daemon exits 0 and removes its socket;
+#   - every client got its turn_complete and then the prompt's answer
+#     (stop_reason "cancelled"), and exited 0.
 
 # The whole script is one brace group, parsed before it runs: editing the file
 # while a campaign runs cannot change the running campaign.
 {
 set -u
 
-iterations=${1:-200}
+mode=kill
+if [ "${1:-}" = sigterm ]; then mode=sigterm; shift; fi
+iterations=${1:-$([ "$mode" = sigterm ] && echo 100 || echo 200)}
 seed=${ZC_SEED:-$$}
 max_delay=${ZC_MAX_DELAY_MS:-600}
 RANDOM=$seed
@@ -219,6 +229,72 @@ check_uploads() {
         [ -f "$uploads/$sha.bin" ] || violation "an acknowledged upload is missing: $sha"
     done
 }
+
+# --- SIGTERM rounds ----------------------------------------------------------------------
+sigterm_round() {
+    local n k t st out
+    start_daemon || return 1
+    n=$((1 + RANDOM % 4))
+    count["sigterm: turns running at the signal"]=$(( ${count["sigterm: turns running at the signal"]:-0} + n ))
+    for k in $(seq 1 "$n"); do
+        out=$dir/out/$iter.$k
+        rpc session/new "{\"agent_alias\":\"echo\",\"session_id\":\"t-$iter-$k\",\"chat_mode\":\"acp\"}" >/dev/null 2>>"$dir/errors" ||
+            violation "session/new t-$iter-$k failed"
+        ( rpc session/prompt "{\"session_id\":\"t-$iter-$k\",\"prompt\":\"started\\n::sleep 60000\"}" >"$out.answer" 2>"$out.updates"
+          echo $? >"$out.rc" ) &
+    done
+    # Every turn is running once it has streamed its first chunk.
+    for k in $(seq 1 "$n"); do
+        t=0
+        until grep -q agent_message_chunk "$dir/out/$iter.$k.updates" 2>/dev/null; do
+            [ $t -ge 200 ] && { violation "turn $k never started"; break; }
+            sleep 0.05
+            t=$((t + 1))
+        done
+    done
+    sleep_ms "$(rand_ms 200)"
+    kill -TERM "$daemon_pid"
+    wait "$daemon_pid"
+    st=$?
+    [ "$st" -eq 0 ] || violation "the daemon exited $st after SIGTERM"
+    [ -e "$cfg/data/daemon.sock" ] && violation "the socket is left after SIGTERM"
+    wait
+    for k in $(seq 1 "$n"); do
+        out=$dir/out/$iter.$k
+        if [ "$(cat "$out.rc" 2>/dev/null)" != 0 ]; then
+            violation "client $k exited $(cat "$out.rc" 2>/dev/null): $(head -c 300 "$out.updates")"
+        elif ! jq -e '.stop_reason == "cancelled"' "$out.answer" >/dev/null 2>&1; then
+            violation "client $k: no cancelled answer: $(head -c 300 "$out.answer")"
+        elif ! grep -q turn_complete "$out.updates"; then
+            violation "client $k: no turn_complete before its answer"
+        else
+            bump "sigterm: answers delivered"
+        fi
+    done
+}
+
+if [ "$mode" = sigterm ]; then
+    echo "fault campaign (sigterm): $iterations rounds, seed $seed, dir $dir, binary $bin" >&2
+    op=sigterm
+    began=$(date +%s)
+    for iter in $(seq 1 "$iterations"); do
+        echo "--- round $iter" >>"$log"
+        sigterm_round || break
+        bump "sigterm: rounds"
+        if [ $((iter % 25)) -eq 0 ]; then
+            echo "  $iter rounds, $violations violations, $(( $(date +%s) - began )) s" >&2
+        fi
+    done
+    echo "fault campaign (sigterm): $iter rounds in $(( $(date +%s) - began )) s, seed $seed"
+    for k in "${!count[@]}"; do printf '  %-48s %s\n' "$k" "${count[$k]}"; done | sort
+    echo "  violations: $violations"
+    if [ "$violations" -gt 0 ]; then
+        echo "kept $dir (violations in $dir/violations, daemon log in $log)"
+        exit 1
+    fi
+    if [ -n "${ZC_KEEP:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
+    exit 0
+fi
 
 # --- the campaign ----------------------------------------------------------------------
 echo "fault campaign: $iterations iterations, seed $seed, dir $dir, binary $bin" >&2

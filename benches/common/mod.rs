@@ -67,8 +67,14 @@ struct Ready {
 impl Server {
     /// The real `zeroclaw` release binary, with its own fresh config dir.
     pub fn daemon() -> std::io::Result<Self> {
-        let dir = ScratchDir::new("daemon")?;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
+        Self::daemon_from("daemon", env!("CARGO_BIN_EXE_zeroclaw").as_ref())
+    }
+
+    /// Another build of the daemon (e.g. the commit before a change, so that
+    /// before and after are measured in the same run).
+    pub fn daemon_from(name: &'static str, bin: &std::path::Path) -> std::io::Result<Self> {
+        let dir = ScratchDir::new(name)?;
+        let mut cmd = Command::new(bin);
         cmd.arg("--config-dir")
             .arg(dir.path())
             .arg("daemon")
@@ -76,7 +82,7 @@ impl Server {
             .env_remove("ZEROCLAW_CONFIG_DIR")
             .env_remove("ZEROCLAW_DATA_DIR")
             .env_remove("ZEROCLAW_LOG");
-        Self::start("daemon", cmd, Some(dir))
+        Self::start(name, cmd, Some(dir))
     }
 
     /// Starts `cmd` (stdout piped for the ready line) and waits for its ready line.
