@@ -18,8 +18,8 @@
 //!
 //! The end: after the peer's half-close or the daemon's shutdown the driver
 //! stops reading, finishes what is in flight, writes everything queued, and
-//! only then closes ([`End::Finished`]). If output makes no progress for
-//! [`WRITE_STALL`] the connection is dropped ([`End::Stalled`]).
+//! only then closes ([`ConnectionEnd::Finished`]). If output makes no progress for
+//! [`WRITE_STALL`] the connection is dropped ([`ConnectionEnd::Stalled`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -50,7 +50,7 @@ const ROUNDS_PER_POLL: usize = 32;
 
 /// How a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub enum ConnectionEnd {
     /// Input ended (or the daemon shut down); everything owed was written.
     Finished,
     /// The peer vanished or broke its transport's protocol.
@@ -67,7 +67,7 @@ pub async fn drive<W: Wire>(
     conn: &Conn,
     queue: WriteQueue,
     wire: &mut W,
-) -> End {
+) -> ConnectionEnd {
     let tasks = TaskTracker::new();
     let mut driver = Driver {
         stack: build_stack(daemon, conn),
@@ -118,10 +118,10 @@ struct Driver<'w, W> {
 }
 
 impl<W: Wire> Driver<'_, W> {
-    fn poll(&mut self, cx: &mut Context<'_>, sig: &mut Signals<'_, '_>) -> Poll<End> {
+    fn poll(&mut self, cx: &mut Context<'_>, sig: &mut Signals<'_, '_>) -> Poll<ConnectionEnd> {
         for _ in 0..ROUNDS_PER_POLL {
             if sig.closed.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(End::Closed);
+                return Poll::Ready(ConnectionEnd::Closed);
             }
             if self.reading && sig.shutdown.as_mut().poll(cx).is_ready() {
                 self.end_of_input();
@@ -142,7 +142,7 @@ impl<W: Wire> Driver<'_, W> {
                         self.push(&frame);
                         continue;
                     }
-                    None => return Poll::Ready(End::Finished),
+                    None => return Poll::Ready(ConnectionEnd::Finished),
                 }
             }
             if !moved {
@@ -175,7 +175,7 @@ impl<W: Wire> Driver<'_, W> {
     }
 
     /// Dispatches inbound frames while there is room.
-    fn take_inbound(&mut self, cx: &mut Context<'_>) -> Result<bool, End> {
+    fn take_inbound(&mut self, cx: &mut Context<'_>) -> Result<bool, ConnectionEnd> {
         let mut moved = false;
         while self.reading && self.out.len() < OUT_HIGH_WATER {
             let frame = match self.wire.poll_inbound(cx) {
@@ -185,7 +185,7 @@ impl<W: Wire> Driver<'_, W> {
                     self.end_of_input();
                     return Ok(true);
                 }
-                Poll::Ready(Inbound::Gone) => return Err(End::Gone),
+                Poll::Ready(Inbound::Gone) => return Err(ConnectionEnd::Gone),
             };
             moved = true;
             match frame {
@@ -207,11 +207,11 @@ impl<W: Wire> Driver<'_, W> {
     }
 
     /// Writes what the wire takes now.
-    fn write(&mut self, cx: &mut Context<'_>) -> Result<bool, End> {
+    fn write(&mut self, cx: &mut Context<'_>) -> Result<bool, ConnectionEnd> {
         let mut moved = false;
         while !self.out.is_empty() {
             match self.wire.poll_write(cx, &self.out) {
-                Poll::Ready(Ok(0)) => return Err(End::Gone),
+                Poll::Ready(Ok(0)) => return Err(ConnectionEnd::Gone),
                 Poll::Ready(Ok(n)) => {
                     self.out.advance(n);
                     self.last_progress = Instant::now();
@@ -219,7 +219,7 @@ impl<W: Wire> Driver<'_, W> {
                 }
                 Poll::Ready(Err(e)) => {
                     tracing::debug!(conn = self.conn.id, error = %e, "write failed");
-                    return Err(End::Gone);
+                    return Err(ConnectionEnd::Gone);
                 }
                 Poll::Pending => break,
             }
@@ -240,7 +240,7 @@ impl<W: Wire> Driver<'_, W> {
 
     /// Nothing moved: wait, unless output has waited too long. The timer is
     /// moved only when it fires, not on every write.
-    fn poll_stall(&mut self, cx: &mut Context<'_>, sig: &mut Signals<'_, '_>) -> Poll<End> {
+    fn poll_stall(&mut self, cx: &mut Context<'_>, sig: &mut Signals<'_, '_>) -> Poll<ConnectionEnd> {
         if self.out.is_empty() {
             return Poll::Pending;
         }
@@ -249,7 +249,7 @@ impl<W: Wire> Driver<'_, W> {
             if Instant::now() >= due {
                 let conn = &self.conn;
                 tracing::info!(event = "write_stalled", conn = conn.id, peer = %conn.peer.label, "no write progress for 30 s: closing");
-                return Poll::Ready(End::Stalled);
+                return Poll::Ready(ConnectionEnd::Stalled);
             }
             sig.stall.as_mut().reset(due);
         }
@@ -264,15 +264,15 @@ impl<W: Wire> Driver<'_, W> {
     /// After the end: input is over for good, producers see `Closed`, and
     /// the wire is closed (bounded: a peer that stopped reading cannot hold
     /// the task).
-    async fn finish(&mut self, end: End) {
+    async fn finish(&mut self, end: ConnectionEnd) {
         if self.reading {
             self.end_of_input();
         }
         self.conn.closed.cancel();
         self.queue.close();
         let grace = match end {
-            End::Finished => WRITE_STALL,
-            End::Gone | End::Stalled | End::Closed => CLOSE_GRACE,
+            ConnectionEnd::Finished => WRITE_STALL,
+            ConnectionEnd::Gone | ConnectionEnd::Stalled | ConnectionEnd::Closed => CLOSE_GRACE,
         };
         let wire = &mut *self.wire;
         let _ = tokio::time::timeout(grace, std::future::poll_fn(|cx| wire.poll_close(cx))).await;

@@ -31,7 +31,7 @@ use tokio::time::{Instant, Sleep};
 use super::sink::{CloseSlot, WsWriter, PING};
 use super::{peer_label, Settings, Shared};
 use crate::codec::{Frame, Rejection};
-use crate::connection::driver::{self, End};
+use crate::connection::driver::{self, ConnectionEnd};
 use crate::connection::{new_conn, Inbound, Wire};
 use crate::context::{Conn, PeerInfo, Transport};
 use crate::limits::MAX_FRAME_BYTES;
@@ -64,8 +64,8 @@ pub(super) async fn serve(
     };
     let end = driver::drive(daemon, &conn, queue, &mut wire).await;
     let reason = wire.reason.unwrap_or(match end {
-        End::Gone => Reason::Peer,
-        End::Finished | End::Stalled | End::Closed => Reason::Closed,
+        ConnectionEnd::Gone => Reason::Peer,
+        ConnectionEnd::Finished | ConnectionEnd::Stalled | ConnectionEnd::Closed => Reason::Closed,
     });
     log_closed(&conn, reason);
     drop(guard);
