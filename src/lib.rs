@@ -25,6 +25,7 @@ pub mod live_config;
 pub mod methods;
 pub mod outbound;
 pub mod peer;
+pub mod private_dir;
 pub mod request;
 pub mod session;
 pub mod state;

@@ -179,11 +179,12 @@ fn prepare_files(data_dir: &Path) -> Result<PathBuf, StoreError> {
     builder.recursive(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
         builder.create(&dir)?;
-        // An existing directory keeps its old mode through `create`.
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        // An existing directory keeps its old mode through `create`; it is
+        // narrowed only if it is ours and no link (issue 13 item 7).
+        crate::private_dir::make_private(&dir, 0o700, None).map_err(std::io::Error::from)?;
     }
     #[cfg(not(unix))]
     builder.create(&dir)?;
