@@ -188,6 +188,14 @@ async fn serve(daemon: Arc<Daemon>, claimed: Claimed, signals: Signals) -> i32 {
         let _ = tokio::time::timeout_at(deadline, changed).await;
     }
     claimed.release();
+    if let Err(e) = daemon
+        .sessions
+        .store
+        .checkpoint_and_close(SHUTDOWN_GRACE)
+        .await
+    {
+        tracing::warn!(event = "store_close_failed", error = %e);
+    }
     tracing::info!(event = "shutdown", status);
     status
 }
