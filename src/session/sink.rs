@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::emit_queue::{Item, Push, Queue};
-use super::live::Session;
+use super::live::{Session, TurnSignals};
 use super::update::{notify, split_chunks, Event, Update};
 use crate::agent::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 use crate::context::Conn;
@@ -46,6 +46,8 @@ pub struct TurnSink {
     waits: Waits,
     content: String,
     emitter: Option<Emitter>,
+    /// The turn's soft cancel: notifications stop waiting on a stalled client.
+    cancel: CancellationToken,
 }
 
 impl TurnSink {
@@ -55,7 +57,7 @@ impl TurnSink {
         conn: Conn,
         waits: Waits,
         store: Option<(Arc<Store>, i64)>,
-        hard: CancellationToken,
+        signals: TurnSignals,
     ) -> Self {
         let emitter = store.map(|(store, row)| {
             let queue = Arc::new(Queue::default());
@@ -65,7 +67,7 @@ impl TurnSink {
                 conn.clone(),
                 session.id.clone(),
                 queue.clone(),
-                hard,
+                signals.clone(),
             ));
             (queue, task)
         });
@@ -75,6 +77,7 @@ impl TurnSink {
             waits,
             content: String::new(),
             emitter,
+            cancel: signals.soft,
         }
     }
 
@@ -109,6 +112,7 @@ impl TurnSink {
                         session_id: &self.session.id,
                         event,
                     },
+                    &self.cancel,
                 )
                 .await;
                 Ok(())
@@ -149,6 +153,7 @@ impl EventSink for TurnSink {
                             session_id: &self.session.id,
                             event: Event::MessageChunk(piece),
                         },
+                        &self.cancel,
                     )
                     .await;
                 }
@@ -321,8 +326,9 @@ async fn emit(
     conn: Conn,
     session_id: String,
     queue: Arc<Queue>,
-    hard: CancellationToken,
+    signals: TurnSignals,
 ) -> Emitted {
+    let (hard, cancel) = (signals.hard, signals.soft);
     let _guard = ReceiverGuard(queue.clone());
     let mut sent = String::new();
     let mut batch: Vec<Item> = Vec::with_capacity(64);
@@ -369,6 +375,7 @@ async fn emit(
                                         session_id: &session_id,
                                         event: Event::MessageChunk(piece),
                                     },
+                                    &cancel,
                                 )
                                 .await;
                             }
@@ -381,6 +388,7 @@ async fn emit(
                                     session_id: &session_id,
                                     event: event_of(e),
                                 },
+                                &cancel,
                             )
                             .await;
                             if let CheckpointEvent::Text(t) = e {
@@ -396,6 +404,7 @@ async fn emit(
                             session_id: &session_id,
                             event: Event::ThoughtChunk(&t),
                         },
+                        &cancel,
                     )
                     .await
                 }
@@ -417,6 +426,7 @@ async fn emit(
                             session_id: &session_id,
                             event,
                         },
+                        &cancel,
                     )
                     .await;
                 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
 use super::live::{End, Session, TurnSignals};
 use super::sink::{TurnSink, Waits};
@@ -99,7 +100,7 @@ pub async fn run_prompt(
                     Err(e) => Ok(error_frame(e, Some(id.as_str()))),
                 };
                 if let Ok(frame) = frame {
-                    let _ = conn.outbound.send(frame).await;
+                    let _ = conn.outbound.send_or_cancelled(frame, &signals.soft).await;
                     out.answer_sent = true;
                 }
             }
@@ -175,7 +176,7 @@ async fn execute(
     } else {
         CompactionRequest::None
     };
-    compact(daemon, session, conn, agent, forced).await;
+    compact(daemon, session, (conn, &signals.soft), agent, forced).await;
 
     // 3. The begin transaction.
     let turn_id = new_uuid();
@@ -195,7 +196,7 @@ async fn execute(
         conn.clone(),
         waits,
         acp_row.map(|r| (store.clone(), r)),
-        signals.hard.clone(),
+        signals.clone(),
     );
     let context = session.context();
     let always_allowed = session.always_allowed();
@@ -260,9 +261,8 @@ async fn execute(
             complete(
                 conn,
                 session,
-                Outcome::Failed,
-                &content,
-                Some(&err.to_string()),
+                (Outcome::Failed, &content, Some(&err.to_string())),
+                &signals.soft,
             )
             .await;
             return Answered {
@@ -286,7 +286,7 @@ async fn execute(
         (_, Outcome::Cancelled) => Some("cancelled"),
         _ => None,
     };
-    complete(conn, session, out, &content, reason).await;
+    complete(conn, session, (out, &content, reason), &signals.soft).await;
     let result = match result {
         Ok(stop_reason) => Ok(PromptResult {
             session_id: session.id.clone(),
@@ -323,9 +323,8 @@ async fn with_cancellation(
 pub async fn complete(
     conn: &Conn,
     session: &Session,
-    outcome: Outcome,
-    content: &str,
-    reason: Option<&str>,
+    (outcome, content, reason): (Outcome, &str, Option<&str>),
+    cancel: &CancellationToken,
 ) {
     let event = Event::TurnComplete {
         outcome,
@@ -338,6 +337,7 @@ pub async fn complete(
             session_id: &session.id,
             event,
         },
+        cancel,
     )
     .await;
 }
@@ -346,7 +346,7 @@ pub async fn complete(
 async fn compact(
     daemon: &Daemon,
     session: &Session,
-    conn: &Conn,
+    (conn, cancel): (&Conn, &CancellationToken),
     agent: &AgentConfig,
     forced: CompactionRequest,
 ) {
@@ -405,6 +405,7 @@ async fn compact(
             session_id: &session.id,
             event,
         },
+        cancel,
     )
     .await;
 }
