@@ -12,7 +12,7 @@ use serde_json::json;
 fn sigterm_leaves_a_whole_sessions_db() {
     let mut d = Daemon::start();
     let mut c = d.client();
-    for (i, sid) in ["w1", "w2"].iter().enumerate() {
+    for (i, sid) in ["w1", "w2", "w3", "w4", "w5", "w6"].iter().enumerate() {
         let v = c.call(
             "session/new",
             json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
@@ -21,11 +21,19 @@ fn sigterm_leaves_a_whole_sessions_db() {
         assert!(v.get("result").is_some(), "{v}");
         let id = format!("p{i}");
         c.send_json(&json!({"jsonrpc": "2.0", "method": "session/prompt",
-            "params": {"session_id": sid, "prompt": "hello"}, "id": id}));
+            "params": {"session_id": sid, "prompt": "::repeat 100000 hello"}, "id": id}));
         while c.recv_json()["id"] != json!(id) {}
     }
     let db = d.data_dir().join("sessions/sessions.db");
-    let live = dump_all(&db);
+    // One turn still running at SIGTERM: it is cancelled and persisted too.
+    c.send_json(&json!({"jsonrpc": "2.0", "method": "session/prompt",
+        "params": {"session_id": "w1", "prompt": "running\n::sleep 60000"}, "id": "run"}));
+    loop {
+        let v = c.recv_json();
+        if v["params"]["text"] == "running" {
+            break;
+        }
+    }
     d.wait_for_handler(libc::SIGTERM);
     d.signal(libc::SIGTERM);
     let status = d.wait_exit(EXIT_TIMEOUT).expect("exit after SIGTERM");
@@ -38,6 +46,11 @@ fn sigterm_leaves_a_whole_sessions_db() {
     let copy_dir = TestDir::new();
     let copy = copy_dir.path().join("sessions.db");
     std::fs::copy(&db, &copy).unwrap();
-    assert_eq!(db_int(&copy, "SELECT count(*) FROM acp_sessions"), 2);
-    assert_eq!(dump_all(&copy), live);
+    assert_eq!(db_int(&copy, "SELECT count(*) FROM acp_sessions"), 6);
+    assert_eq!(dump_all(&copy), dump_all(&db));
+    assert_eq!(
+        db_int(&copy, "SELECT count(*) FROM acp_turn_checkpoints"),
+        0,
+        "the cancelled turn was finalized"
+    );
 }
