@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
 use crate::limits::{WRITE_QUEUE_BYTES, WRITE_QUEUE_FRAMES, WRITE_STALL};
+use crate::memory;
 
 /// The connection is closed (or closing): the frame was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -46,6 +47,7 @@ impl Budget {
     fn give_back(&self, frames: usize, bytes: usize) {
         self.frames.add_permits(frames);
         self.bytes.add_permits(bytes);
+        memory::budget().sub(bytes);
     }
 }
 
@@ -116,7 +118,12 @@ impl Outbound {
         if !self.try_reserve(n)? {
             self.wait_for_room(n, cancel).await?;
         }
-        self.tx.send(frame).map_err(|_| Closed)
+        // Held for the daemon-wide budget until the writer gives it back.
+        memory::budget().add(n as usize);
+        self.tx.send(frame).map_err(|f| {
+            memory::budget().sub(charge(&f.0) as usize);
+            Closed
+        })
     }
 
     /// Takes room for one frame of `n` bytes if there is some now.
@@ -180,6 +187,16 @@ impl Outbound {
     /// Whether the writer has gone.
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
+    }
+}
+
+impl Drop for WriteQueue {
+    /// Frames never written no longer count against the memory budget.
+    fn drop(&mut self) {
+        self.rx.close();
+        while let Ok(f) = self.rx.try_recv() {
+            memory::budget().sub(charge(&f) as usize);
+        }
     }
 }
 

@@ -119,6 +119,8 @@ pub async fn new_session(
     req: NewRequest,
 ) -> Result<NewResult, RpcError> {
     let store = &sessions.store;
+    // A new session (its rehydrated context above all) is new work.
+    crate::memory::budget().check()?;
     let _lock = sessions.locks.lock(&req.id).await;
     let live = sessions.get(&req.id);
     let (acp, chat) = match req.mode {

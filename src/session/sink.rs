@@ -21,6 +21,7 @@ use super::live::{Session, TurnSignals};
 use super::update::{notify, split_chunks, Event, Update};
 use crate::agent::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 use crate::context::Conn;
+use crate::memory::Charge;
 use crate::peer::PeerReply;
 use crate::store::{CheckpointEvent, Store, StoreError};
 
@@ -48,7 +49,18 @@ pub struct TurnSink {
     emitter: Option<Emitter>,
     /// The turn's soft cancel: notifications stop waiting on a stalled client.
     cancel: CancellationToken,
+    /// Bytes of message and thought text so far.
+    produced: usize,
+    /// The agent went past [`MAX_TURN_OUTPUT_BYTES`].
+    overflowed: bool,
+    /// `produced`, charged to the daemon's memory budget until the turn ends.
+    charge: Charge,
 }
+
+/// The most message and thought text one turn may produce, whatever the
+/// backend (issue 13 item 1): two echo items of 16 MiB. Past it the turn
+/// fails; its retained context grows by at most this much.
+pub const MAX_TURN_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
 
 impl TurnSink {
     /// A sink writing to `conn`; for ACP sessions, committing to `store` first.
@@ -78,6 +90,9 @@ impl TurnSink {
             content: String::new(),
             emitter,
             cancel: signals.soft,
+            produced: 0,
+            overflowed: false,
+            charge: Charge::empty(),
         }
     }
 
@@ -140,8 +155,29 @@ impl Drop for TurnSink {
     }
 }
 
+impl TurnSink {
+    /// Counts `n` more bytes of text against the turn's bound; `Err` once
+    /// the turn would go past it (the turn then fails, see [`TurnSink::overflowed`]).
+    fn produce(&mut self, n: usize) -> Result<(), SinkClosed> {
+        if self.produced.saturating_add(n) > MAX_TURN_OUTPUT_BYTES {
+            self.overflowed = true;
+            return Err(SinkClosed);
+        }
+        self.produced += n;
+        self.charge.set(self.produced);
+        Ok(())
+    }
+
+    /// Whether the agent produced more than [`MAX_TURN_OUTPUT_BYTES`] of
+    /// text: what came before the bound is kept, the rest refused.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+}
+
 impl EventSink for TurnSink {
     async fn message_chunk(&mut self, text: &str) -> Result<(), SinkClosed> {
+        self.produce(text.len())?;
         for piece in split_chunks(text) {
             match &self.emitter {
                 Some((queue, _)) => queue.push(Push::Chunk(piece)).await?,
@@ -163,6 +199,7 @@ impl EventSink for TurnSink {
     }
 
     async fn thought_chunk(&mut self, text: &str) -> Result<(), SinkClosed> {
+        self.produce(text.len())?;
         for piece in split_chunks(text) {
             self.send(Event::ThoughtChunk(piece), || {
                 Item::Thought(piece.to_owned())

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::live::{End, Session, TurnSignals};
-use super::sink::{TurnSink, Waits};
+use super::live::{context_bytes, message_bytes, End, Session, TurnSignals};
+use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
 use super::update::{bounded, notify, Event, Outcome, Update, MAX_CONTENT_BYTES};
 use super::{new_uuid, ChatMode};
 use crate::agent::{
@@ -74,6 +74,10 @@ pub async fn run_prompt(
     prompt: String,
     reply_to: Option<IdText>,
 ) -> Answered {
+    // Over the daemon's memory budget no new turn starts (issue 13).
+    if let Err(e) = crate::memory::budget().check() {
+        return Answered::early(e);
+    }
     let permit = match session.enqueue().await {
         Ok(p) => p,
         Err(e) => return Answered::early(e),
@@ -106,6 +110,9 @@ pub async fn run_prompt(
             }
             session.end_turn();
             drop(permit);
+            if out.content.len() > RELEASE_AFTER_BYTES {
+                crate::memory::release_freed();
+            }
             out
         }
     });
@@ -217,6 +224,13 @@ async fn execute(
     )
     .await;
     let (content, emitted) = sink.finish().await;
+    let outcome = if sink.overflowed() {
+        TurnOutcome::Failed(format!(
+            "the turn's output exceeds {MAX_TURN_OUTPUT_BYTES} bytes"
+        ))
+    } else {
+        outcome
+    };
 
     // Killed or deleted: no finalization, no turn_complete (§9.9).
     if signals.hard.is_cancelled() {
@@ -342,6 +356,16 @@ pub async fn complete(
     .await;
 }
 
+/// A turn that produced more text than this hands freed heap back to the
+/// kernel when it ends (`crate::memory::release_freed`).
+const RELEASE_AFTER_BYTES: usize = 1024 * 1024;
+
+/// Bytes of retained context past which compaction is due whatever the
+/// message count (issue 13 item 1; docs/decisions.md): with
+/// [`MAX_TURN_OUTPUT_BYTES`] per turn, a session's context, its snapshot and
+/// its rehydration stay under ~96 MiB.
+pub const MAX_RETAINED_CONTEXT_BYTES: usize = 64 * 1024 * 1024;
+
 /// Auto or forced compaction (§9.5). A failed snapshot write discards it silently.
 async fn compact(
     daemon: &Daemon,
@@ -353,13 +377,23 @@ async fn compact(
     let context = session.context();
     let max = agent.context_max_messages as usize;
     let keep = agent.compact_keep_messages as usize;
-    let due = context.len() + 1 > max;
+    let over_bytes = context_bytes(&context) > MAX_RETAINED_CONTEXT_BYTES;
+    let due = context.len() + 1 > max || over_bytes;
+    // Drop the oldest messages past `keep`, and more while the rest is over
+    // the byte target (the newest message always stays).
+    let mut n = context.len().saturating_sub(keep);
+    let mut rest: usize = context[n..].iter().map(message_bytes).sum();
+    // Down to half the bound, so that a saturated session does not write a
+    // full-size snapshot every turn.
+    while over_bytes && rest > MAX_RETAINED_CONTEXT_BYTES / 2 && n + 1 < context.len() {
+        rest -= message_bytes(&context[n]);
+        n += 1;
+    }
     let (new_context, compacted) = match forced {
         CompactionRequest::CompactEmpty => (Vec::new(), context.len()),
         CompactionRequest::None if !due => return,
-        _ if context.len() <= keep => (context.clone(), 0),
+        _ if n == 0 => (context.clone(), 0),
         _ => {
-            let n = context.len() - keep;
             let summary = ContextMessage {
                 role: Role::User,
                 kind: Kind::Summary,
