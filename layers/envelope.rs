@@ -160,10 +160,7 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> 
                     ),
                     None => {
                         let reply = id.map(|id| {
-                            error_frame(
-                                &RpcError::MethodNotFound(method.into_owned()),
-                                Some(id.get()),
-                            )
+                            error_frame(&RpcError::method_not_found(&method), Some(id.get()))
                         });
                         return EnvelopeFuture::Done { frame: reply };
                     }

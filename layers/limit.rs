@@ -5,7 +5,9 @@
 //! to a daemon→client request that a running handler is waiting for.
 //!
 //! The counters live in the connection's state, created at accept, so the
-//! bound holds across every request of the connection.
+//! bound holds across every request of the connection. An admitted frame is
+//! also charged to the daemon-wide memory budget (`crate::memory`): over it,
+//! the request is answered `-32004` `{"limit":"memory"}`.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,6 +21,7 @@ use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::limits::{MAX_IN_FLIGHT_BYTES, MAX_IN_FLIGHT_REQUESTS};
+use crate::memory;
 use crate::request::Request;
 
 /// A connection's in-flight counters.
@@ -97,6 +100,7 @@ pub struct Limit<S> {
 pub struct Slot {
     conn: Conn,
     bytes: usize,
+    _charge: memory::Charge,
 }
 
 impl Drop for Slot {
@@ -135,11 +139,19 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
 
     fn call(&mut self, req: Request) -> Self::Future {
         let bytes = req.frame_len();
-        match self.conn.in_flight.try_acquire(bytes) {
-            Ok(()) => LimitFuture {
+        // The daemon-wide budget after the connection's own bound: a frame
+        // the connection may hold can still be one too many for the daemon.
+        let admitted = self.conn.in_flight.try_acquire(bytes).and_then(|()| {
+            memory::budget().try_charge(bytes).inspect_err(|_| {
+                self.conn.in_flight.release(bytes);
+            })
+        });
+        match admitted {
+            Ok(charge) => LimitFuture {
                 slot: Some(Slot {
                     conn: self.conn.clone(),
                     bytes,
+                    _charge: charge,
                 }),
                 inner: Gate::Pass {
                     fut: self.inner.call(req),

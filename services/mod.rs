@@ -126,7 +126,7 @@ impl Router {
             name if name.starts_with("session/") => self.session.call(req),
             "debug/set-faults" => self.debug.call(req),
             name if name.starts_with("file/") => self.file.call(req),
-            other => RouteFuture::ready(Err(RpcError::MethodNotFound(other.to_owned()))),
+            other => RouteFuture::ready(Err(RpcError::method_not_found(other))),
         }
     }
 }

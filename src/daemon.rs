@@ -76,6 +76,7 @@ pub async fn run(opts: Options) -> i32 {
 
 /// Steps 1–5 of §2.3, with the config loaded between directory creation and the claim.
 async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartError> {
+    crate::memory::configure_from_env().map_err(StartError::Other)?;
     let dirs = resolve_dirs(opts.config_dir.as_deref())?;
     if let Some(w) = &dirs.warning {
         tracing::warn!(event = "data_dir_env_ignored", "{w}");
@@ -188,6 +189,14 @@ async fn serve(daemon: Arc<Daemon>, claimed: Claimed, signals: Signals) -> i32 {
         let _ = tokio::time::timeout_at(deadline, changed).await;
     }
     claimed.release();
+    if let Err(e) = daemon
+        .sessions
+        .store
+        .checkpoint_and_close(SHUTDOWN_GRACE)
+        .await
+    {
+        tracing::warn!(event = "store_close_failed", error = %e);
+    }
     tracing::info!(event = "shutdown", status);
     status
 }

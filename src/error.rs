@@ -9,7 +9,8 @@ use std::borrow::Cow;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value};
 
-use crate::limits::MAX_FRAME_BYTES;
+use crate::limits::{MAX_ECHOED_NAME_BYTES, MAX_ERROR_DATA_MEMBER_BYTES, MAX_FRAME_BYTES};
+use crate::store::bound_text;
 
 /// The `data` member of an error: an object whose members keep the order
 /// they were given in (`reason` first, as the spec writes them).
@@ -22,10 +23,30 @@ impl ErrorData {
         Self(vec![("reason", Value::from(reason))])
     }
 
-    /// Adds one member.
+    /// Adds one member. A member echoing what the peer sent is bounded
+    /// (SPEC §3.1 "no frame over 8 MiB"): a string at
+    /// [`MAX_ERROR_DATA_MEMBER_BYTES`], any other value whose JSON is longer
+    /// becomes that JSON text, bounded.
     pub fn with(mut self, key: &'static str, value: impl Into<Value>) -> Self {
-        self.0.push((key, value.into()));
+        self.0.push((key, bound_member(value.into())));
         self
+    }
+}
+
+fn bound_member(value: Value) -> Value {
+    match value {
+        Value::String(s) if s.len() > MAX_ERROR_DATA_MEMBER_BYTES => {
+            Value::String(bound_text(&s, MAX_ERROR_DATA_MEMBER_BYTES).into_owned())
+        }
+        v @ (Value::Array(_) | Value::Object(_)) => {
+            let text = v.to_string();
+            if text.len() > MAX_ERROR_DATA_MEMBER_BYTES {
+                Value::String(bound_text(&text, MAX_ERROR_DATA_MEMBER_BYTES).into_owned())
+            } else {
+                v
+            }
+        }
+        v => v,
     }
 }
 
@@ -275,6 +296,12 @@ impl RpcError {
     /// `-32603` `storage`.
     pub fn storage(message: impl Into<String>) -> Self {
         Self::internal(message, Some("storage"))
+    }
+
+    /// `-32601` for `method`, its name bounded at [`MAX_ECHOED_NAME_BYTES`]
+    /// so that the answer to an 8 MiB method name is not itself over 8 MiB.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::MethodNotFound(bound_text(method, MAX_ECHOED_NAME_BYTES).into_owned())
     }
 
     /// Plain `-32000` "Session not found".

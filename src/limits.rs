@@ -30,3 +30,12 @@ pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 pub const EPHEMERAL_GRACE: Duration = Duration::from_secs(1);
 /// How long a graceful shutdown waits for running turns.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Longest id (its JSON text) a request may carry: a longer one could not be
+/// echoed within [`MAX_FRAME_BYTES`], so the request is invalid (docs/decisions.md).
+pub const MAX_ID_BYTES: usize = 4096;
+/// Longest peer-supplied name (a method) echoed in an error message.
+pub const MAX_ECHOED_NAME_BYTES: usize = 256;
+/// Longest error `message` written; longer ones (an agent's failure text) are bounded.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 64 * 1024;
+/// Longest peer-supplied `error.data` member written.
+pub const MAX_ERROR_DATA_MEMBER_BYTES: usize = 1024;

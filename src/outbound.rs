@@ -13,11 +13,16 @@ use tokio::sync::{mpsc, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
 use crate::limits::{WRITE_QUEUE_BYTES, WRITE_QUEUE_FRAMES, WRITE_STALL};
+use crate::memory;
 
 /// The connection is closed (or closing): the frame was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("connection closed")]
 pub struct Closed;
+
+/// How long a cancelled producer still waits for room before the
+/// connection is closed (docs/decisions.md, "Cancel wins over a stalled client").
+pub const CANCELLED_WRITE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What the queue may hold: frames and bytes, each counted from the moment
 /// a producer queues a frame until the writer has written it (a frame the
@@ -37,6 +42,7 @@ impl Budget {
     fn give_back(&self, frames: usize, bytes: usize) {
         self.frames.add_permits(frames);
         self.bytes.add_permits(bytes);
+        memory::budget().sub(bytes);
     }
 }
 
@@ -78,60 +84,114 @@ fn charge(frame: &[u8]) -> u32 {
     frame.len().min(WRITE_QUEUE_BYTES) as u32
 }
 
-fn take(sem: &Semaphore, n: u32) -> Result<bool, Closed> {
-    match sem.try_acquire_many(n) {
-        Ok(permit) => {
-            permit.forget();
-            Ok(true)
-        }
-        Err(TryAcquireError::NoPermits) => Ok(false),
-        Err(TryAcquireError::Closed) => Err(Closed),
-    }
-}
-
 impl Outbound {
     /// Queues one frame, waiting while the queue is full.
     pub async fn send(&self, frame: Vec<u8>) -> Result<(), Closed> {
-        let n = charge(&frame);
-        let has_frame = take(&self.budget.frames, 1)?;
-        let has_bytes = has_frame && take(&self.budget.bytes, n)?;
-        if !has_bytes {
-            self.wait_for_room(has_frame, n).await?;
-        }
-        self.tx.send(frame).map_err(|_| Closed)
+        self.send_inner(frame, None).await
     }
 
-    /// The slow path: wait for room, at most [`WRITE_STALL`] in all.
-    async fn wait_for_room(&self, has_frame: bool, n: u32) -> Result<(), Closed> {
+    /// [`Outbound::send`] for a producer that can be cancelled (a turn,
+    /// §8.6): once `cancel` fires, it waits for room at most
+    /// [`CANCELLED_WRITE_GRACE`] more, then closes the connection as a
+    /// stalled one. A cancelled turn so ends within its grace whatever its
+    /// client does, and a frame is never dropped silently from a stream
+    /// that goes on (issue 13 item 3).
+    pub async fn send_or_cancelled(
+        &self,
+        frame: Vec<u8>,
+        cancel: &CancellationToken,
+    ) -> Result<(), Closed> {
+        self.send_inner(frame, Some(cancel)).await
+    }
+
+    async fn send_inner(
+        &self,
+        frame: Vec<u8>,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<(), Closed> {
+        let n = charge(&frame);
+        if !self.try_reserve(n)? {
+            self.wait_for_room(n, cancel).await?;
+        }
+        // Held for the daemon-wide budget until the writer gives it back.
+        memory::budget().add(n as usize);
+        self.tx.send(frame).map_err(|f| {
+            memory::budget().sub(charge(&f.0) as usize);
+            Closed
+        })
+    }
+
+    /// Takes room for one frame of `n` bytes if there is some now.
+    fn try_reserve(&self, n: u32) -> Result<bool, Closed> {
         let budget = &self.budget;
-        let wait = async {
-            if !has_frame {
-                budget.frames.acquire().await.map_err(|_| Closed)?.forget();
+        let frame = match budget.frames.try_acquire() {
+            Ok(p) => p,
+            Err(TryAcquireError::NoPermits) => return Ok(false),
+            Err(TryAcquireError::Closed) => return Err(Closed),
+        };
+        match budget.bytes.try_acquire_many(n) {
+            Ok(bytes) => {
+                frame.forget();
+                bytes.forget();
+                Ok(true)
             }
-            budget
-                .bytes
-                .acquire_many(n)
-                .await
-                .map_err(|_| Closed)?
-                .forget();
+            Err(TryAcquireError::NoPermits) => Ok(false),
+            Err(TryAcquireError::Closed) => Err(Closed),
+        }
+    }
+
+    /// The slow path: wait for room, at most [`WRITE_STALL`] in all (and at
+    /// most [`CANCELLED_WRITE_GRACE`] after `cancel`). Dropping the wait
+    /// gives back what it holds: permits are forgotten only once both are held.
+    async fn wait_for_room(
+        &self,
+        n: u32,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<(), Closed> {
+        let budget = &self.budget;
+        let reserve = async {
+            let frame = budget.frames.acquire().await.map_err(|_| Closed)?;
+            let bytes = budget.bytes.acquire_many(n).await.map_err(|_| Closed)?;
+            frame.forget();
+            bytes.forget();
             Ok::<(), Closed>(())
         };
-        match tokio::time::timeout(WRITE_STALL, wait).await {
-            Ok(r) => r,
-            Err(_) => {
-                tracing::info!(
-                    event = "write_stalled",
-                    "write queue full for 30 s: closing the connection"
-                );
-                self.closed.cancel();
-                Err(Closed)
+        tokio::pin!(reserve);
+        let cancelled = async {
+            match cancel {
+                Some(c) => {
+                    c.cancelled().await;
+                    tokio::time::sleep(CANCELLED_WRITE_GRACE).await;
+                }
+                None => std::future::pending().await,
             }
+        };
+        tokio::select! {
+            r = &mut reserve => r,
+            _ = tokio::time::sleep(WRITE_STALL) => self.stalled("write queue full for 30 s"),
+            _ = cancelled => self.stalled("write queue still full after its turn was cancelled"),
         }
+    }
+
+    fn stalled(&self, why: &'static str) -> Result<(), Closed> {
+        tracing::info!(event = "write_stalled", "{why}: closing the connection");
+        self.closed.cancel();
+        Err(Closed)
     }
 
     /// Whether the writer has gone.
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
+    }
+}
+
+impl Drop for WriteQueue {
+    /// Frames never written no longer count against the memory budget.
+    fn drop(&mut self) {
+        self.rx.close();
+        while let Ok(f) = self.rx.try_recv() {
+            memory::budget().sub(charge(&f) as usize);
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::{payload, session_id, SessionRef};
 use crate::agent::ApprovalDecision;
+use crate::context::Conn;
 use crate::error::{ErrorData, RpcError};
 use crate::jsonrpc::Payload;
 use crate::request::Request;
@@ -74,19 +75,27 @@ pub(super) fn approve(daemon: &Daemon, req: &Request) -> Result<Payload, RpcErro
     payload(&json!({"session_id": id, "request_id": request_id, "acknowledged": acknowledged}))
 }
 
-pub(super) async fn close(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
+pub(super) async fn close(
+    daemon: Arc<Daemon>,
+    conn: Conn,
+    req: Request,
+) -> Result<Payload, RpcError> {
     let p: SessionRef = req.params()?;
     let id = session_id(p.session_id)?;
     let principal = req.binding()?.principal.clone();
-    lifecycle::close(&daemon.sessions, &principal, &id).await?;
+    lifecycle::close(&daemon.sessions, &conn, &principal, &id).await?;
     payload(&json!({"session_id": id, "closed": true}))
 }
 
-pub(super) async fn kill(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
+pub(super) async fn kill(
+    daemon: Arc<Daemon>,
+    conn: Conn,
+    req: Request,
+) -> Result<Payload, RpcError> {
     let p: SessionRef = req.params()?;
     let id = session_id(p.session_id)?;
     let principal = req.binding()?.principal.clone();
-    if !lifecycle::kill(&daemon.sessions, &principal, &id).await? {
+    if !lifecycle::kill(&daemon.sessions, &conn, &principal, &id).await? {
         return Err(RpcError::session_not_found());
     }
     payload(&json!({"session_id": id, "killed": true}))
@@ -98,10 +107,14 @@ struct DeleteParams {
     chat_mode: Option<ChatMode>,
 }
 
-pub(super) async fn delete(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
+pub(super) async fn delete(
+    daemon: Arc<Daemon>,
+    conn: Conn,
+    req: Request,
+) -> Result<Payload, RpcError> {
     let p: DeleteParams = req.params()?;
     let id = session_id(p.session_id)?;
     let principal = req.binding()?.principal.clone();
-    let deleted = lifecycle::delete(&daemon.sessions, &principal, &id, p.chat_mode).await?;
+    let deleted = lifecycle::delete(&daemon.sessions, &conn, &principal, &id, p.chat_mode).await?;
     payload(&json!({"session_id": id, "deleted": deleted}))
 }

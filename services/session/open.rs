@@ -168,6 +168,7 @@ async fn fail_notified(conn: &Conn, session_id: &str, e: &RpcError, content: &st
         content,
         reason: Some(&e.to_string()),
     };
-    crate::session::update::notify(conn, &crate::session::update::Update { session_id, event })
-        .await;
+    let never = tokio_util::sync::CancellationToken::new();
+    let update = crate::session::update::Update { session_id, event };
+    crate::session::update::notify(conn, &update, &never).await;
 }

@@ -159,6 +159,18 @@ pub fn append_context_document(
     out: &mut String,
     context: &[ContextMessage],
 ) -> serde_json::Result<()> {
+    append_context_document_bounded(out, context, usize::MAX).map(|_| ())
+}
+
+/// [`append_context_document`], writing at most `max` bytes of it: the
+/// serializer is stopped once `out` holds `max` bytes, so a huge context
+/// never exists twice in memory (issue 13 item 1). Returns whether the
+/// document was cut; the caller marks the cut (`…[truncated]`, §3.1).
+pub fn append_context_document_bounded(
+    out: &mut String,
+    context: &[ContextMessage],
+    max: usize,
+) -> serde_json::Result<bool> {
     #[derive(Serialize)]
     struct Doc<'a> {
         messages: Messages<'a>,
@@ -169,12 +181,53 @@ pub fn append_context_document(
             then: None,
         },
     };
-    let mut bytes = std::mem::take(out).into_bytes();
-    let written = serde_json::to_writer(&mut bytes, &doc);
+    let mut w = Bounded {
+        bytes: std::mem::take(out).into_bytes(),
+        max,
+        cut: false,
+    };
+    let written = serde_json::to_writer(&mut w, &doc);
+    let cut = w.cut;
+    let mut bytes = w.bytes;
+    if cut {
+        // The cut may split a character: keep the longest valid prefix.
+        let valid = match std::str::from_utf8(&bytes) {
+            Ok(_) => bytes.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        bytes.truncate(valid);
+    }
     // serde_json writes UTF-8, and `out` was a `String`.
     *out = String::from_utf8(bytes)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    written
+    match written {
+        Err(_) if cut => Ok(true),
+        other => other.map(|()| false),
+    }
+}
+
+/// A writer that takes at most `max` bytes in all, then fails.
+struct Bounded {
+    bytes: Vec<u8>,
+    max: usize,
+    cut: bool,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let room = self.max.saturating_sub(self.bytes.len());
+        if buf.len() > room {
+            self.bytes.extend_from_slice(&buf[..room]);
+            self.cut = true;
+            return Err(std::io::Error::other("document bound reached"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `{"system_prompt":...,"messages":[context..., prompt]}`: the command

@@ -14,11 +14,12 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-use super::context::append_context_document;
-use super::directive::{parse_line, Line, ToolCall};
+use super::context::append_context_document_bounded;
+use super::directive::{parse_line, Line, ToolCall, MAX_PRODUCED_BYTES};
 use super::emit::{Emitter, Stop, Stream};
 use super::sink::{ApprovalDecision, AskOutcome, EventSink};
 use super::{TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
+use crate::store::TRUNCATION_SUFFIX;
 
 /// The schema of every `::ask` (§10.3).
 pub const ASK_SCHEMA: &str = r#"{"type":"object","properties":{"answer":{"type":"string","title":"Answer"}},"required":["answer"]}"#;
@@ -85,9 +86,16 @@ impl<'a> EchoTurn<'_, 'a, '_> {
                     self.emitter.emit(sink, Stream::Message, &segment).await?;
                 }
                 Line::Context => {
+                    // Bounded like `::repeat` (16 MiB): a context fed back
+                    // into itself turn after turn cannot grow without bound.
                     let mut segment = self.item_prefix();
-                    append_context_document(&mut segment, self.input.context)
-                        .map_err(|e| Stop::Failed(format!("cannot write the context: {e}")))?;
+                    let max = segment.len() + MAX_PRODUCED_BYTES as usize;
+                    let cut =
+                        append_context_document_bounded(&mut segment, self.input.context, max)
+                            .map_err(|e| Stop::Failed(format!("cannot write the context: {e}")))?;
+                    if cut {
+                        segment.push_str(TRUNCATION_SUFFIX);
+                    }
                     self.emitter.emit(sink, Stream::Message, &segment).await?;
                 }
                 // Acted on by the runtime before the turn (§9.5).

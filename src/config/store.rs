@@ -3,7 +3,7 @@
 //! The store remembers the exact bytes it last read or wrote. A commit takes an exclusive lock
 //! on `config.toml.lock`, refuses to write when the file no longer holds those bytes (someone
 //! edited it), and replaces the file atomically: write `config.toml.tmp` (0600), fsync, rename,
-//! fsync the directory. A failed commit leaves the old file in place and no temporary file.
+//! fsync the directory. A symlinked `config.toml` is written through to its target. A failed commit leaves the old file in place and no temporary file.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -99,18 +99,36 @@ impl ConfigStore {
         if self.fail_commit {
             return Err(ConfigError::Storage("injected fault: config_commit".into()));
         }
-        let tmp = self.dir.join(TMP);
-        if let Err(e) =
-            write_tmp(&tmp, text.as_bytes()).and_then(|()| fs::rename(&tmp, self.path()))
-        {
+        let (target, tmp) = self
+            .write_target()
+            .map_err(|e| storage("cannot resolve the config.toml link", &e))?;
+        if let Err(e) = write_tmp(&tmp, text.as_bytes()).and_then(|()| fs::rename(&tmp, &target)) {
             let _ = fs::remove_file(&tmp);
             return Err(storage("cannot write config.toml", &e));
         }
         // The rename is visible now: record what the file holds before reporting anything else.
         self.last_bytes = text.into_bytes();
-        sync_dir(&self.dir).map_err(|e| storage("cannot sync the config directory", &e))?;
+        let dir = target.parent().unwrap_or(&self.dir);
+        sync_dir(dir).map_err(|e| storage("cannot sync the config directory", &e))?;
         drop(lock);
         Ok(())
+    }
+}
+
+impl ConfigStore {
+    /// The file a commit replaces and the temporary file beside it. A
+    /// `config.toml` that is a symbolic link (a dotfiles checkout) is written
+    /// through: its final target is replaced in its own directory and the
+    /// link stays (docs/decisions.md, "A symlinked config.toml").
+    fn write_target(&self) -> io::Result<(PathBuf, PathBuf)> {
+        let path = self.path();
+        if !fs::symlink_metadata(&path)?.file_type().is_symlink() {
+            return Ok((path, self.dir.join(TMP)));
+        }
+        let target = fs::canonicalize(&path)?;
+        let mut tmp = target.clone().into_os_string();
+        tmp.push(".zeroclaw-tmp");
+        Ok((target, PathBuf::from(tmp)))
     }
 }
 

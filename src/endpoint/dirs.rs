@@ -9,13 +9,17 @@
 //!
 //! Creation follows the rule of §2.3 step 1: the daemon sets the mode only on
 //! directories it creates itself and on its own data dir, never on a directory
-//! that existed before and lies outside the data dir.
+//! that existed before and lies outside the data dir; a data dir that is not
+//! its own (a link, another uid's, a shared one) stops startup instead
+//! (`crate::private_dir`).
 
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use super::{EndpointError, Gid};
+#[cfg(unix)]
+use crate::private_dir::make_private;
 
 /// The resolved directories of one daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,27 +200,12 @@ fn set_created_dir_mode(_path: &Path, _group: Option<Gid>) -> Result<(), Endpoin
     Ok(())
 }
 
-/// Sets a directory the daemon owns to `0700`, or to `0750` owned by `group`.
-///
-/// With a group, the directory is first narrowed to owner-only, then handed to
-/// the group, then opened to it, so that no group ever gets more access than
-/// the final state gives it.
+/// Sets a directory the daemon owns to `0700`, or to `0750` owned by `group`,
+/// refusing one that is not its own (a link, another uid's, a shared one:
+/// [`make_private`]).
 #[cfg(unix)]
 pub(crate) fn set_own_dir_mode(path: &Path, group: Option<Gid>) -> Result<(), EndpointError> {
-    use std::os::unix::fs::PermissionsExt;
-    let chmod = |mode: u32| {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
-            EndpointError::io(format!("setting mode {mode:o} on `{}`", path.display()), e)
-        })
-    };
-    chmod(0o700)?;
-    if let Some(gid) = group {
-        std::os::unix::fs::chown(path, None, Some(gid)).map_err(|e| {
-            EndpointError::io(format!("giving `{}` to group {gid}", path.display()), e)
-        })?;
-        chmod(dir_mode(group))?;
-    }
-    Ok(())
+    Ok(make_private(path, dir_mode(group), group)?)
 }
 
 /// Lets `gid` pass through `path` (mode `0710`, owned by the group: search,
@@ -225,16 +214,7 @@ pub(crate) fn set_own_dir_mode(path: &Path, group: Option<Gid>) -> Result<(), En
 /// dir too; `config.toml` itself stays `0600`.
 #[cfg(unix)]
 pub fn let_group_traverse(path: &Path, gid: Gid) -> Result<(), EndpointError> {
-    use std::os::unix::fs::PermissionsExt;
-    let chmod = |mode: u32| {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
-            EndpointError::io(format!("setting mode {mode:o} on `{}`", path.display()), e)
-        })
-    };
-    chmod(0o700)?;
-    std::os::unix::fs::chown(path, None, Some(gid))
-        .map_err(|e| EndpointError::io(format!("giving `{}` to group {gid}", path.display()), e))?;
-    chmod(0o710)
+    Ok(make_private(path, 0o710, Some(gid))?)
 }
 
 #[cfg(not(unix))]

@@ -47,6 +47,9 @@ pub enum EndpointError {
     /// directory is known.
     #[error("cannot expand `~`: the home directory is unknown")]
     NoHome,
+    /// A directory the daemon would make private is not its own (§2.3 step 1).
+    #[error(transparent)]
+    PrivateDir(#[from] crate::private_dir::PrivateDirError),
     /// An operating-system call failed.
     #[error("{context}: {source}")]
     Io {

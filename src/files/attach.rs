@@ -37,6 +37,64 @@ pub fn file_too_large(n: u64) -> RpcError {
     )
 }
 
+/// Bytes per read of a `path` entry.
+const READ_BLOCK: usize = 64 * 1024;
+
+/// `-32602` `request_too_large`.
+fn request_too_large(total: u64) -> RpcError {
+    RpcError::invalid_params_reason(
+        format!("Request exceeds 20 MB limit ({total} bytes)"),
+        ErrorData::reason("request_too_large").with("max_bytes", REQUEST_MAX_BYTES),
+    )
+}
+
+/// The bytes of the file at `path`, never more than the file limit plus
+/// one byte whatever its size claims (`/proc/self/pagemap` says 0 and never
+/// ends, §8.17). It is opened non-blocking and checked to be a regular file
+/// through the open descriptor, so a FIFO swapped in after the `stat` of
+/// [`regular_file_len`] is refused instead of blocking the connection.
+fn read_bounded(i: usize, path: &str) -> Result<Vec<u8>, RpcError> {
+    use std::io::Read;
+    let cannot = |err: std::io::Error| {
+        RpcError::invalid_params(format!("files[{i}]: cannot read {path}: {err}"))
+    };
+    let file = open_nonblocking(path).map_err(cannot)?;
+    if !file.metadata().map_err(cannot)?.is_file() {
+        return Err(RpcError::invalid_params(format!(
+            "files[{i}]: {path} is not a regular file"
+        )));
+    }
+    // Whole 64 KiB reads: some files (pagemap) refuse reads that are not a
+    // multiple of their record size, which `take(n)` would ask for at the end.
+    let mut file = file;
+    let mut bytes = Vec::new();
+    let mut block = vec![0u8; READ_BLOCK];
+    while bytes.len() <= UPLOAD_MAX_BYTES {
+        match file.read(&mut block) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => bytes.extend_from_slice(&block[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(cannot(e)),
+        }
+    }
+    // How far past the limit the file goes is unknown: one byte is enough.
+    Err(file_too_large(UPLOAD_MAX_BYTES as u64 + 1))
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &str) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &str) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
 /// Decoded length of standard padded base64, or `None` if it cannot be base64.
 fn decoded_len(b64: &str) -> Option<u64> {
     let n = b64.len();
@@ -129,11 +187,11 @@ pub fn read_entries(entries: Vec<FileEntry<'_>>) -> Result<Vec<Incoming>, RpcErr
         total += n;
     }
     if total > REQUEST_MAX_BYTES as u64 {
-        return Err(RpcError::invalid_params_reason(
-            format!("Request exceeds 20 MB limit ({total} bytes)"),
-            ErrorData::reason("request_too_large").with("max_bytes", REQUEST_MAX_BYTES),
-        ));
+        return Err(request_too_large(total));
     }
+    // `st_size` is a hint (a /proc file says 0 and never ends): what was
+    // actually read is what counts against the request's bound.
+    let mut read_total = 0u64;
     entries
         .into_iter()
         .enumerate()
@@ -148,11 +206,10 @@ pub fn read_entries(entries: Vec<FileEntry<'_>>) -> Result<Vec<Incoming>, RpcErr
                     None,
                 ),
                 (_, Some(p)) => {
-                    let bytes = std::fs::read(&p).map_err(|err| {
-                        RpcError::invalid_params(format!("files[{i}]: cannot read {p}: {err}"))
-                    })?;
-                    if bytes.len() > UPLOAD_MAX_BYTES {
-                        return Err(file_too_large(bytes.len() as u64));
+                    let bytes = read_bounded(i, &p)?;
+                    read_total += bytes.len() as u64;
+                    if read_total > REQUEST_MAX_BYTES as u64 {
+                        return Err(request_too_large(read_total));
                     }
                     (bytes, Some(p))
                 }

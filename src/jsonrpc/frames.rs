@@ -6,6 +6,8 @@ use serde::Serialize;
 
 use crate::dialect::{write_json, Dialect};
 use crate::error::RpcError;
+use crate::limits::MAX_ERROR_MESSAGE_BYTES;
+use crate::store::bound_text;
 
 const RESULT_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","result":"#;
 
@@ -83,7 +85,7 @@ pub fn error_frame(error: &RpcError, id: Option<&str>) -> Vec<u8> {
     }
     let body = ErrorBody {
         code: error.code(),
-        message: error.to_string(),
+        message: bound_text(&error.to_string(), MAX_ERROR_MESSAGE_BYTES).into_owned(),
         data: error.data(),
         _p: std::marker::PhantomData,
     };

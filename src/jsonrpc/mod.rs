@@ -14,6 +14,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::error::RpcError;
+use crate::limits::MAX_ID_BYTES;
+
+/// The detail of `-32600` for an id over [`MAX_ID_BYTES`].
+const ID_TOO_LONG: &str = "id longer than 4096 bytes";
 
 /// What one frame is, once parsed and validated.
 #[derive(Debug)]
@@ -120,6 +124,14 @@ fn classify_request<'a>(env: Envelope<'a>, method: &'a RawValue) -> Classified<'
     if env.result.is_some() || env.error.is_some() {
         return ambiguous("a request must not carry result or error");
     }
+    if env.id.is_some_and(|id| id.get().len() > MAX_ID_BYTES) {
+        // Echoing it could exceed the frame limit (§3.1): answered with a
+        // null id, as a request whose id cannot be used (docs/decisions.md).
+        return Classified::Reply {
+            id: None,
+            error: RpcError::InvalidEnvelope(Cow::Borrowed(ID_TOO_LONG)),
+        };
+    }
     let echo_id = env.id.filter(|id| is_valid_id(id));
     let invalid = |detail: &'static str| Classified::Reply {
         id: echo_id,
@@ -142,7 +154,9 @@ fn classify_request<'a>(env: Envelope<'a>, method: &'a RawValue) -> Classified<'
             method,
             params: env.params,
         },
-        Err(_) => invalid("method must be a string"),
+        // The text is a JSON string; what fails is an escape of a lone
+        // UTF-16 surrogate (`"\ud800"`), which is no Unicode character.
+        Err(_) => invalid("method must be valid Unicode: it escapes a lone surrogate"),
     }
 }
 

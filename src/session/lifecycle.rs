@@ -119,6 +119,8 @@ pub async fn new_session(
     req: NewRequest,
 ) -> Result<NewResult, RpcError> {
     let store = &sessions.store;
+    // A new session (its rehydrated context above all) is new work.
+    crate::memory::budget().check()?;
     let _lock = sessions.locks.lock(&req.id).await;
     let live = sessions.get(&req.id);
     let (acp, chat) = match req.mode {
@@ -166,7 +168,7 @@ pub async fn new_session(
     }
     // 5. Replace.
     if let Some(old) = live {
-        close_live(sessions, &old, "replaced").await;
+        close_live(sessions, &old, "replaced", Actor::client(conn, principal)).await;
     }
     // 6. Create.
     let stored_dir = acp
@@ -187,7 +189,7 @@ pub async fn new_session(
                 store.acp_set_workspace(row.row, &workspace_text).await?;
             }
             let count = store.acp_message_count(row.row).await?;
-            tracing::info!(event = "session_recovered", session_id = %req.id, principal_id = %principal.id);
+            tracing::info!(event = "session_recovered", session_id = %req.id, principal_id = %principal.id, peer = %conn.peer.label);
             (Some(row.row), context, count, true)
         }
         (ChatMode::Acp, None, _) => {
@@ -242,15 +244,52 @@ pub async fn new_session(
     })
 }
 
+/// Who asked for a lifecycle operation, for its audit event (§2.5): a
+/// client's peer label and bound principal, or the daemon itself (idle
+/// reclamation), logged as `peer = "daemon"` without `principal_id`.
+#[derive(Debug, Clone, Copy)]
+pub struct Actor<'a> {
+    pub peer: &'a str,
+    pub principal_id: Option<&'a str>,
+}
+
+impl<'a> Actor<'a> {
+    /// The daemon acting on its own.
+    pub const DAEMON: Actor<'static> = Actor {
+        peer: "daemon",
+        principal_id: None,
+    };
+
+    /// A bound client.
+    pub fn client(conn: &'a Conn, principal: &'a Principal) -> Self {
+        Self {
+            peer: &conn.peer.label,
+            principal_id: Some(&principal.id),
+        }
+    }
+}
+
 /// Closes a live session (§8.7): mark closing, soft-cancel, wait for the
 /// turn to end and be persisted, unregister, remove. The caller holds its lock.
-pub async fn close_live(sessions: &Sessions, session: &Arc<Session>, why: &'static str) {
+pub async fn close_live(
+    sessions: &Sessions,
+    session: &Arc<Session>,
+    why: &'static str,
+    by: Actor<'_>,
+) {
     session.end(End::Closed);
     session.soft_cancel();
     session.wait_idle().await;
     session.clear_channel();
     sessions.remove(&session.id, session.incarnation);
-    tracing::info!(event = "session_closed", session_id = %session.id, incarnation = session.incarnation, reason = why);
+    match by.principal_id {
+        Some(principal_id) => {
+            tracing::info!(event = "session_closed", session_id = %session.id, principal_id, peer = by.peer, incarnation = session.incarnation, reason = why)
+        }
+        None => {
+            tracing::info!(event = "session_closed", session_id = %session.id, peer = by.peer, incarnation = session.incarnation, reason = why)
+        }
+    }
 }
 
 /// The live session `session/prompt` runs on (§8.4 step 1), rehydrating a
@@ -262,6 +301,15 @@ pub async fn resolve_for_prompt(
     id: &str,
 ) -> Result<Arc<Session>, RpcError> {
     let store = &sessions.store;
+    // A session being closed, killed or deleted holds its lock until the
+    // turn is over: a prompt for it fails now rather than queue behind the
+    // lock and rehydrate what was just closed (§8.7).
+    if let Some(s) = sessions.get(id) {
+        if let Some(end) = s.ending() {
+            check_owner(principal, &s.owner)?;
+            return Err(end.error());
+        }
+    }
     let _lock = sessions.locks.lock(id).await;
     if let Some(s) = sessions.get(id) {
         check_owner(principal, &s.owner)?;
@@ -299,7 +347,7 @@ pub async fn resolve_for_prompt(
         channel: conn.clone(),
     });
     sessions.insert(session.clone());
-    tracing::info!(event = "session_recovered", session_id = %id, principal_id = %principal.id, incarnation);
+    tracing::info!(event = "session_recovered", session_id = %id, principal_id = %principal.id, peer = %conn.peer.label, incarnation);
     Ok(session)
 }
 
@@ -311,7 +359,12 @@ fn tear_down(sessions: &Sessions, s: &Arc<Session>, why: End) {
 }
 
 /// `session/kill` (§8.8, §9.9). `Ok(false)` when there is nothing to kill.
-pub async fn kill(sessions: &Sessions, principal: &Principal, id: &str) -> Result<bool, RpcError> {
+pub async fn kill(
+    sessions: &Sessions,
+    conn: &Conn,
+    principal: &Principal,
+    id: &str,
+) -> Result<bool, RpcError> {
     let store = &sessions.store;
     let _lock = sessions.locks.lock(id).await;
     let live = sessions.get(id);
@@ -343,13 +396,14 @@ pub async fn kill(sessions: &Sessions, principal: &Principal, id: &str) -> Resul
     if let Some(s) = &live {
         tear_down(sessions, s, End::Killed);
     }
-    tracing::info!(event = "session_killed", session_id = %id, principal_id = %principal.id);
+    tracing::info!(event = "session_killed", session_id = %id, principal_id = %principal.id, peer = %conn.peer.label);
     Ok(true)
 }
 
 /// `session/delete` (§8.9, §9.9). `Ok(false)` when the selected store has nothing.
 pub async fn delete(
     sessions: &Sessions,
+    conn: &Conn,
     principal: &Principal,
     id: &str,
     mode: Option<ChatMode>,
@@ -384,16 +438,21 @@ pub async fn delete(
     if let Some(s) = &live {
         tear_down(sessions, s, End::Deleted);
     }
-    tracing::info!(event = "session_deleted", session_id = %id, principal_id = %principal.id, chat_mode = mode.as_str());
+    tracing::info!(event = "session_deleted", session_id = %id, principal_id = %principal.id, peer = %conn.peer.label, chat_mode = mode.as_str());
     Ok(deleted || live.is_some())
 }
 
 /// `session/close` (§8.7).
-pub async fn close(sessions: &Sessions, principal: &Principal, id: &str) -> Result<(), RpcError> {
+pub async fn close(
+    sessions: &Sessions,
+    conn: &Conn,
+    principal: &Principal,
+    id: &str,
+) -> Result<(), RpcError> {
     let _lock = sessions.locks.lock(id).await;
     let s = sessions.get(id).ok_or_else(RpcError::session_not_found)?;
     check_owner(principal, &s.owner)?;
-    close_live(sessions, &s, "closed").await;
+    close_live(sessions, &s, "closed", Actor::client(conn, principal)).await;
     Ok(())
 }
 
@@ -406,7 +465,7 @@ pub async fn reclaim_idle(sessions: &Sessions, idle: std::time::Duration) {
         let _lock = sessions.locks.lock(&s.id).await;
         // Still the same, still idle, under the lock.
         if sessions.get(&s.id).is_some_and(|cur| Arc::ptr_eq(&cur, &s)) && s.idle_for(idle) {
-            close_live(sessions, &s, "idle").await;
+            close_live(sessions, &s, "idle", Actor::DAEMON).await;
         }
     }
 }

@@ -20,6 +20,23 @@ use super::ChatMode;
 use crate::agent::{ApprovalDecision, ContextMessage};
 use crate::context::Conn;
 use crate::error::{ErrorData, RpcError};
+use crate::memory::Charge;
+
+/// Bytes of text a context holds (what the memory budget counts).
+pub fn context_bytes(context: &[ContextMessage]) -> usize {
+    context.iter().map(message_bytes).sum()
+}
+
+/// Bytes of one message's text and tool input.
+pub fn message_bytes(m: &ContextMessage) -> usize {
+    m.content.len() + m.tool_input.as_ref().map_or(0, |i| i.get().len())
+}
+
+fn charged(context: &[ContextMessage]) -> Charge {
+    let mut c = Charge::empty();
+    c.set(context_bytes(context));
+    c
+}
 
 /// Prompts that may wait for a running turn (SPEC §4).
 pub const MAX_QUEUED_PROMPTS: usize = 32;
@@ -57,6 +74,8 @@ pub struct TurnSignals {
 #[derive(Debug)]
 struct State {
     context: Vec<ContextMessage>,
+    /// The retained context's bytes, charged to the daemon's memory budget.
+    context_charge: Charge,
     always_allowed: HashSet<String>,
     channel: Option<Conn>,
     running: Option<TurnSignals>,
@@ -117,6 +136,7 @@ impl Session {
             waiting: AtomicUsize::new(0),
             idle: watch::Sender::new(true),
             state: Mutex::new(State {
+                context_charge: charged(&n.context),
                 context: n.context,
                 always_allowed: HashSet::new(),
                 channel: Some(n.channel),
@@ -265,12 +285,18 @@ impl Session {
 
     /// Replaces the retained context.
     pub fn set_context(&self, context: Vec<ContextMessage>) {
-        self.state().context = context;
+        let mut st = self.state();
+        st.context = context;
+        let bytes = context_bytes(&st.context);
+        st.context_charge.set(bytes);
     }
 
     /// Appends to the retained context.
     pub fn extend_context(&self, more: Vec<ContextMessage>) {
-        self.state().context.extend(more);
+        let mut st = self.state();
+        st.context.extend(more);
+        let bytes = context_bytes(&st.context);
+        st.context_charge.set(bytes);
     }
 
     /// Tools approved with `allow_always` in this live session.

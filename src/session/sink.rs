@@ -17,10 +17,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::emit_queue::{Item, Push, Queue};
-use super::live::Session;
+use super::live::{Session, TurnSignals};
 use super::update::{notify, split_chunks, Event, Update};
 use crate::agent::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 use crate::context::Conn;
+use crate::memory::Charge;
 use crate::peer::PeerReply;
 use crate::store::{CheckpointEvent, Store, StoreError};
 
@@ -46,7 +47,20 @@ pub struct TurnSink {
     waits: Waits,
     content: String,
     emitter: Option<Emitter>,
+    /// The turn's soft cancel: notifications stop waiting on a stalled client.
+    cancel: CancellationToken,
+    /// Bytes of message and thought text so far.
+    produced: usize,
+    /// The agent went past [`MAX_TURN_OUTPUT_BYTES`].
+    overflowed: bool,
+    /// `produced`, charged to the daemon's memory budget until the turn ends.
+    charge: Charge,
 }
+
+/// The most message and thought text one turn may produce, whatever the
+/// backend (issue 13 item 1): two echo items of 16 MiB. Past it the turn
+/// fails; its retained context grows by at most this much.
+pub const MAX_TURN_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
 
 impl TurnSink {
     /// A sink writing to `conn`; for ACP sessions, committing to `store` first.
@@ -55,7 +69,7 @@ impl TurnSink {
         conn: Conn,
         waits: Waits,
         store: Option<(Arc<Store>, i64)>,
-        hard: CancellationToken,
+        signals: TurnSignals,
     ) -> Self {
         let emitter = store.map(|(store, row)| {
             let queue = Arc::new(Queue::default());
@@ -65,7 +79,7 @@ impl TurnSink {
                 conn.clone(),
                 session.id.clone(),
                 queue.clone(),
-                hard,
+                signals.clone(),
             ));
             (queue, task)
         });
@@ -75,6 +89,10 @@ impl TurnSink {
             waits,
             content: String::new(),
             emitter,
+            cancel: signals.soft,
+            produced: 0,
+            overflowed: false,
+            charge: Charge::empty(),
         }
     }
 
@@ -109,6 +127,7 @@ impl TurnSink {
                         session_id: &self.session.id,
                         event,
                     },
+                    &self.cancel,
                 )
                 .await;
                 Ok(())
@@ -136,8 +155,29 @@ impl Drop for TurnSink {
     }
 }
 
+impl TurnSink {
+    /// Counts `n` more bytes of text against the turn's bound; `Err` once
+    /// the turn would go past it (the turn then fails, see [`TurnSink::overflowed`]).
+    fn produce(&mut self, n: usize) -> Result<(), SinkClosed> {
+        if self.produced.saturating_add(n) > MAX_TURN_OUTPUT_BYTES {
+            self.overflowed = true;
+            return Err(SinkClosed);
+        }
+        self.produced += n;
+        self.charge.set(self.produced);
+        Ok(())
+    }
+
+    /// Whether the agent produced more than [`MAX_TURN_OUTPUT_BYTES`] of
+    /// text: what came before the bound is kept, the rest refused.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+}
+
 impl EventSink for TurnSink {
     async fn message_chunk(&mut self, text: &str) -> Result<(), SinkClosed> {
+        self.produce(text.len())?;
         for piece in split_chunks(text) {
             match &self.emitter {
                 Some((queue, _)) => queue.push(Push::Chunk(piece)).await?,
@@ -149,6 +189,7 @@ impl EventSink for TurnSink {
                             session_id: &self.session.id,
                             event: Event::MessageChunk(piece),
                         },
+                        &self.cancel,
                     )
                     .await;
                 }
@@ -158,6 +199,7 @@ impl EventSink for TurnSink {
     }
 
     async fn thought_chunk(&mut self, text: &str) -> Result<(), SinkClosed> {
+        self.produce(text.len())?;
         for piece in split_chunks(text) {
             self.send(Event::ThoughtChunk(piece), || {
                 Item::Thought(piece.to_owned())
@@ -321,8 +363,9 @@ async fn emit(
     conn: Conn,
     session_id: String,
     queue: Arc<Queue>,
-    hard: CancellationToken,
+    signals: TurnSignals,
 ) -> Emitted {
+    let (hard, cancel) = (signals.hard, signals.soft);
     let _guard = ReceiverGuard(queue.clone());
     let mut sent = String::new();
     let mut batch: Vec<Item> = Vec::with_capacity(64);
@@ -369,6 +412,7 @@ async fn emit(
                                         session_id: &session_id,
                                         event: Event::MessageChunk(piece),
                                     },
+                                    &cancel,
                                 )
                                 .await;
                             }
@@ -381,6 +425,7 @@ async fn emit(
                                     session_id: &session_id,
                                     event: event_of(e),
                                 },
+                                &cancel,
                             )
                             .await;
                             if let CheckpointEvent::Text(t) = e {
@@ -396,6 +441,7 @@ async fn emit(
                             session_id: &session_id,
                             event: Event::ThoughtChunk(&t),
                         },
+                        &cancel,
                     )
                     .await
                 }
@@ -417,6 +463,7 @@ async fn emit(
                             session_id: &session_id,
                             event,
                         },
+                        &cancel,
                     )
                     .await;
                 }

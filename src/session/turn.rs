@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
-use super::live::{End, Session, TurnSignals};
-use super::sink::{TurnSink, Waits};
+use super::live::{context_bytes, message_bytes, End, Session, TurnSignals};
+use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
 use super::update::{bounded, notify, Event, Outcome, Update, MAX_CONTENT_BYTES};
 use super::{new_uuid, ChatMode};
 use crate::agent::{
@@ -73,6 +74,10 @@ pub async fn run_prompt(
     prompt: String,
     reply_to: Option<IdText>,
 ) -> Answered {
+    // Over the daemon's memory budget no new turn starts (issue 13).
+    if let Err(e) = crate::memory::budget().check() {
+        return Answered::early(e);
+    }
     let permit = match session.enqueue().await {
         Ok(p) => p,
         Err(e) => return Answered::early(e),
@@ -99,12 +104,15 @@ pub async fn run_prompt(
                     Err(e) => Ok(error_frame(e, Some(id.as_str()))),
                 };
                 if let Ok(frame) = frame {
-                    let _ = conn.outbound.send(frame).await;
+                    let _ = conn.outbound.send_or_cancelled(frame, &signals.soft).await;
                     out.answer_sent = true;
                 }
             }
             session.end_turn();
             drop(permit);
+            if out.content.len() > RELEASE_AFTER_BYTES {
+                crate::memory::release_freed();
+            }
             out
         }
     });
@@ -175,7 +183,7 @@ async fn execute(
     } else {
         CompactionRequest::None
     };
-    compact(daemon, session, conn, agent, forced).await;
+    compact(daemon, session, (conn, &signals.soft), agent, forced).await;
 
     // 3. The begin transaction.
     let turn_id = new_uuid();
@@ -195,7 +203,7 @@ async fn execute(
         conn.clone(),
         waits,
         acp_row.map(|r| (store.clone(), r)),
-        signals.hard.clone(),
+        signals.clone(),
     );
     let context = session.context();
     let always_allowed = session.always_allowed();
@@ -216,6 +224,13 @@ async fn execute(
     )
     .await;
     let (content, emitted) = sink.finish().await;
+    let outcome = if sink.overflowed() {
+        TurnOutcome::Failed(format!(
+            "the turn's output exceeds {MAX_TURN_OUTPUT_BYTES} bytes"
+        ))
+    } else {
+        outcome
+    };
 
     // Killed or deleted: no finalization, no turn_complete (§9.9).
     if signals.hard.is_cancelled() {
@@ -260,9 +275,8 @@ async fn execute(
             complete(
                 conn,
                 session,
-                Outcome::Failed,
-                &content,
-                Some(&err.to_string()),
+                (Outcome::Failed, &content, Some(&err.to_string())),
+                &signals.soft,
             )
             .await;
             return Answered {
@@ -286,7 +300,7 @@ async fn execute(
         (_, Outcome::Cancelled) => Some("cancelled"),
         _ => None,
     };
-    complete(conn, session, out, &content, reason).await;
+    complete(conn, session, (out, &content, reason), &signals.soft).await;
     let result = match result {
         Ok(stop_reason) => Ok(PromptResult {
             session_id: session.id.clone(),
@@ -323,9 +337,8 @@ async fn with_cancellation(
 pub async fn complete(
     conn: &Conn,
     session: &Session,
-    outcome: Outcome,
-    content: &str,
-    reason: Option<&str>,
+    (outcome, content, reason): (Outcome, &str, Option<&str>),
+    cancel: &CancellationToken,
 ) {
     let event = Event::TurnComplete {
         outcome,
@@ -338,28 +351,49 @@ pub async fn complete(
             session_id: &session.id,
             event,
         },
+        cancel,
     )
     .await;
 }
+
+/// A turn that produced more text than this hands freed heap back to the
+/// kernel when it ends (`crate::memory::release_freed`).
+const RELEASE_AFTER_BYTES: usize = 1024 * 1024;
+
+/// Bytes of retained context past which compaction is due whatever the
+/// message count (issue 13 item 1; docs/decisions.md): with
+/// [`MAX_TURN_OUTPUT_BYTES`] per turn, a session's context, its snapshot and
+/// its rehydration stay under ~96 MiB.
+pub const MAX_RETAINED_CONTEXT_BYTES: usize = 64 * 1024 * 1024;
 
 /// Auto or forced compaction (§9.5). A failed snapshot write discards it silently.
 async fn compact(
     daemon: &Daemon,
     session: &Session,
-    conn: &Conn,
+    (conn, cancel): (&Conn, &CancellationToken),
     agent: &AgentConfig,
     forced: CompactionRequest,
 ) {
     let context = session.context();
     let max = agent.context_max_messages as usize;
     let keep = agent.compact_keep_messages as usize;
-    let due = context.len() + 1 > max;
+    let over_bytes = context_bytes(&context) > MAX_RETAINED_CONTEXT_BYTES;
+    let due = context.len() + 1 > max || over_bytes;
+    // Drop the oldest messages past `keep`, and more while the rest is over
+    // the byte target (the newest message always stays).
+    let mut n = context.len().saturating_sub(keep);
+    let mut rest: usize = context[n..].iter().map(message_bytes).sum();
+    // Down to half the bound, so that a saturated session does not write a
+    // full-size snapshot every turn.
+    while over_bytes && rest > MAX_RETAINED_CONTEXT_BYTES / 2 && n + 1 < context.len() {
+        rest -= message_bytes(&context[n]);
+        n += 1;
+    }
     let (new_context, compacted) = match forced {
         CompactionRequest::CompactEmpty => (Vec::new(), context.len()),
         CompactionRequest::None if !due => return,
-        _ if context.len() <= keep => (context.clone(), 0),
+        _ if n == 0 => (context.clone(), 0),
         _ => {
-            let n = context.len() - keep;
             let summary = ContextMessage {
                 role: Role::User,
                 kind: Kind::Summary,
@@ -405,6 +439,7 @@ async fn compact(
             session_id: &session.id,
             event,
         },
+        cancel,
     )
     .await;
 }

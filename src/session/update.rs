@@ -7,6 +7,7 @@
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
 
 use crate::context::Conn;
 use crate::jsonrpc::notification_frame;
@@ -171,10 +172,12 @@ pub fn split_chunks(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Writes one update to `conn` in its dialect. A closed connection
-/// discards it (the turn goes on and is persisted).
-pub async fn notify(conn: &Conn, update: &Update<'_>) {
+/// discards it (the turn goes on and is persisted). `cancel` is the turn's
+/// soft cancel: once it fired, a stalled client no longer holds the turn
+/// back ([`crate::outbound::Outbound::send_or_cancelled`]).
+pub async fn notify(conn: &Conn, update: &Update<'_>, cancel: &CancellationToken) {
     if let Ok(frame) = notification_frame("session/update", update, conn.dialect()) {
-        let _ = conn.outbound.send(frame).await;
+        let _ = conn.outbound.send_or_cancelled(frame, cancel).await;
     }
 }
 

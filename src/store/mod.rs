@@ -151,6 +151,25 @@ impl Store {
         self.pool.close().await;
     }
 
+    /// The last step of a graceful shutdown: folds the WAL into the
+    /// database and truncates it, so `sessions.db` alone is whole (a copy
+    /// of it without `-wal` loses nothing; issue 13 item 8), then closes
+    /// the pool. Bounded by `wait`: a connection a still-aborting task holds
+    /// must not keep the process from exiting (the WAL is then replayed at
+    /// the next open, as after a crash).
+    pub async fn checkpoint_and_close(&self, wait: Duration) -> Result<(), StoreError> {
+        let work = async {
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&self.pool)
+                .await?;
+            self.pool.close().await;
+            Ok::<(), StoreError>(())
+        };
+        tokio::time::timeout(wait, work)
+            .await
+            .map_err(|_| StoreError::Io("the WAL checkpoint at shutdown timed out".into()))?
+    }
+
     /// Fails with [`StoreError::Injected`] when `point` is active.
     fn check(&self, point: FaultPoint) -> Result<(), StoreError> {
         if self.faults.is_active(point) {
@@ -179,11 +198,12 @@ fn prepare_files(data_dir: &Path) -> Result<PathBuf, StoreError> {
     builder.recursive(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
         builder.create(&dir)?;
-        // An existing directory keeps its old mode through `create`.
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        // An existing directory keeps its old mode through `create`; it is
+        // narrowed only if it is ours and no link (issue 13 item 7).
+        crate::private_dir::make_private(&dir, 0o700, None).map_err(std::io::Error::from)?;
     }
     #[cfg(not(unix))]
     builder.create(&dir)?;

@@ -230,6 +230,7 @@ pub struct DaemonBuilder {
     envs: Vec<(OsString, OsString)>,
     config_dir: Option<PathBuf>,
     config_dir_by_env: bool,
+    address_space: Option<u64>,
 }
 
 /// A daemon that exited (or never printed its ready line).
@@ -261,6 +262,14 @@ impl DaemonBuilder {
     /// Use this config dir (owned by the test) instead of a fresh one.
     pub fn config_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.config_dir = Some(dir.into());
+        self
+    }
+
+    /// Runs the daemon under `RLIMIT_AS = bytes` (what `ulimit -v` sets), so
+    /// that an allocation past it fails inside the daemon instead of the
+    /// machine swapping.
+    pub fn address_space_limit(mut self, bytes: u64) -> Self {
+        self.address_space = Some(bytes);
         self
     }
 
@@ -314,6 +323,23 @@ impl DaemonBuilder {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(bytes) = self.address_space {
+            use std::os::unix::process::CommandExt;
+            let lim = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_AS, &lim) == 0 {
+                        Ok(())
+                    } else {
+                        Err(io::Error::last_os_error())
+                    }
+                });
+            }
+        }
         let mut child = cmd.spawn().expect("spawning the zeroclaw binary");
         let pid = child.id();
 
@@ -545,6 +571,17 @@ impl Daemon {
         let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
         s.lines()
             .find(|l| l.starts_with("VmRSS:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    }
+
+    /// The daemon's peak resident set size in KiB (`/proc/<pid>/status` VmHWM).
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        s.lines()
+            .find(|l| l.starts_with("VmHWM:"))?
             .split_whitespace()
             .nth(1)?
             .parse()

@@ -1,0 +1,150 @@
+//! The daemon-wide memory budget (issue 13, docs/reliability.md "Memory
+//! budget"): one counter of the bytes the daemon holds for its clients, so
+//! that over it new work is refused with `-32004` `{"limit":"memory"}`
+//! instead of the allocator failing and the process dying.
+//!
+//! Accounted: the frames of requests in flight (charged by the limit layer
+//! for the request's life), outbound frames queued for writing (from
+//! `Outbound::send` until the writer takes them), the text a running turn
+//! has produced (until the turn ends), and every live session's retained
+//! context. Staged uploads have their own 256 MiB cap (§4), counted inside
+//! the default's headroom. A charge that backs work already admitted (an
+//! answer, a notification, a turn's next chunk) is never refused: the
+//! counter may go over the budget, and only new work is turned away.
+//!
+//! One budget per process, like the allocator it protects, so every layer
+//! reaches it without plumbing: [`budget`].
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::error::RpcError;
+
+/// The default budget: 1 GiB.
+pub const DEFAULT_BUDGET_BYTES: usize = 1024 * 1024 * 1024;
+/// The environment variable that sets the budget, in MiB (at startup).
+pub const BUDGET_ENV: &str = "ZEROCLAW_MEMORY_BUDGET_MIB";
+
+/// The bytes held for clients, and the most new work may bring it to.
+#[derive(Debug)]
+pub struct Budget {
+    limit: AtomicUsize,
+    used: AtomicUsize,
+}
+
+static BUDGET: Budget = Budget {
+    limit: AtomicUsize::new(DEFAULT_BUDGET_BYTES),
+    used: AtomicUsize::new(0),
+};
+
+/// The process's budget.
+pub fn budget() -> &'static Budget {
+    &BUDGET
+}
+
+/// Reads [`BUDGET_ENV`] (a positive number of MiB); `Err` names a bad value.
+pub fn configure_from_env() -> Result<(), String> {
+    let Some(raw) = std::env::var_os(BUDGET_ENV) else {
+        return Ok(());
+    };
+    let mib = raw
+        .to_str()
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|m| *m > 0)
+        .ok_or_else(|| format!("{BUDGET_ENV} must be a positive number of MiB, got {raw:?}"))?;
+    BUDGET
+        .limit
+        .store(mib.saturating_mul(1024 * 1024), Ordering::Relaxed);
+    Ok(())
+}
+
+impl Budget {
+    /// Bytes held now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The budget in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// `-32004` `memory` when the budget is spent: new work is refused.
+    pub fn check(&self) -> Result<(), RpcError> {
+        if self.used() >= self.limit() {
+            Err(self.exceeded())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Admits `n` more bytes of new work, or refuses it with `-32004` `memory`.
+    pub fn try_charge(&'static self, n: usize) -> Result<Charge, RpcError> {
+        let before = self.used.fetch_add(n, Ordering::AcqRel);
+        if before.saturating_add(n) > self.limit() {
+            self.used.fetch_sub(n, Ordering::AcqRel);
+            return Err(self.exceeded());
+        }
+        Ok(Charge { budget: self, n })
+    }
+
+    /// Counts `n` bytes that back work already admitted (never refused).
+    pub fn add(&self, n: usize) {
+        self.used.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// Gives back `n` bytes counted with [`Budget::add`].
+    pub fn sub(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    fn exceeded(&self) -> RpcError {
+        RpcError::LimitExceeded {
+            limit: "memory",
+            max: self.limit() as u64,
+        }
+    }
+}
+
+/// Bytes charged to the budget until dropped.
+#[derive(Debug)]
+pub struct Charge {
+    budget: &'static Budget,
+    n: usize,
+}
+
+impl Charge {
+    /// Nothing charged yet (grown with [`Charge::set`]).
+    pub fn empty() -> Self {
+        Self {
+            budget: budget(),
+            n: 0,
+        }
+    }
+
+    /// Charges `n` bytes in all from now on (backing admitted work: never refused).
+    pub fn set(&mut self, n: usize) {
+        if n > self.n {
+            self.budget.add(n - self.n);
+        } else {
+            self.budget.sub(self.n - n);
+        }
+        self.n = n;
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget.sub(self.n);
+    }
+}
+
+/// Hands memory freed by a large turn back to the kernel: glibc keeps freed
+/// heap in its arenas, so a 16 MiB turn would otherwise stay resident
+/// (issue 13 item 1: ~240 MB after one `::repeat` turn).
+pub fn release_freed() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

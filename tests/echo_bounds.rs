@@ -1,0 +1,57 @@
+//! A turn's memory is bounded whatever the backend produces (issue 13 item
+//! 1): the echo `::context` bomb (the context fed back into itself, ~3× a
+//! turn) is cut at 16 MiB like `::repeat`, the retained context is compacted
+//! by bytes, and the session survives a restart and rehydrates within bounds.
+
+mod common;
+
+use std::time::Duration;
+
+use common::acp::echo_config;
+use common::acp::AcpEnv;
+
+const ITEM_MAX: usize = 16 * 1024 * 1024;
+const SUFFIX: &str = "…[truncated]";
+
+/// Peak resident set of the daemon, in MiB.
+fn peak_mib(d: &common::Daemon) -> u64 {
+    d.peak_rss_kib().expect("VmHWM") / 1024
+}
+
+#[test]
+fn the_context_bomb_is_bounded_and_the_session_survives_a_restart() {
+    let mut env = AcpEnv::new(&echo_config(""));
+    let mut rpc = env.rpc();
+    rpc.new_session("bomb", "acp");
+    let mut longest = 0;
+    for turn in 1..=14 {
+        let id = rpc.send_prompt("bomb", "::chunk 65536\n::context");
+        let t = rpc.finish_turn("bomb", id, Duration::from_secs(60));
+        let text = t.text();
+        assert_eq!(t.complete()["outcome"], "completed", "turn {turn}");
+        assert!(
+            text.len() <= ITEM_MAX + SUFFIX.len(),
+            "turn {turn}: {} bytes",
+            text.len()
+        );
+        longest = longest.max(text.len());
+    }
+    assert_eq!(
+        longest,
+        ITEM_MAX + SUFFIX.len(),
+        "the bomb reached the bound"
+    );
+    let peak = peak_mib(env.d());
+    eprintln!("context bomb, 14 turns: peak RSS {peak} MiB");
+    assert!(peak < 1024, "peak RSS {peak} MiB");
+
+    // Rehydration after a restart stays bounded too.
+    env.restart();
+    let mut rpc = env.rpc();
+    let id = rpc.send_prompt("bomb", "after");
+    let t = rpc.finish_turn("bomb", id, Duration::from_secs(60));
+    assert_eq!(t.complete()["outcome"], "completed");
+    let peak = peak_mib(env.d());
+    eprintln!("rehydrating the bombed session: peak RSS {peak} MiB");
+    assert!(peak < 512, "peak RSS {peak} MiB after rehydration");
+}

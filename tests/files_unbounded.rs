@@ -1,0 +1,51 @@
+//! `file/attach` path mode never trusts `st_size` (SPEC §8.17, issue 13
+//! item 2): a file that says it is empty and never ends
+//! (`/proc/self/pagemap`, the daemon's own) is read up to 10 MiB + 1 byte
+//! and refused with `file_too_large`, in `file/attach` and in prompt
+//! attachments alike; the daemon stays small and answers.
+
+#[macro_use]
+mod common;
+
+use common::files::*;
+use serde_json::json;
+
+const PAGEMAP: &str = "/proc/self/pagemap";
+
+fn assert_too_large(e: &serde_json::Value) {
+    assert_error(
+        e,
+        -32602,
+        Some("File exceeds 10 MB limit (10485761 bytes)"),
+        Some(json!({"reason": "file_too_large", "max_bytes": MAX_FILE})),
+    );
+}
+
+#[test]
+fn an_endless_file_that_claims_size_0_is_file_too_large() {
+    if std::fs::metadata(PAGEMAP).map(|m| m.len()).ok() != Some(0) {
+        skip_test!("{PAGEMAP} is not a size-0 regular file here");
+    }
+    let d = start_echo();
+    let mut c = d.admin();
+    new_session(&mut c, "s1", "chat");
+    assert_too_large(&err_of(&attach(&mut c, "s1", json!([{ "path": PAGEMAP }]))));
+    assert!(tree(&d.uploads()).is_empty());
+
+    // As a prompt attachment: refused before the turn.
+    let v = call(
+        &mut c,
+        "session/prompt",
+        json!({"session_id": "s1", "prompt": "hi", "attachments": [{"path": PAGEMAP}]}),
+    );
+    assert_too_large(&err_of(&v));
+
+    // Still small, still serving.
+    let rss = d.rss_kib().unwrap_or(0);
+    assert!(
+        rss < 256 * 1024,
+        "daemon RSS {rss} KiB after the endless reads"
+    );
+    let got = attach_ok(&mut c, "s1", json!([entry(b"after", Some("a.txt"))]));
+    assert_eq!(got.len(), 1);
+}
