@@ -28,6 +28,7 @@ pub mod peer;
 pub mod request;
 pub mod session;
 pub mod state;
+pub mod storage_fault;
 pub mod store;
 
 #[path = "../layers/mod.rs"]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::ConfigError;
 use super::schema::Config;
+use crate::storage_fault::StorageFault;
 
 const FILE: &str = "config.toml";
 const TMP: &str = "config.toml.tmp";
@@ -94,10 +95,10 @@ impl ConfigStore {
         // The file must load back as exactly this config, or the next start would differ.
         match Config::from_toml_str(&text) {
             Ok(reparsed) if reparsed == *candidate => {}
-            _ => return Err(ConfigError::Storage("config does not round-trip".into())),
+            _ => return Err(ConfigError::save_failed("config does not round-trip")),
         }
         if self.fail_commit {
-            return Err(ConfigError::Storage("injected fault: config_commit".into()));
+            return Err(ConfigError::save_failed("injected fault: config_commit"));
         }
         let tmp = self.dir.join(TMP);
         if let Err(e) =
@@ -115,7 +116,10 @@ impl ConfigStore {
 }
 
 fn storage(what: &str, e: &io::Error) -> ConfigError {
-    ConfigError::Storage(format!("{what}: {e}"))
+    ConfigError::Storage {
+        fault: StorageFault::of_io(e),
+        message: format!("{what}: {e}"),
+    }
 }
 
 /// Writes a fresh temporary file (a stale one from a crash is replaced, mode included).

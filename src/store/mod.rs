@@ -33,6 +33,7 @@ use sqlx::sqlite::{
 use sqlx::{Sqlite, Transaction};
 
 use crate::faults::{FaultPoint, Faults};
+use crate::storage_fault::StorageFault;
 
 mod acp;
 mod chat;
@@ -65,18 +66,25 @@ pub const TRUNCATION_SUFFIX: &str = "…[truncated]";
 const MAX_CONNECTIONS: u32 = 4;
 
 /// A storage failure. The RPC layer maps every variant to `-32603` with
-/// `data.reason = "storage"`.
+/// `data.reason = "storage"`, or the reason of its [`StorageFault`] class
+/// (`storage_full`, `storage_read_only`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
     /// A fault point was active (§8.20); nothing was written.
     #[error("injected storage fault: {}", .0.as_str())]
     Injected(FaultPoint),
     /// SQLite (or the driver) failed.
-    #[error("sqlite: {0}")]
-    Sqlite(String),
+    #[error("sqlite: {message}")]
+    Sqlite {
+        fault: StorageFault,
+        message: String,
+    },
     /// Creating the directory or the database file failed.
-    #[error("io: {0}")]
-    Io(String),
+    #[error("io: {message}")]
+    Io {
+        fault: StorageFault,
+        message: String,
+    },
     /// Stored data could not be read back (bad JSON, unknown values).
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
@@ -97,15 +105,40 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// A driver failure that is no environment fault (an internal bug).
+    pub fn sqlite(message: impl Into<String>) -> Self {
+        StoreError::Sqlite {
+            fault: StorageFault::Other,
+            message: message.into(),
+        }
+    }
+
+    /// The environment-fault class of this failure.
+    pub fn fault(&self) -> StorageFault {
+        match self {
+            StoreError::Sqlite { fault, .. } | StoreError::Io { fault, .. } => *fault,
+            StoreError::Corrupt(_) => StorageFault::Corrupt,
+            _ => StorageFault::Other,
+        }
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        StoreError::Sqlite(e.to_string())
+        StoreError::Sqlite {
+            fault: StorageFault::of_sqlx(&e),
+            message: e.to_string(),
+        }
     }
 }
 
 impl From<std::io::Error> for StoreError {
     fn from(e: std::io::Error) -> Self {
-        StoreError::Io(e.to_string())
+        StoreError::Io {
+            fault: StorageFault::of_io(&e),
+            message: e.to_string(),
+        }
     }
 }
 
@@ -140,6 +173,7 @@ impl Store {
             // to SQLite's worker thread per operation (~0.1 ms, as much as a
             // whole checkpoint append), and a local file does not go stale.
             .test_before_acquire(false)
+            .after_release(|conn, _| Box::pin(async move { Ok(reusable(conn)) }))
             .connect_with(options)
             .await?;
         migrations::apply(&pool).await?;
@@ -169,6 +203,20 @@ impl Store {
     async fn read_tx(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         Ok(self.pool.begin().await?)
     }
+}
+
+/// Whether a connection returned to the pool may serve again. A transaction
+/// dropped on an error path is rolled back by the driver; but when SQLite
+/// has already rolled it back itself (as it may on `SQLITE_FULL` or an I/O
+/// error), the driver's `ROLLBACK` fails and its transaction depth stays at
+/// 1, so every later `BEGIN` on that connection would fail ("non-zero
+/// transaction depth") long after the disk has room again. Such a
+/// connection (and any other still in a transaction) is closed instead; the
+/// pool opens a fresh one when needed. Successful paths always commit, so
+/// this costs nothing on them.
+fn reusable(conn: &sqlx::SqliteConnection) -> bool {
+    use sqlx::Connection;
+    !conn.is_in_transaction()
 }
 
 /// Creates `<data_dir>/sessions/` (`0700`) and `sessions.db` (`0600`) and
