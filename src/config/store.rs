@@ -52,6 +52,12 @@ impl ConfigStore {
         }
         let bytes = fs::read(&path).map_err(|e| startup("cannot read: ", &e))?;
         let text = std::str::from_utf8(&bytes).map_err(|e| startup("not UTF-8: ", &e))?;
+        // The daemon never writes an empty file (it writes whole files and
+        // renames them into place): an empty one was truncated by something
+        // else, and reading it as "no agents" would hide that.
+        if text.trim().is_empty() {
+            return Err(startup("is empty (truncated?)", &""));
+        }
         let config = Config::from_toml_str(text).map_err(|e| startup("", &e))?;
         let store = ConfigStore {
             dir: config_dir.to_owned(),

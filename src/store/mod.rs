@@ -176,8 +176,23 @@ impl Store {
             .after_release(|conn, _| Box::pin(async move { Ok(reusable(conn)) }))
             .connect_with(options)
             .await?;
-        migrations::apply(&pool).await?;
+        let checked = match check_integrity(&pool).await {
+            Ok(()) => migrations::apply(&pool).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = checked {
+            // Closed before returning: the process may exit next, and SQLite
+            // removes its `-wal` and `-shm` files only when the last
+            // connection closes. A refused database is left as it was found.
+            pool.close().await;
+            return Err(e);
+        }
         Ok(Store { pool, faults })
+    }
+
+    /// `<data_dir>/sessions/sessions.db`.
+    pub fn path_in(data_dir: &Path) -> PathBuf {
+        data_dir.join("sessions").join("sessions.db")
     }
 
     /// Closes the pool, waiting for connections in use to be returned.
@@ -205,6 +220,24 @@ impl Store {
     }
 }
 
+/// `PRAGMA quick_check` before anything is written: a damaged database (a
+/// truncated file, a scribbled page) is refused at startup, untouched,
+/// rather than failing requests at random later or being written over.
+/// It reads every page once (see docs/reliability.md for its cost).
+async fn check_integrity(pool: &SqlitePool) -> Result<(), StoreError> {
+    let verdict: Vec<String> = sqlx::query_scalar("PRAGMA quick_check(3)")
+        .fetch_all(pool)
+        .await?;
+    if verdict.len() == 1 && verdict[0] == "ok" {
+        Ok(())
+    } else {
+        Err(StoreError::Corrupt(format!(
+            "integrity check failed: {}",
+            verdict.join("; ")
+        )))
+    }
+}
+
 /// Whether a connection returned to the pool may serve again. A transaction
 /// dropped on an error path is rolled back by the driver; but when SQLite
 /// has already rolled it back itself (as it may on `SQLITE_FULL` or an I/O
@@ -222,21 +255,21 @@ fn reusable(conn: &sqlx::SqliteConnection) -> bool {
 /// Creates `<data_dir>/sessions/` (`0700`) and `sessions.db` (`0600`) and
 /// returns the database path.
 fn prepare_files(data_dir: &Path) -> Result<PathBuf, StoreError> {
-    let dir = data_dir.join("sessions");
+    let path = Store::path_in(data_dir);
+    let dir = path.parent().unwrap_or(data_dir);
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
         builder.mode(0o700);
-        builder.create(&dir)?;
+        builder.create(dir)?;
         // An existing directory keeps its old mode through `create`.
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     #[cfg(not(unix))]
-    builder.create(&dir)?;
+    builder.create(dir)?;
 
-    let path = dir.join("sessions.db");
     let mut file = std::fs::OpenOptions::new();
     file.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
