@@ -5,6 +5,8 @@
 //! (timestamps, "bounded at N"). Each job lives in its own file:
 //!
 //! - [`migrations`](self::migrations): the numbered schema migrations;
+//! - `open`: opening the file, refusing a damaged one untouched, and the
+//!   pool's rules for connections;
 //! - `acp`: ACP session rows, kill, delete, list;
 //! - `checkpoint`: turn checkpoints and their folding into the transcript;
 //! - `recovery`: checkpoint recovery and context rebuild;
@@ -25,11 +27,9 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::SqlitePool;
 use sqlx::{Sqlite, Transaction};
 
 use crate::faults::{FaultPoint, Faults};
@@ -40,6 +40,7 @@ mod chat;
 mod checkpoint;
 mod fold;
 pub mod migrations;
+mod open;
 mod paging;
 mod projection;
 mod recovery;
@@ -61,9 +62,6 @@ pub const RPC_SURFACE: &str = "rpc";
 
 /// What `bound_text` appends when it cuts (§3.1).
 pub const TRUNCATION_SUFFIX: &str = "…[truncated]";
-
-/// Connections in the pool: one writer at a time (SQLite), a few readers.
-const MAX_CONNECTIONS: u32 = 4;
 
 /// A storage failure. The RPC layer maps every variant to `-32603` with
 /// `data.reason = "storage"`, or the reason of its [`StorageFault`] class
@@ -151,45 +149,6 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) `<data_dir>/sessions/sessions.db` and
-    /// applies pending migrations.
-    ///
-    /// The directory is made `0700` and the file `0600` before SQLite ever
-    /// opens it (SQLite gives its `-wal` and `-shm` files the database
-    /// file's mode), then the pool runs with WAL, `synchronous=NORMAL`,
-    /// `foreign_keys=ON` and `busy_timeout=5000` on every connection.
-    pub async fn open(data_dir: &Path, faults: Arc<Faults>) -> Result<Store, StoreError> {
-        let path = prepare_files(data_dir)?;
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_millis(5000));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            // The default pings every connection it hands out: a round trip
-            // to SQLite's worker thread per operation (~0.1 ms, as much as a
-            // whole checkpoint append), and a local file does not go stale.
-            .test_before_acquire(false)
-            .after_release(|conn, _| Box::pin(async move { Ok(reusable(conn)) }))
-            .connect_with(options)
-            .await?;
-        let checked = match check_integrity(&pool).await {
-            Ok(()) => migrations::apply(&pool).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = checked {
-            // Closed before returning: the process may exit next, and SQLite
-            // removes its `-wal` and `-shm` files only when the last
-            // connection closes. A refused database is left as it was found.
-            pool.close().await;
-            return Err(e);
-        }
-        Ok(Store { pool, faults })
-    }
-
     /// `<data_dir>/sessions/sessions.db`.
     pub fn path_in(data_dir: &Path) -> PathBuf {
         data_dir.join("sessions").join("sessions.db")
@@ -218,70 +177,6 @@ impl Store {
     async fn read_tx(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         Ok(self.pool.begin().await?)
     }
-}
-
-/// `PRAGMA quick_check` before anything is written: a damaged database (a
-/// truncated file, a scribbled page) is refused at startup, untouched,
-/// rather than failing requests at random later or being written over.
-/// It reads every page once (see docs/reliability.md for its cost).
-async fn check_integrity(pool: &SqlitePool) -> Result<(), StoreError> {
-    let verdict: Vec<String> = sqlx::query_scalar("PRAGMA quick_check(3)")
-        .fetch_all(pool)
-        .await?;
-    if verdict.len() == 1 && verdict[0] == "ok" {
-        Ok(())
-    } else {
-        Err(StoreError::Corrupt(format!(
-            "integrity check failed: {}",
-            verdict.join("; ")
-        )))
-    }
-}
-
-/// Whether a connection returned to the pool may serve again. A transaction
-/// dropped on an error path is rolled back by the driver; but when SQLite
-/// has already rolled it back itself (as it may on `SQLITE_FULL` or an I/O
-/// error), the driver's `ROLLBACK` fails and its transaction depth stays at
-/// 1, so every later `BEGIN` on that connection would fail ("non-zero
-/// transaction depth") long after the disk has room again. Such a
-/// connection (and any other still in a transaction) is closed instead; the
-/// pool opens a fresh one when needed. Successful paths always commit, so
-/// this costs nothing on them.
-fn reusable(conn: &sqlx::SqliteConnection) -> bool {
-    use sqlx::Connection;
-    !conn.is_in_transaction()
-}
-
-/// Creates `<data_dir>/sessions/` (`0700`) and `sessions.db` (`0600`) and
-/// returns the database path.
-fn prepare_files(data_dir: &Path) -> Result<PathBuf, StoreError> {
-    let path = Store::path_in(data_dir);
-    let dir = path.parent().unwrap_or(data_dir);
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        builder.mode(0o700);
-        builder.create(dir)?;
-        // An existing directory keeps its old mode through `create`.
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    #[cfg(not(unix))]
-    builder.create(dir)?;
-
-    let mut file = std::fs::OpenOptions::new();
-    file.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        file.mode(0o600);
-        file.open(&path)?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    #[cfg(not(unix))]
-    file.open(&path)?;
-    Ok(path)
 }
 
 /// Now, as RFC 3339 UTC with whole seconds and a `Z`.
