@@ -162,6 +162,18 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
         row("assistant", "message", "after"),
     ]);
     assert_eq!(shape(&rows), want);
+    // The retained context the next turn sees is what a rebuild from disk gives.
+    assert_eq!(
+        rpc.context("a1"),
+        vec![
+            ctx("user", "hello"),
+            ctx("assistant", "hello"),
+            ctx("user", BIG_REPLY),
+            ctx("assistant", &sent),
+            ctx("user", "after"),
+            ctx("assistant", "after"),
+        ]
+    );
 
     rpc.prompt_ok("c1", "after chat");
     let mut want = shape(&c1_before);
@@ -170,6 +182,16 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
         row("assistant", "message", "after chat"),
     ]);
     assert_eq!(shape(&rpc.messages("c1")), want);
+    // The failed chat turn is in neither the history nor the live context.
+    assert_eq!(
+        rpc.context("c1"),
+        vec![
+            ctx("user", "hi chat"),
+            ctx("assistant", "hi chat"),
+            ctx("user", "after chat"),
+            ctx("assistant", "after chat"),
+        ]
+    );
 
     set_timeout(&mut rpc, 78).unwrap();
     assert_eq!(ask_timeout(&mut rpc), 78);
