@@ -147,6 +147,10 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
         sent.len()
     );
     assert!("0123456789".repeat(40_000).starts_with(&sent));
+    eprintln!(
+        "env_full_disk: 64 KiB free: {} of 400000 reply bytes streamed and kept before storage_full",
+        sent.len()
+    );
 
     // Phase C: space again. Everything works on the same process.
     filler.remove();

@@ -136,6 +136,11 @@ fn a_read_only_data_dir_fails_cleanly_and_recovers_without_a_restart() {
             assert_read_only(e);
         }
     }
+    eprintln!(
+        "env_read_only: {} of {} concurrent turns completed while read-only",
+        answers.iter().filter(|a| a.is_ok()).count(),
+        answers.len()
+    );
     assert!(env.d_mut().is_running());
     assert_eq!(std::fs::read(env.config_file()).unwrap(), config_bytes);
     assert_eq!(files(&cfg), files_before);
