@@ -99,14 +99,20 @@ const CONFIG_ADVICE: &str = "correct it, or move it aside";
 // ---------------------------------------------------------------------------
 // config.toml
 
+/// Starts on a config dir whose `config.toml` holds `content`; requires the
+/// refusal, and the file's bytes unchanged. Returns stderr.
+fn refused_config(content: &[u8]) -> String {
+    let env = AcpEnv::stopped("");
+    let file = env.config_dir().join("config.toml");
+    std::fs::write(&file, content).unwrap();
+    let text = assert_refused(&env.config_dir(), &file, CONFIG_ADVICE);
+    assert_eq!(std::fs::read(&file).unwrap(), content);
+    text
+}
+
 #[test]
 fn a_config_that_is_not_toml_is_refused_untouched() {
-    let env = AcpEnv::stopped("schema_version = 1\n[agents.echo\nbackend = \"ec");
-    let text = assert_refused(
-        &env.config_dir(),
-        &env.config_dir().join("config.toml"),
-        CONFIG_ADVICE,
-    );
+    let text = refused_config(b"schema_version = 1\n[agents.echo\nbackend = \"ec");
     assert!(text.contains("TOML parse error"), "{text}");
 }
 
@@ -114,44 +120,20 @@ fn a_config_that_is_not_toml_is_refused_untouched() {
 fn a_truncated_config_is_refused_untouched() {
     let full = echo_config("chunk_chars = 4\nsystem_prompt = \"be brief\"\n");
     let cut = full.find("be brief").unwrap() + 3;
-    let env = AcpEnv::stopped(&full[..cut]);
-    assert_refused(
-        &env.config_dir(),
-        &env.config_dir().join("config.toml"),
-        CONFIG_ADVICE,
-    );
+    refused_config(&full.as_bytes()[..cut]);
 }
 
 #[test]
 fn an_empty_config_is_refused_not_replaced() {
     for content in ["", "\n  \n"] {
-        let env = AcpEnv::stopped(content);
-        let text = assert_refused(
-            &env.config_dir(),
-            &env.config_dir().join("config.toml"),
-            CONFIG_ADVICE,
-        );
+        let text = refused_config(content.as_bytes());
         assert!(text.contains("is empty"), "{text}");
-        assert_eq!(
-            std::fs::read_to_string(env.config_dir().join("config.toml")).unwrap(),
-            content
-        );
     }
 }
 
 #[test]
 fn a_config_that_is_not_utf8_is_refused_untouched() {
-    let env = AcpEnv::stopped("");
-    std::fs::write(
-        env.config_dir().join("config.toml"),
-        b"schema_version = 1\n\xff\xfe\n",
-    )
-    .unwrap();
-    let text = assert_refused(
-        &env.config_dir(),
-        &env.config_dir().join("config.toml"),
-        CONFIG_ADVICE,
-    );
+    let text = refused_config(b"schema_version = 1\n\xff\xfe\n");
     assert!(text.contains("not UTF-8"), "{text}");
 }
 

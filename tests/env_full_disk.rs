@@ -11,12 +11,9 @@
 #[macro_use]
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
 use common::acp::*;
-use common::files::{b64, sha256_hex, tree, Node};
-use common::tmpfs::{Filler, TmpfsEnv};
+use common::env_ops::*;
+use common::tmpfs::Filler;
 use serde_json::{json, Value};
 
 const SIZE: u64 = 2 * 1024 * 1024;
@@ -28,65 +25,14 @@ fn assert_full(e: &Value) {
     assert_error(e, -32603, Some("storage_full"));
 }
 
-/// Every file below the config dir except the session database (whose WAL
-/// may hold uncommitted frames of a failed write) and the filler.
-fn files(cfg: &Path) -> BTreeMap<PathBuf, Node> {
-    let mut t = tree(cfg);
-    t.retain(|p, _| !p.starts_with("data/sessions") && p != Path::new("filler"));
-    t
-}
-
-fn upload(rpc: &mut Rpc, sid: &str, bytes: &[u8]) -> Result<Value, Value> {
-    let up = rpc.ok(
-        "file/upload/begin",
-        json!({"session_id": sid, "size_bytes": bytes.len(), "sha256": sha256_hex(bytes),
-               "filename": "notes.txt"}),
-    );
-    let id = up["upload_id"].as_str().unwrap().to_owned();
-    rpc.ok(
-        "file/upload/chunk",
-        json!({"upload_id": id, "offset": 0, "data_b64": b64(bytes)}),
-    );
-    rpc.call("file/upload/commit", json!({ "upload_id": id }))
-}
-
-fn attach(rpc: &mut Rpc, sid: &str, bytes: &[u8]) -> Result<Value, Value> {
-    rpc.call(
-        "file/attach",
-        json!({"session_id": sid, "files": [{"data_b64": b64(bytes), "filename": "a.bin"}]}),
-    )
-}
-
-fn set_timeout(rpc: &mut Rpc, secs: u32) -> Result<Value, Value> {
-    rpc.call(
-        "config/set",
-        json!({"prop": "daemon.ask_timeout_secs", "value": secs}),
-    )
-}
-
-fn ask_timeout(rpc: &mut Rpc) -> Value {
-    rpc.ok("config/get", json!({"prop": "daemon.ask_timeout_secs"}))["value"].clone()
-}
-
 #[test]
 fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
-    let mut env = match TmpfsEnv::start(&echo_config(""), SIZE) {
-        Ok(env) => env,
+    // State stored while there is room.
+    let (mut env, mut rpc, before) = match start_with_state(&echo_config(""), SIZE) {
+        Ok(started) => started,
         Err(why) => skip_test!("{why}"),
     };
     let cfg = env.config_dir().to_owned();
-    let pid = env.d().pid;
-    let mut rpc = env.rpc();
-
-    // State stored while there is room.
-    rpc.new_session("a1", "acp");
-    rpc.prompt_ok("a1", "hello");
-    rpc.new_session("c1", "chat");
-    rpc.prompt_ok("c1", "hi chat");
-    set_timeout(&mut rpc, 77).unwrap();
-    upload(&mut rpc, "a1", b"first upload").unwrap();
-    let config_bytes = std::fs::read(env.config_file()).unwrap();
-    let files_before = files(&cfg);
     let db_before = dump_all(&env.db());
     let a1_before = rpc.messages("a1");
     let c1_before = rpc.messages("c1");
@@ -106,16 +52,7 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     assert_full(t.err());
     assert_eq!(t.complete()["outcome"], "failed");
 
-    let e = set_timeout(&mut rpc, 78).unwrap_err();
-    assert_full(&e);
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("Config save failed: "),
-        "{e}"
-    );
-    assert_eq!(ask_timeout(&mut rpc), 77, "the running config changed");
+    assert_config_commit_fails(&mut rpc, "storage_full");
 
     assert_full(&upload(&mut rpc, "a1", &[7u8; 64 * 1024]).unwrap_err());
     assert_full(&attach(&mut rpc, "a1", &[9u8; 32 * 1024]).unwrap_err());
@@ -128,8 +65,7 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     // Up, and nothing stored earlier changed; no temporary file survived.
     assert!(env.d_mut().is_running());
     rpc.ok("status", json!({}));
-    assert_eq!(std::fs::read(env.config_file()).unwrap(), config_bytes);
-    assert_eq!(files(&cfg), files_before);
+    before.assert_files_unchanged(&env);
     assert_eq!(dump_all(&env.db()), db_before);
     assert_eq!(rpc.messages("a1"), a1_before);
     assert_eq!(rpc.messages("c1"), c1_before);
@@ -197,7 +133,7 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
         ]
     );
 
-    set_timeout(&mut rpc, 78).unwrap();
+    set_ask_timeout(&mut rpc, 78).unwrap();
     assert_eq!(ask_timeout(&mut rpc), 78);
     let text = std::fs::read_to_string(env.config_file()).unwrap();
     assert!(text.contains("ask_timeout_secs = 78"), "{text}");
@@ -210,5 +146,5 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     rpc.new_session("a2", "acp");
     rpc.prompt_ok("a2", "fresh");
     assert!(env.d_mut().is_running());
-    assert_eq!(env.d().pid, pid);
+    assert_eq!(env.d().pid, before.pid);
 }

@@ -12,12 +12,10 @@
 #[macro_use]
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::acp::*;
-use common::files::{b64, sha256_hex, tree, Node};
+use common::env_ops::*;
 use common::tmpfs::{ReadOnly, TmpfsEnv};
 use serde_json::{json, Value};
 
@@ -29,33 +27,6 @@ fn config() -> String {
 
 fn assert_read_only(e: &Value) {
     assert_error(e, -32603, Some("storage_read_only"));
-}
-
-/// Every file below the config dir except the session database.
-fn files(cfg: &Path) -> BTreeMap<PathBuf, Node> {
-    let mut t = tree(cfg);
-    t.retain(|p, _| !p.starts_with("data/sessions"));
-    t
-}
-
-fn upload(rpc: &mut Rpc, sid: &str, bytes: &[u8]) -> Result<Value, Value> {
-    let up = rpc.ok(
-        "file/upload/begin",
-        json!({"session_id": sid, "size_bytes": bytes.len(), "sha256": sha256_hex(bytes)}),
-    );
-    let id = up["upload_id"].as_str().unwrap().to_owned();
-    rpc.ok(
-        "file/upload/chunk",
-        json!({"upload_id": id, "offset": 0, "data_b64": b64(bytes)}),
-    );
-    rpc.call("file/upload/commit", json!({ "upload_id": id }))
-}
-
-fn set_timeout(rpc: &mut Rpc, secs: u32) -> Result<Value, Value> {
-    rpc.call(
-        "config/set",
-        json!({"prop": "daemon.ask_timeout_secs", "value": secs}),
-    )
 }
 
 /// Turns on `n` sessions at once, each appending many small checkpoint
@@ -81,44 +52,20 @@ fn concurrent_turns(env: &TmpfsEnv, tag: &str, n: usize) -> Vec<Result<Value, Va
 
 #[test]
 fn a_read_only_data_dir_fails_cleanly_and_recovers_without_a_restart() {
-    let mut env = match TmpfsEnv::start(&config(), SIZE) {
-        Ok(env) => env,
+    let (mut env, mut rpc, before) = match start_with_state(&config(), SIZE) {
+        Ok(started) => started,
         Err(why) => skip_test!("{why}"),
     };
     let cfg = env.config_dir().to_owned();
-    let pid = env.d().pid;
-    let mut rpc = env.rpc();
-    rpc.new_session("a1", "acp");
-    rpc.prompt_ok("a1", "hello");
-    rpc.new_session("c1", "chat");
-    rpc.prompt_ok("c1", "hi chat");
-    set_timeout(&mut rpc, 77).unwrap();
-    upload(&mut rpc, "a1", b"first upload").unwrap();
-    let config_bytes = std::fs::read(env.config_file()).unwrap();
-    let files_before = files(&cfg);
 
     env.read_only = match ReadOnly::bind(&cfg) {
         Ok(ro) => Some(ro),
         Err(why) => skip_test!("{why}"),
     };
 
-    let e = set_timeout(&mut rpc, 78).unwrap_err();
-    assert_read_only(&e);
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("Config save failed: "),
-        "{e}"
-    );
-    let got = rpc.ok("config/get", json!({"prop": "daemon.ask_timeout_secs"}));
-    assert_eq!(got["value"], 77);
+    assert_config_commit_fails(&mut rpc, "storage_read_only");
     assert_read_only(&upload(&mut rpc, "a1", b"second upload").unwrap_err());
-    let e = rpc.err(
-        "file/attach",
-        json!({"session_id": "a1", "files": [{"data_b64": b64(b"attached"), "filename": "x.txt"}]}),
-    );
-    assert_read_only(&e);
+    assert_read_only(&attach(&mut rpc, "a1", b"attached").unwrap_err());
     // A session of an agent whose workspace does not exist yet.
     let e = rpc.err(
         "session/new",
@@ -142,8 +89,7 @@ fn a_read_only_data_dir_fails_cleanly_and_recovers_without_a_restart() {
         answers.len()
     );
     assert!(env.d_mut().is_running());
-    assert_eq!(std::fs::read(env.config_file()).unwrap(), config_bytes);
-    assert_eq!(files(&cfg), files_before);
+    before.assert_files_unchanged(&env);
 
     // Writable again: everything works on the same process.
     env.read_only = None;
@@ -153,18 +99,15 @@ fn a_read_only_data_dir_fails_cleanly_and_recovers_without_a_restart() {
     }
     rpc.prompt_ok("a1", "after");
     rpc.prompt_ok("c1", "after chat");
-    set_timeout(&mut rpc, 78).unwrap();
+    set_ask_timeout(&mut rpc, 78).unwrap();
     let text = std::fs::read_to_string(env.config_file()).unwrap();
     assert!(text.contains("ask_timeout_secs = 78"), "{text}");
     upload(&mut rpc, "a1", b"second upload").unwrap();
-    rpc.ok(
-        "file/attach",
-        json!({"session_id": "a1", "files": [{"data_b64": b64(b"attached"), "filename": "x.txt"}]}),
-    );
+    attach(&mut rpc, "a1", b"attached").unwrap();
     rpc.ok(
         "session/new",
         json!({"agent_alias": "two", "session_id": "t1", "chat_mode": "acp"}),
     );
     rpc.prompt_ok("t1", "fresh");
-    assert_eq!(env.d().pid, pid);
+    assert_eq!(env.d().pid, before.pid);
 }

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 pub mod acp;
+pub mod env_ops;
 pub mod files;
 pub mod tmpfs;
 pub mod users;
