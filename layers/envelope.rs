@@ -17,7 +17,7 @@ use tower::{Layer, Service};
 
 use super::Reply;
 use crate::context::Conn;
-use crate::error::RpcError;
+use crate::error::{InternalReason, RpcError};
 use crate::jsonrpc::{classify, error_frame, Classified, Payload};
 use crate::limits::MAX_FRAME_BYTES;
 use crate::methods;
@@ -98,7 +98,7 @@ fn response_frame(reply: Reply, id: &str) -> Vec<u8> {
             if frame.len() - 1 > MAX_FRAME_BYTES {
                 let e = RpcError::internal(
                     format!("Response exceeds {MAX_FRAME_BYTES} bytes"),
-                    Some("response_too_large"),
+                    Some(InternalReason::ResponseTooLarge),
                 );
                 return error_frame(&e, Some(id));
             }

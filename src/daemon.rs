@@ -18,7 +18,8 @@ use crate::jsonrpc::error_frame;
 use crate::limits::{ACCEPT_BACKOFF, EPHEMERAL_GRACE, MAX_CONNECTIONS, SHUTDOWN_GRACE};
 use crate::session::lifecycle;
 use crate::state::{Daemon, Flags, Paths};
-use crate::store::Store;
+use crate::storage_fault::StorageFault;
+use crate::store::{Store, StoreError};
 
 /// How `zeroclaw daemon` was invoked.
 #[derive(Debug, Clone, Default)]
@@ -36,10 +37,35 @@ pub struct Options {
 pub enum StartError {
     #[error(transparent)]
     Endpoint(#[from] EndpointError),
-    #[error("{0}")]
+    /// `config.toml` cannot be loaded; it is left as it is.
+    #[error("{0}\n{CONFIG_ADVICE}")]
     Config(String),
+    /// The session database cannot be opened; it is left as it is.
+    #[error("{}", store_message(path, error))]
+    Store { path: PathBuf, error: StoreError },
     #[error("{0}")]
     Other(String),
+}
+
+const CONFIG_ADVICE: &str = "config.toml was left unchanged: correct it, or move it aside to \
+                             have a default one created at the next start";
+
+fn store_message(path: &std::path::Path, e: &StoreError) -> String {
+    let path = path.display();
+    match e.fault() {
+        StorageFault::Corrupt => format!(
+            "session database {path} is damaged or not a SQLite database ({e}); it was left \
+             untouched: restore it from a backup, or move it aside (with any -wal and -shm \
+             files beside it) to start with an empty session store"
+        ),
+        StorageFault::Full => {
+            format!("opening the session database {path}: {e}; free space on its file system")
+        }
+        StorageFault::ReadOnly => format!(
+            "opening the session database {path}: {e}; make its directory writable by the daemon"
+        ),
+        StorageFault::Other => format!("opening the session database {path}: {e}"),
+    }
 }
 
 impl StartError {
@@ -110,7 +136,10 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
     let faults = Arc::new(Faults::default());
     let sessions_db = Store::open(&dirs.data_dir, faults.clone())
         .await
-        .map_err(|e| StartError::Other(format!("opening the session store: {e}")))?;
+        .map_err(|error| StartError::Store {
+            path: Store::path_in(&dirs.data_dir),
+            error,
+        })?;
     let flags = Flags {
         ephemeral: opts.ephemeral,
         test_faults: opts.test_faults,

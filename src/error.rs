@@ -10,6 +10,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value};
 
 use crate::limits::{MAX_ECHOED_NAME_BYTES, MAX_ERROR_DATA_MEMBER_BYTES, MAX_FRAME_BYTES};
+use crate::storage_fault::StorageFault;
 use crate::store::bound_text;
 
 /// The `data` member of an error: an object whose members keep the order
@@ -97,6 +98,43 @@ impl AuthReason {
     }
 }
 
+/// Reasons of `-32603` (SPEC §7.2, plus the two storage classes of
+/// `src/storage_fault.rs`, this project's extension: docs/decisions.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InternalReason {
+    /// A storage failure of no more specific class.
+    Storage,
+    /// The file system holding the config or data dir is full.
+    StorageFull,
+    /// The config or data dir (or a file in it) cannot be written.
+    StorageReadOnly,
+    ResponseTooLarge,
+    AgentFailed,
+    ConfigChanged,
+}
+
+impl InternalReason {
+    /// The `data.reason` of a storage failure of class `fault`.
+    pub fn of_storage(fault: StorageFault) -> Self {
+        match fault {
+            StorageFault::Full => Self::StorageFull,
+            StorageFault::ReadOnly => Self::StorageReadOnly,
+            StorageFault::Corrupt | StorageFault::Other => Self::Storage,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Storage => "storage",
+            Self::StorageFull => "storage_full",
+            Self::StorageReadOnly => "storage_read_only",
+            Self::ResponseTooLarge => "response_too_large",
+            Self::AgentFailed => "agent_failed",
+            Self::ConfigChanged => "config_changed",
+        }
+    }
+}
+
 /// Reasons of `-32012` (SPEC §7.2), with their members.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Forbidden {
@@ -129,11 +167,11 @@ pub enum RpcError {
         message: String,
         data: Option<ErrorData>,
     },
-    /// `-32603`; `reason` is one of the §7.2 values when the error has one.
+    /// `-32603`; `reason` is absent for unexpected errors.
     #[error("{message}")]
     Internal {
         message: String,
-        reason: Option<&'static str>,
+        reason: Option<InternalReason>,
     },
     /// `-32000`; `data` is absent for a plain "Session not found".
     #[error("{message}")]
@@ -233,7 +271,7 @@ impl RpcError {
                 Some(reason("frame_too_large").with("max_frame_bytes", MAX_FRAME_BYTES))
             }
             Self::InvalidParams { data, .. } | Self::SessionNotFound { data, .. } => data.clone(),
-            Self::Internal { reason: r, .. } => r.map(reason),
+            Self::Internal { reason: r, .. } => r.map(|r| reason(r.as_str())),
             Self::SessionLimit { max } => Some(ErrorData::default().with("max", *max)),
             Self::SessionBusy { data, .. } => Some(data.clone()),
             Self::LimitExceeded { limit, max } => {
@@ -286,16 +324,26 @@ impl RpcError {
     }
 
     /// A `-32603` with an optional `data.reason`.
-    pub fn internal(message: impl Into<String>, reason: Option<&'static str>) -> Self {
+    pub fn internal(message: impl Into<String>, reason: Option<InternalReason>) -> Self {
         Self::Internal {
             message: message.into(),
             reason,
         }
     }
 
-    /// `-32603` `storage`.
+    /// `-32603` `storage`: a storage failure that is not an environment fault.
     pub fn storage(message: impl Into<String>) -> Self {
-        Self::internal(message, Some("storage"))
+        Self::storage_fault(StorageFault::Other, message)
+    }
+
+    /// `-32603` with the `data.reason` of a storage failure of class `fault`.
+    pub fn storage_fault(fault: StorageFault, message: impl Into<String>) -> Self {
+        Self::internal(message, Some(InternalReason::of_storage(fault)))
+    }
+
+    /// `-32603` for a failed file system operation, classified by its error.
+    pub fn storage_io(e: &std::io::Error, message: impl Into<String>) -> Self {
+        Self::storage_fault(StorageFault::of_io(e), message)
     }
 
     /// `-32601` for `method`, its name bounded at [`MAX_ECHOED_NAME_BYTES`]
@@ -322,9 +370,10 @@ impl RpcError {
 }
 
 impl From<crate::store::StoreError> for RpcError {
-    /// Every storage failure is `-32603` `storage` (SPEC §7.2).
+    /// Every storage failure is `-32603` `storage` (SPEC §7.2), or
+    /// `storage_full` / `storage_read_only` for those environment faults.
     fn from(e: crate::store::StoreError) -> Self {
-        Self::storage(format!("storage failure: {e}"))
+        Self::storage_fault(e.fault(), format!("storage failure: {e}"))
     }
 }
 
@@ -346,8 +395,8 @@ impl From<crate::config::ConfigError> for RpcError {
                 data: Some(with_index(index).with("path", path)),
             },
             C::Forbidden { index, prop } => Self::Forbidden(Forbidden::ConfigPath { index, prop }),
-            C::ConfigChanged => Self::internal(message, Some("config_changed")),
-            C::Storage(_) => Self::storage(message),
+            C::ConfigChanged => Self::internal(message, Some(InternalReason::ConfigChanged)),
+            C::Storage { fault, .. } => Self::storage_fault(fault, message),
             C::Startup(_) => Self::internal(message, None),
         }
     }

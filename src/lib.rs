@@ -30,6 +30,7 @@ pub mod private_dir;
 pub mod request;
 pub mod session;
 pub mod state;
+pub mod storage_fault;
 pub mod store;
 
 #[path = "../layers/mod.rs"]

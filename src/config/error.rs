@@ -10,8 +10,10 @@
 //! | [`ConfigError::Invalid`] | -32602 | `index` (if any), `path` |
 //! | [`ConfigError::Forbidden`] | -32012 | `reason: "config_path"`, `index` (if any), `prop` |
 //! | [`ConfigError::ConfigChanged`] | -32603 | `reason: "config_changed"` |
-//! | [`ConfigError::Storage`] | -32603 | `reason: "storage"` |
+//! | [`ConfigError::Storage`] | -32603 | `reason`: `storage`, `storage_full` or `storage_read_only` |
 //! | [`ConfigError::Startup`] | — | the daemon refuses to start |
+
+use crate::storage_fault::StorageFault;
 
 /// Errors of loading, staging and committing configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,12 +50,26 @@ pub enum ConfigError {
     /// `config.toml` changed on disk since this daemon last read or wrote it (§8.16 step 8).
     #[error("config.toml changed on disk; restart the daemon")]
     ConfigChanged,
-    /// Persisting failed; nothing was written (§8.16 step 8).
-    #[error("Config save failed: {0}")]
-    Storage(String),
+    /// Persisting failed; nothing was written (§8.16 step 8). `fault` is the
+    /// class of the OS error, if one caused it.
+    #[error("Config save failed: {message}")]
+    Storage {
+        fault: StorageFault,
+        message: String,
+    },
     /// The configuration cannot be loaded at startup.
     #[error("{0}")]
     Startup(String),
+}
+
+impl ConfigError {
+    /// A failed save that no OS error caused (`data.reason = "storage"`).
+    pub fn save_failed(message: impl Into<String>) -> Self {
+        ConfigError::Storage {
+            fault: StorageFault::Other,
+            message: message.into(),
+        }
+    }
 }
 
 fn forbidden_message(index: Option<usize>, prop: &str) -> String {
@@ -91,7 +107,11 @@ mod tests {
             "config.toml changed on disk; restart the daemon"
         );
         assert_eq!(
-            ConfigError::Storage("disk full".into()).to_string(),
+            ConfigError::Storage {
+                fault: StorageFault::Full,
+                message: "disk full".into()
+            }
+            .to_string(),
             "Config save failed: disk full"
         );
     }

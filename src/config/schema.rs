@@ -246,7 +246,7 @@ impl Config {
 
     /// Serializes to the TOML text the daemon persists.
     pub fn to_toml_string(&self) -> Result<String, ConfigError> {
-        toml::to_string(self).map_err(|e| ConfigError::Storage(e.to_string()))
+        toml::to_string(self).map_err(|e| ConfigError::save_failed(e.to_string()))
     }
 }
 

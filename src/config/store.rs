@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::ConfigError;
 use super::schema::Config;
+use crate::storage_fault::StorageFault;
 
 const FILE: &str = "config.toml";
 const TMP: &str = "config.toml.tmp";
@@ -51,6 +52,12 @@ impl ConfigStore {
         }
         let bytes = fs::read(&path).map_err(|e| startup("cannot read: ", &e))?;
         let text = std::str::from_utf8(&bytes).map_err(|e| startup("not UTF-8: ", &e))?;
+        // The daemon never writes an empty file (it writes whole files and
+        // renames them into place): an empty one was truncated by something
+        // else, and reading it as "no agents" would hide that.
+        if text.trim().is_empty() {
+            return Err(startup("is empty (truncated?)", &""));
+        }
         let config = Config::from_toml_str(text).map_err(|e| startup("", &e))?;
         let store = ConfigStore {
             dir: config_dir.to_owned(),
@@ -94,10 +101,10 @@ impl ConfigStore {
         // The file must load back as exactly this config, or the next start would differ.
         match Config::from_toml_str(&text) {
             Ok(reparsed) if reparsed == *candidate => {}
-            _ => return Err(ConfigError::Storage("config does not round-trip".into())),
+            _ => return Err(ConfigError::save_failed("config does not round-trip")),
         }
         if self.fail_commit {
-            return Err(ConfigError::Storage("injected fault: config_commit".into()));
+            return Err(ConfigError::save_failed("injected fault: config_commit"));
         }
         let (target, tmp) = self
             .write_target()
@@ -133,7 +140,10 @@ impl ConfigStore {
 }
 
 fn storage(what: &str, e: &io::Error) -> ConfigError {
-    ConfigError::Storage(format!("{what}: {e}"))
+    ConfigError::Storage {
+        fault: StorageFault::of_io(e),
+        message: format!("{what}: {e}"),
+    }
 }
 
 /// Writes a fresh temporary file (a stale one from a crash is replaced, mode included).

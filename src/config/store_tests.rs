@@ -189,7 +189,7 @@ fn a_failed_write_leaves_no_tmp_file() {
     let mut candidate = config.clone();
     candidate.daemon.ask_timeout_secs = 7;
     let e = store.commit(&candidate).unwrap_err();
-    assert!(matches!(e, ConfigError::Storage(_)), "{e:?}");
+    assert!(matches!(e, ConfigError::Storage { .. }), "{e:?}");
     assert_eq!(fs::read(store.path()).unwrap(), before);
     assert_eq!(store.last_bytes(), before.as_slice());
     // A stale tmp file from a crash is replaced.

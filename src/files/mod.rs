@@ -138,7 +138,10 @@ pub async fn store(
     })
     .await
     .map_err(|e| RpcError::storage(format!("storage failure: {e}")))?
-    .map_err(|e| RpcError::storage(format!("storage failure: {e}")))?;
+    .map_err(|e| match &e {
+        write::WriteError::Io(io) => RpcError::storage_io(io, format!("storage failure: {e}")),
+        write::WriteError::UnsafeDir(_) => RpcError::storage(format!("storage failure: {e}")),
+    })?;
     session.index_upload(&sha, &written.path);
     let workspace_path = written.path.to_string_lossy().into_owned();
     Ok(FileResult {

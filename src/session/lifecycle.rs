@@ -75,7 +75,10 @@ pub fn agent_workspace(
 ) -> Result<PathBuf, RpcError> {
     let dir = agent_workspace_path(config, config_dir, alias);
     create_private_dir(&dir).map_err(|e| {
-        RpcError::storage(format!("cannot create workspace {}: {e}", dir.display()))
+        RpcError::storage_io(
+            &e,
+            format!("cannot create workspace {}: {e}", dir.display()),
+        )
     })?;
     Ok(dir)
 }

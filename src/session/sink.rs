@@ -107,7 +107,7 @@ impl TurnSink {
                 task.await.unwrap_or_else(|e| {
                     (
                         String::new(),
-                        Err(StoreError::Sqlite(format!("emitter failed: {e}"))),
+                        Err(StoreError::sqlite(format!("emitter failed: {e}"))),
                     )
                 })
             }

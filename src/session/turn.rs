@@ -22,7 +22,7 @@ use crate::agent::{
 };
 use crate::config::AgentConfig;
 use crate::context::Conn;
-use crate::error::RpcError;
+use crate::error::{InternalReason, RpcError};
 use crate::jsonrpc::{error_frame, Payload};
 use crate::limits::SHUTDOWN_GRACE;
 use crate::request::IdText;
@@ -155,7 +155,7 @@ async fn execute(
     let Some(agent) = config.agents.get(&session.agent_alias) else {
         return not_sent(RpcError::internal(
             format!("agent {} is not configured", session.agent_alias),
-            Some("agent_failed"),
+            Some(InternalReason::AgentFailed),
         ));
     };
     let (backend, settings) = settings_of(agent);
@@ -307,7 +307,7 @@ async fn execute(
             stop_reason,
             content: bounded(&content, MAX_CONTENT_BYTES).into_owned(),
         }),
-        Err(m) => Err(RpcError::internal(m, Some("agent_failed"))),
+        Err(m) => Err(RpcError::internal(m, Some(InternalReason::AgentFailed))),
     };
     Answered {
         result,

@@ -20,7 +20,7 @@ async fn create_get_and_update_rows() {
     assert_eq!(store.acp_get("s").await.unwrap().as_ref(), Some(&created));
     assert!(matches!(
         store.acp_create("s", "echo", "bob", "/x").await,
-        Err(StoreError::Sqlite(_))
+        Err(StoreError::Sqlite { .. })
     ));
 
     store

@@ -10,7 +10,7 @@ async fn create_append_and_seed_history() {
     assert_eq!(store.chat_get("c").await.unwrap().as_ref(), Some(&created));
     assert!(matches!(
         store.chat_create("c", "echo", "bob", "/w").await,
-        Err(StoreError::Sqlite(_))
+        Err(StoreError::Sqlite { .. })
     ));
     assert_eq!(store.chat_max_seq("c").await.unwrap(), 0);
     store.chat_set_workspace("c", "/elsewhere").await.unwrap();

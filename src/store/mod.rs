@@ -5,6 +5,8 @@
 //! (timestamps, "bounded at N"). Each job lives in its own file:
 //!
 //! - [`migrations`](self::migrations): the numbered schema migrations;
+//! - `open`: opening the file, refusing a damaged one untouched, and the
+//!   pool's rules for connections;
 //! - `acp`: ACP session rows, kill, delete, list;
 //! - `checkpoint`: turn checkpoints and their folding into the transcript;
 //! - `recovery`: checkpoint recovery and context rebuild;
@@ -27,18 +29,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::SqlitePool;
 use sqlx::{Sqlite, Transaction};
 
 use crate::faults::{FaultPoint, Faults};
+use crate::storage_fault::StorageFault;
 
 mod acp;
 mod chat;
 mod checkpoint;
 mod fold;
 pub mod migrations;
+mod open;
 mod paging;
 mod projection;
 mod recovery;
@@ -61,22 +63,26 @@ pub const RPC_SURFACE: &str = "rpc";
 /// What `bound_text` appends when it cuts (§3.1).
 pub const TRUNCATION_SUFFIX: &str = "…[truncated]";
 
-/// Connections in the pool: one writer at a time (SQLite), a few readers.
-const MAX_CONNECTIONS: u32 = 4;
-
 /// A storage failure. The RPC layer maps every variant to `-32603` with
-/// `data.reason = "storage"`.
+/// `data.reason = "storage"`, or the reason of its [`StorageFault`] class
+/// (`storage_full`, `storage_read_only`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
     /// A fault point was active (§8.20); nothing was written.
     #[error("injected storage fault: {}", .0.as_str())]
     Injected(FaultPoint),
     /// SQLite (or the driver) failed.
-    #[error("sqlite: {0}")]
-    Sqlite(String),
+    #[error("sqlite: {message}")]
+    Sqlite {
+        fault: StorageFault,
+        message: String,
+    },
     /// Creating the directory or the database file failed.
-    #[error("io: {0}")]
-    Io(String),
+    #[error("io: {message}")]
+    Io {
+        fault: StorageFault,
+        message: String,
+    },
     /// Stored data could not be read back (bad JSON, unknown values).
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
@@ -97,15 +103,40 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// A driver failure that is no environment fault (an internal bug).
+    pub fn sqlite(message: impl Into<String>) -> Self {
+        StoreError::Sqlite {
+            fault: StorageFault::Other,
+            message: message.into(),
+        }
+    }
+
+    /// The environment-fault class of this failure.
+    pub fn fault(&self) -> StorageFault {
+        match self {
+            StoreError::Sqlite { fault, .. } | StoreError::Io { fault, .. } => *fault,
+            StoreError::Corrupt(_) => StorageFault::Corrupt,
+            _ => StorageFault::Other,
+        }
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        StoreError::Sqlite(e.to_string())
+        StoreError::Sqlite {
+            fault: StorageFault::of_sqlx(&e),
+            message: e.to_string(),
+        }
     }
 }
 
 impl From<std::io::Error> for StoreError {
     fn from(e: std::io::Error) -> Self {
-        StoreError::Io(e.to_string())
+        StoreError::Io {
+            fault: StorageFault::of_io(&e),
+            message: e.to_string(),
+        }
     }
 }
 
@@ -118,32 +149,9 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) `<data_dir>/sessions/sessions.db` and
-    /// applies pending migrations.
-    ///
-    /// The directory is made `0700` and the file `0600` before SQLite ever
-    /// opens it (SQLite gives its `-wal` and `-shm` files the database
-    /// file's mode), then the pool runs with WAL, `synchronous=NORMAL`,
-    /// `foreign_keys=ON` and `busy_timeout=5000` on every connection.
-    pub async fn open(data_dir: &Path, faults: Arc<Faults>) -> Result<Store, StoreError> {
-        let path = prepare_files(data_dir)?;
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_millis(5000));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            // The default pings every connection it hands out: a round trip
-            // to SQLite's worker thread per operation (~0.1 ms, as much as a
-            // whole checkpoint append), and a local file does not go stale.
-            .test_before_acquire(false)
-            .connect_with(options)
-            .await?;
-        migrations::apply(&pool).await?;
-        Ok(Store { pool, faults })
+    /// `<data_dir>/sessions/sessions.db`.
+    pub fn path_in(data_dir: &Path) -> PathBuf {
+        data_dir.join("sessions").join("sessions.db")
     }
 
     /// Closes the pool, waiting for connections in use to be returned.
@@ -167,7 +175,10 @@ impl Store {
         };
         tokio::time::timeout(wait, work)
             .await
-            .map_err(|_| StoreError::Io("the WAL checkpoint at shutdown timed out".into()))?
+            .map_err(|_| StoreError::Io {
+                fault: StorageFault::Other,
+                message: "the WAL checkpoint at shutdown timed out".into(),
+            })?
     }
 
     /// Fails with [`StoreError::Injected`] when `point` is active.
@@ -188,39 +199,6 @@ impl Store {
     async fn read_tx(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         Ok(self.pool.begin().await?)
     }
-}
-
-/// Creates `<data_dir>/sessions/` (`0700`) and `sessions.db` (`0600`) and
-/// returns the database path.
-fn prepare_files(data_dir: &Path) -> Result<PathBuf, StoreError> {
-    let dir = data_dir.join("sessions");
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-        builder.create(&dir)?;
-        // An existing directory keeps its old mode through `create`; it is
-        // narrowed only if it is ours and no link (issue 13 item 7).
-        crate::private_dir::make_private(&dir, 0o700, None).map_err(std::io::Error::from)?;
-    }
-    #[cfg(not(unix))]
-    builder.create(&dir)?;
-
-    let path = dir.join("sessions.db");
-    let mut file = std::fs::OpenOptions::new();
-    file.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        file.mode(0o600);
-        file.open(&path)?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    #[cfg(not(unix))]
-    file.open(&path)?;
-    Ok(path)
 }
 
 /// Now, as RFC 3339 UTC with whole seconds and a `Z`.

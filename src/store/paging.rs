@@ -177,7 +177,7 @@ fn key_args<'q>(history: History<'q>, extra: &[i64]) -> Result<SqliteArguments<'
     };
     bound
         .and_then(|()| extra.iter().try_for_each(|v| args.add(*v)))
-        .map_err(|e| StoreError::Sqlite(e.to_string()))?;
+        .map_err(|e| StoreError::sqlite(e.to_string()))?;
     Ok(args)
 }
 

@@ -458,7 +458,8 @@ pub fn ctx(role: &str, content: &str) -> Value {
 // ---------------------------------------------------------------------------
 // The database, read (and, with the daemon stopped, written) directly
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// Runs `f` to completion on a fresh current-thread runtime.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

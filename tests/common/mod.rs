@@ -20,8 +20,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 pub mod acp;
+pub mod env_ops;
 pub mod files;
 pub mod pipeline;
+pub mod tmpfs;
 pub mod users;
 
 /// The binary under test.
