@@ -8,7 +8,6 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::daemon::resolve_dirs;
 use crate::endpoint::{self, split, LocalReadHalf, LocalWriteHalf};
 
 /// Exit statuses of the client commands.
@@ -66,8 +65,8 @@ pub enum Outcome {
 impl Client {
     /// Connects to the endpoint resolved from `config_dir` and the environment, and initializes.
     pub async fn connect(config_dir: Option<&std::ffi::OsStr>) -> Result<Self, Failure> {
-        let dirs =
-            resolve_dirs(config_dir).map_err(|e| Failure::new(exit::NO_DAEMON, e.to_string()))?;
+        let dirs = endpoint::resolve_dirs_from_env(config_dir)
+            .map_err(|e| Failure::new(exit::NO_DAEMON, e.to_string()))?;
         let name = endpoint::resolve_endpoint(&dirs.data_dir, |k| std::env::var_os(k));
         let stream = endpoint::connect(&name)
             .await

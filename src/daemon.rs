@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ConfigStore;
 use crate::connection;
-use crate::endpoint::{self, ClaimOptions, Claimed, Dirs, EndpointError, LocalStream, PeerInfo};
+use crate::endpoint::{self, ClaimOptions, Claimed, EndpointError, LocalStream, PeerInfo};
 use crate::error::RpcError;
 use crate::faults::Faults;
 use crate::jsonrpc::error_frame;
@@ -78,16 +78,6 @@ impl StartError {
     }
 }
 
-/// The process environment, as the daemon and its clients resolve it (§2.1, §2.2).
-pub fn resolve_dirs(config_dir: Option<&std::ffi::OsStr>) -> Result<Dirs, EndpointError> {
-    let cwd = std::env::current_dir().map_err(|source| EndpointError::Io {
-        context: "reading the working directory".into(),
-        source,
-    })?;
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    endpoint::resolve_dirs(config_dir, |k| std::env::var_os(k), &cwd, home.as_deref())
-}
-
 /// Runs the daemon until it is shut down; returns the process exit status.
 pub async fn run(opts: Options) -> i32 {
     match start(&opts).await {
@@ -103,7 +93,7 @@ pub async fn run(opts: Options) -> i32 {
 /// Steps 1–5 of §2.3, with the config loaded between directory creation and the claim.
 async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartError> {
     crate::memory::configure_from_env().map_err(StartError::Other)?;
-    let dirs = resolve_dirs(opts.config_dir.as_deref())?;
+    let dirs = endpoint::resolve_dirs_from_env(opts.config_dir.as_deref())?;
     if let Some(w) = &dirs.warning {
         tracing::warn!(event = "data_dir_env_ignored", "{w}");
     }

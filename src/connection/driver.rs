@@ -240,7 +240,11 @@ impl<W: Wire> Driver<'_, W> {
 
     /// Nothing moved: wait, unless output has waited too long. The timer is
     /// moved only when it fires, not on every write.
-    fn poll_stall(&mut self, cx: &mut Context<'_>, sig: &mut Signals<'_, '_>) -> Poll<ConnectionEnd> {
+    fn poll_stall(
+        &mut self,
+        cx: &mut Context<'_>,
+        sig: &mut Signals<'_, '_>,
+    ) -> Poll<ConnectionEnd> {
         if self.out.is_empty() {
             return Poll::Pending;
         }

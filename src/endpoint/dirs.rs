@@ -381,3 +381,14 @@ mod windows_tests {
         assert_eq!(d.config_dir, PathBuf::from(r"C:\Users\me\zc"));
     }
 }
+
+/// [`resolve_dirs`] from this process's environment, working directory
+/// and `HOME`: what the daemon and its CLI clients both use (§2.1, §2.2).
+pub fn resolve_dirs_from_env(config_dir: Option<&std::ffi::OsStr>) -> Result<Dirs, EndpointError> {
+    let cwd = std::env::current_dir().map_err(|source| EndpointError::Io {
+        context: "reading the working directory".into(),
+        source,
+    })?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    resolve_dirs(config_dir, |k| std::env::var_os(k), &cwd, home.as_deref())
+}

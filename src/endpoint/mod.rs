@@ -39,7 +39,7 @@ use std::io;
 
 #[cfg(unix)]
 pub use dirs::let_group_traverse;
-pub use dirs::{ensure_dirs, normalize_lexically, resolve_dirs, Dirs};
+pub use dirs::{ensure_dirs, normalize_lexically, resolve_dirs, resolve_dirs_from_env, Dirs};
 pub use error::{EndpointError, Served};
 #[cfg(unix)]
 pub use name::{check_socket_path, SUN_PATH_MAX};
