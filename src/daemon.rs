@@ -73,7 +73,7 @@ fn store_message(path: &std::path::Path, e: &StoreError) -> String {
 fn remedy(fault: StorageFault) -> &'static str {
     match fault {
         StorageFault::Full => "; free space on its file system",
-        StorageFault::ReadOnly => "; make its directory writable by the daemon",
+        StorageFault::ReadOnly => "; check that the daemon may read and write it and its directory",
         StorageFault::Corrupt | StorageFault::Other => "",
     }
 }
