@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ConfigStore;
+use crate::config::{ConfigError, ConfigStore};
 use crate::connection;
 use crate::endpoint::{self, ClaimOptions, Claimed, EndpointError, LocalStream, PeerInfo};
 use crate::error::RpcError;
@@ -38,8 +38,8 @@ pub enum StartError {
     #[error(transparent)]
     Endpoint(#[from] EndpointError),
     /// `config.toml` cannot be loaded; it is left as it is.
-    #[error("{0}\n{CONFIG_ADVICE}")]
-    Config(String),
+    #[error("{}", config_message(.0))]
+    Config(ConfigError),
     /// The session database cannot be opened; it is left as it is.
     #[error("{}", store_message(path, error))]
     Store { path: PathBuf, error: StoreError },
@@ -50,21 +50,31 @@ pub enum StartError {
 const CONFIG_ADVICE: &str = "config.toml was left unchanged: correct it, or move it aside to \
                              have a default one created at the next start";
 
+fn config_message(e: &ConfigError) -> String {
+    match e {
+        ConfigError::StartupIo { fault, .. } => format!("{e}{}", remedy(*fault)),
+        _ => format!("{e}\n{CONFIG_ADVICE}"),
+    }
+}
+
 fn store_message(path: &std::path::Path, e: &StoreError) -> String {
-    let path = path.display();
-    match e.fault() {
+    let shown = path.display();
+    match e.fault().or_from_fs(path) {
         StorageFault::Corrupt => format!(
-            "session database {path} is damaged or not a SQLite database ({e}); it was left \
+            "session database {shown} is damaged or not a SQLite database ({e}); it was left \
              untouched: restore it from a backup, or move it aside (with any -wal and -shm \
              files beside it) to start with an empty session store"
         ),
-        StorageFault::Full => {
-            format!("opening the session database {path}: {e}; free space on its file system")
-        }
-        StorageFault::ReadOnly => format!(
-            "opening the session database {path}: {e}; make its directory writable by the daemon"
-        ),
-        StorageFault::Other => format!("opening the session database {path}: {e}"),
+        fault => format!("opening the session database {shown}: {e}{}", remedy(fault)),
+    }
+}
+
+/// What to do about an I/O failure at startup, said after its message.
+fn remedy(fault: StorageFault) -> &'static str {
+    match fault {
+        StorageFault::Full => "; free space on its file system",
+        StorageFault::ReadOnly => "; check that the daemon may read and write it and its directory",
+        StorageFault::Corrupt | StorageFault::Other => "",
     }
 }
 
@@ -98,8 +108,7 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
         tracing::warn!(event = "data_dir_env_ignored", "{w}");
     }
     endpoint::ensure_dirs(&dirs, None)?;
-    let (store, config) =
-        ConfigStore::open(&dirs.config_dir).map_err(|e| StartError::Config(e.to_string()))?;
+    let (store, config) = ConfigStore::open(&dirs.config_dir).map_err(StartError::Config)?;
     let endpoint_name = endpoint::resolve_endpoint(&dirs.data_dir, |k| std::env::var_os(k));
     let socket_group = config.security.socket_group.clone();
     #[cfg(unix)]

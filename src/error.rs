@@ -397,7 +397,7 @@ impl From<crate::config::ConfigError> for RpcError {
             C::Forbidden { index, prop } => Self::Forbidden(Forbidden::ConfigPath { index, prop }),
             C::ConfigChanged => Self::internal(message, Some(InternalReason::ConfigChanged)),
             C::Storage { fault, .. } => Self::storage_fault(fault, message),
-            C::Startup(_) => Self::internal(message, None),
+            C::Startup(_) | C::StartupIo { .. } => Self::internal(message, None),
         }
     }
 }

@@ -77,6 +77,24 @@ impl StorageFault {
         }
     }
 
+    /// `self`, or what the file system holding `path` shows when `self` is
+    /// [`StorageFault::Other`]: no block left for unprivileged writers is
+    /// [`StorageFault::Full`], a read-only mount [`StorageFault::ReadOnly`].
+    /// SQLite's I/O errors (`SQLITE_IOERR_*`, e.g. a `-shm` that cannot grow)
+    /// carry no errno through the driver; this names their likely cause.
+    pub fn or_from_fs(self, path: &std::path::Path) -> Self {
+        if self != Self::Other {
+            return self;
+        }
+        match fs_state(path) {
+            Some(FsState {
+                read_only: true, ..
+            }) => Self::ReadOnly,
+            Some(FsState { free_blocks: 0, .. }) => Self::Full,
+            _ => Self::Other,
+        }
+    }
+
     /// The class of a SQLite result code (primary or extended).
     pub fn of_sqlite_code(code: i32) -> Self {
         match code & 0xff {
@@ -86,6 +104,36 @@ impl StorageFault {
             _ => Self::Other,
         }
     }
+}
+
+struct FsState {
+    read_only: bool,
+    free_blocks: u64,
+}
+
+/// `statvfs` of the file system holding `path` (the nearest existing ancestor).
+#[cfg(unix)]
+fn fs_state(path: &std::path::Path) -> Option<FsState> {
+    use std::os::unix::ffi::OsStrExt;
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let c = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is NUL-terminated; statvfs only writes into `st`, which we own.
+    let st = unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+            return None;
+        }
+        st
+    };
+    Some(FsState {
+        read_only: st.f_flag & libc::ST_RDONLY != 0,
+        free_blocks: st.f_bavail as u64,
+    })
+}
+
+#[cfg(not(unix))]
+fn fs_state(_path: &std::path::Path) -> Option<FsState> {
+    None
 }
 
 #[cfg(test)]

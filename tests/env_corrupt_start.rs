@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::acp::{echo_config, AcpEnv};
+use common::acp::{echo_config, fold_wal, AcpEnv};
 use common::files::{tree, Node};
 use common::{DaemonBuilder, StartFailure};
 
@@ -69,28 +69,8 @@ fn stopped_env_with_sessions() -> AcpEnv {
     }
     drop(rpc);
     env.stop();
-    checkpoint_wal(&env.db());
+    fold_wal(&env.db());
     env
-}
-
-/// Folds the WAL into the database file and removes it (the last
-/// connection to close does), so that damage to the file is damage to the data.
-fn checkpoint_wal(db: &Path) {
-    common::acp::block_on(async {
-        use sqlx::{ConnectOptions, Connection};
-        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(db)
-            .connect()
-            .await
-            .unwrap();
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        conn.close().await.unwrap();
-    });
-    let wal = PathBuf::from(format!("{}-wal", db.display()));
-    assert!(!wal.exists(), "{} is left", wal.display());
 }
 
 const DB_ADVICE: &str = "restore it from a backup, or move it aside";

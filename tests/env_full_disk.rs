@@ -11,9 +11,12 @@
 #[macro_use]
 mod common;
 
+use std::path::Path;
+
 use common::acp::*;
 use common::env_ops::*;
-use common::tmpfs::Filler;
+use common::tmpfs::{Filler, Tmpfs};
+use common::{DaemonBuilder, TestDir};
 use serde_json::{json, Value};
 
 const SIZE: u64 = 2 * 1024 * 1024;
@@ -147,4 +150,62 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     rpc.prompt_ok("a2", "fresh");
     assert!(env.d_mut().is_running());
     assert_eq!(env.d().pid, before.pid);
+}
+
+#[test]
+fn starting_on_a_full_file_system_exits_1_says_why_and_changes_nothing() {
+    let dir = TestDir::new();
+    let fs = match Tmpfs::mount(&dir.config_dir(), SIZE) {
+        Ok(fs) => fs,
+        Err(why) => skip_test!("{why}"),
+    };
+    let cfg = fs.path();
+    let refused = |what: &str| {
+        let f = match DaemonBuilder::new().config_dir(cfg).try_spawn() {
+            Ok(_) => panic!("the daemon started on a full file system ({what})"),
+            Err(f) => f,
+        };
+        assert_eq!(f.status.code(), Some(1), "{}", f.log.text());
+        let text = f.log.text();
+        assert!(text.contains("free space on its file system"), "{text}");
+        text
+    };
+
+    // A first start: not even config.toml can be created; nothing is left.
+    let filler = Filler::fill(cfg);
+    let text = refused("first start");
+    assert!(text.contains("config.toml: cannot create: "), "{text}");
+    assert!(!cfg.join("config.toml").exists());
+    assert!(!cfg.join(".config.toml.new").exists());
+    drop(filler);
+
+    // A restart with state, once the disk is full again: SQLite cannot
+    // create its shared-memory file. The database is left as it was.
+    let mut d = DaemonBuilder::new().config_dir(cfg).spawn();
+    let mut rpc = Rpc::new(&d);
+    rpc.new_session("a1", "acp");
+    rpc.prompt_ok("a1", "hello");
+    drop(rpc);
+    d.wait_for_handler(libc::SIGTERM);
+    d.signal(libc::SIGTERM);
+    assert!(d
+        .wait_exit(common::EXIT_TIMEOUT)
+        .is_some_and(|s| s.success()));
+    let db = cfg.join("data/sessions/sessions.db");
+    fold_wal(&db);
+    let db_bytes = std::fs::read(&db).unwrap();
+    let filler = Filler::fill(cfg);
+    let text = refused("restart");
+    assert!(text.contains(&db.display().to_string()), "{text}");
+    assert_eq!(std::fs::read(&db).unwrap(), db_bytes);
+    for suffix in ["-wal", "-shm"] {
+        let p = format!("{}{suffix}", db.display());
+        assert!(!Path::new(&p).exists(), "{p} was left behind");
+    }
+
+    // Space again: the same state serves.
+    drop(filler);
+    let d = DaemonBuilder::new().config_dir(cfg).spawn();
+    let mut rpc = Rpc::new(&d);
+    assert_eq!(shape(&rpc.messages("a1")).len(), 2);
 }

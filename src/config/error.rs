@@ -11,7 +11,7 @@
 //! | [`ConfigError::Forbidden`] | -32012 | `reason: "config_path"`, `index` (if any), `prop` |
 //! | [`ConfigError::ConfigChanged`] | -32603 | `reason: "config_changed"` |
 //! | [`ConfigError::Storage`] | -32603 | `reason`: `storage`, `storage_full` or `storage_read_only` |
-//! | [`ConfigError::Startup`] | — | the daemon refuses to start |
+//! | [`ConfigError::Startup`], [`ConfigError::StartupIo`] | — | the daemon refuses to start |
 
 use crate::storage_fault::StorageFault;
 
@@ -57,9 +57,15 @@ pub enum ConfigError {
         fault: StorageFault,
         message: String,
     },
-    /// The configuration cannot be loaded at startup.
+    /// The configuration cannot be loaded at startup: its content is invalid.
     #[error("{0}")]
     Startup(String),
+    /// `config.toml` cannot be read or created at startup (an I/O failure of class `fault`).
+    #[error("{message}")]
+    StartupIo {
+        fault: StorageFault,
+        message: String,
+    },
 }
 
 impl ConfigError {

@@ -30,11 +30,16 @@ pub struct ConfigStore {
 impl ConfigStore {
     /// Opens `<config_dir>/config.toml`, creating it (0600) with
     /// [`Config::default_file_text`] if missing, and returns the valid config it holds. Any
-    /// failure is [`ConfigError::Startup`], naming the file and, for invalid content, the path.
+    /// failure names the file: [`ConfigError::StartupIo`] when it cannot be created or read,
+    /// [`ConfigError::Startup`] for invalid content (with the path of the offending key).
     pub fn open(config_dir: &Path) -> Result<(ConfigStore, Config), ConfigError> {
         let path = config_dir.join(FILE);
         let startup = |what: &str, e: &dyn std::fmt::Display| {
             ConfigError::Startup(format!("{}: {what}{e}", path.display()))
+        };
+        let startup_io = |what: &str, e: &io::Error| ConfigError::StartupIo {
+            fault: StorageFault::of_io(e),
+            message: format!("{}: {what}{e}", path.display()),
         };
         if !path.exists() {
             // Written whole to a temporary file first and linked into place, so
@@ -48,9 +53,9 @@ impl ConfigStore {
                 })
                 .and_then(|()| sync_dir(config_dir));
             let _ = fs::remove_file(&tmp);
-            created.map_err(|e| startup("cannot create: ", &e))?;
+            created.map_err(|e| startup_io("cannot create: ", &e))?;
         }
-        let bytes = fs::read(&path).map_err(|e| startup("cannot read: ", &e))?;
+        let bytes = fs::read(&path).map_err(|e| startup_io("cannot read: ", &e))?;
         let text = std::str::from_utf8(&bytes).map_err(|e| startup("not UTF-8: ", &e))?;
         // The daemon never writes an empty file (it writes whole files and
         // renames them into place): an empty one was truncated by something

@@ -540,6 +540,25 @@ pub fn dump_all(db: &Path) -> BTreeMap<&'static str, Vec<String>> {
     TABLES.iter().map(|t| (*t, dump_table(db, t))).collect()
 }
 
+/// Folds the WAL into the database file and removes the `-wal` and `-shm`
+/// files (the last connection to close does); only while no daemon runs on
+/// it. Afterwards the file alone holds the data.
+pub fn fold_wal(db: &Path) {
+    block_on(async {
+        use sqlx::Connection;
+        let mut conn = open(db, false).await;
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+    });
+    for suffix in ["-wal", "-shm"] {
+        let p = PathBuf::from(format!("{}{suffix}", db.display()));
+        assert!(!p.exists(), "{} is left", p.display());
+    }
+}
+
 /// One integer from `sql` (read-only).
 pub fn db_int(db: &Path, sql: &str) -> i64 {
     block_on(async {
