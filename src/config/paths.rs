@@ -48,6 +48,7 @@ pub(crate) type Field = (&'static str, Kind);
 const U32: Kind = Kind::Int(u32::MAX as u64);
 
 pub(crate) const DAEMON: &[Field] = &[
+    ("advertised_server_version", Kind::Str),
     ("approval_timeout_secs", U32),
     ("ask_timeout_secs", U32),
     ("session_idle_secs", U32),

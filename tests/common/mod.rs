@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 pub mod acp;
 pub mod files;
+pub mod stdio;
 pub mod users;
 
 /// The binary under test.
