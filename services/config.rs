@@ -54,11 +54,7 @@ fn get(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     let p: GetParams = req.params()?;
     let running = daemon.config.current();
     match p.prop {
-        None => {
-            let mut tree = effective_json(&running);
-            fill_workspaces(&mut tree, &running, &daemon.paths.config_dir);
-            Payload::new(&tree, Default::default())
-        }
+        None => Payload::new(&effective_view(daemon), Default::default()),
         Some(prop) => {
             let value = config::props::get(&running, &prop)
                 .map_err(|e| RpcError::invalid_params(e.to_string()))?;
@@ -70,6 +66,14 @@ fn get(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
             Payload::new(&json!({"prop": prop, "value": value}), Default::default())
         }
     }
+}
+
+/// The whole effective config of §8.14 (also what `config/list` lists).
+pub fn effective_view(daemon: &Daemon) -> Value {
+    let running = daemon.config.current();
+    let mut tree = effective_json(&running);
+    fill_workspaces(&mut tree, &running, &daemon.paths.config_dir);
+    tree
 }
 
 /// §8.14 shows the *effective* config: an agent without `workspace_dir`

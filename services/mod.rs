@@ -127,8 +127,9 @@ impl Router {
             "config/get" | "config/set" | "config/set-many" => self.config.call(req),
             "pairing/list" | "pairing/create" | "pairing/revoke" => self.pairing.call(req),
             // Protocol additions (docs/protocol-additions.md), before the `session/` prefix.
-            "config/sections" | "config/templates" | "agents/status" | "session/git_branch"
-            | "health" | "logs/subscribe" | "logs/query" => self.additions.call(req),
+            "config/sections" | "config/templates" | "config/list" | "config/map-keys"
+            | "agents/status" | "session/git_branch" | "health" | "logs/subscribe"
+            | "logs/query" => self.additions.call(req),
             name if name.starts_with("session/") => self.session.call(req),
             "debug/set-faults" => self.debug.call(req),
             name if name.starts_with("file/") => self.file.call(req),

@@ -79,6 +79,8 @@ pub static METHODS: &[MethodSpec] = &[
     // Protocol additions (docs/protocol-additions.md): outside version 1, served the same way.
     m("config/sections", g(Config, Read)),
     m("config/templates", g(Config, Read)),
+    m("config/list", g(Config, Read)),
+    m("config/map-keys", g(Config, Read)),
     m("agents/status", g(Sessions, Read)),
     m("session/git_branch", g(Sessions, Read)),
     m("health", g(System, Read)),

@@ -5,6 +5,7 @@
 //! changes.
 
 pub mod agents;
+pub mod config_list;
 pub mod git_branch;
 pub mod health;
 pub mod logs;
@@ -59,6 +60,12 @@ impl AdditionsService {
             "config/templates" => RouteFuture::ready(
                 params::object(&req).and_then(|_| payload(&sections::templates())),
             ),
+            "config/list" => {
+                RouteFuture::ready(config_list::list(&daemon, &req).and_then(|v| payload(&v)))
+            }
+            "config/map-keys" => {
+                RouteFuture::ready(config_list::map_keys(&daemon, &req).and_then(|v| payload(&v)))
+            }
             "logs/subscribe" => RouteFuture::ready(
                 logs::subscribe(&daemon, &self.conn, &req, &mut self.logs)
                     .and_then(|v| payload(&v)),

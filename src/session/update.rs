@@ -9,6 +9,7 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::value::RawValue;
 
 use crate::context::Conn;
+use crate::dialect::Dialect;
 use crate::jsonrpc::notification_frame;
 
 /// Longest streamed chunk text (SPEC §3.1).
@@ -173,8 +174,43 @@ pub fn split_chunks(text: &str) -> impl Iterator<Item = &str> {
 /// Writes one update to `conn` in its dialect. A closed connection
 /// discards it (the turn goes on and is persisted).
 pub async fn notify(conn: &Conn, update: &Update<'_>) {
-    if let Ok(frame) = notification_frame("session/update", update, conn.dialect()) {
+    let dialect = conn.dialect();
+    let notice;
+    let update = match (&update.event, dialect) {
+        (
+            Event::TurnComplete {
+                outcome, reason, ..
+            },
+            Dialect::Snake,
+        ) if *outcome != Outcome::Completed => {
+            notice = ended_notice(*outcome, *reason);
+            &Update {
+                session_id: update.session_id,
+                event: Event::TurnComplete {
+                    outcome: *outcome,
+                    content: &notice,
+                    reason: *reason,
+                },
+            }
+        }
+        _ => update,
+    };
+    if let Ok(frame) = notification_frame("session/update", update, dialect) {
         let _ = conn.outbound.send(frame).await;
+    }
+}
+
+/// The snake dialect's `turn_complete.content` for a cancelled or failed
+/// turn (docs/decisions.md): ZeroClaw's snake clients show `content` as the
+/// turn's closing notice and have already shown the streamed text from its
+/// chunks, so `content` carries why the turn ended, as zeroclaw's own
+/// daemon writes it. The camel dialect keeps SPEC §8.5 (the streamed text).
+pub fn ended_notice(outcome: Outcome, reason: Option<&str>) -> String {
+    match (outcome, reason) {
+        (Outcome::Failed, Some(r)) => format!("turn failed: {r}"),
+        (Outcome::Failed, None) => "turn failed".into(),
+        (_, None | Some("cancelled")) => "turn cancelled".into(),
+        (_, Some(r)) => format!("turn cancelled: {r}"),
     }
 }
 
@@ -187,6 +223,22 @@ mod tests {
         let mut v = Vec::new();
         write_json(&mut v, u, d).unwrap();
         String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn the_snake_notice_says_why_the_turn_ended() {
+        assert_eq!(
+            ended_notice(Outcome::Failed, Some("boom")),
+            "turn failed: boom"
+        );
+        assert_eq!(
+            ended_notice(Outcome::Cancelled, Some("cancelled")),
+            "turn cancelled"
+        );
+        assert_eq!(
+            ended_notice(Outcome::Cancelled, Some("session closed")),
+            "turn cancelled: session closed"
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod acp;
 pub mod files;
 pub mod stdio;
 pub mod users;
+pub mod zerocode;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_zeroclaw");
