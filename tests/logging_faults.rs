@@ -48,9 +48,20 @@ fn stderr_reader_gone_and_ephemeral_still_exits_when_the_last_client_leaves() {
 fn stderr_full_pipe_never_holds_a_request() {
     let mut d = RawDaemon::spawn_with(&[], "trace", &[], true);
     d.read_ready_line();
-    // Nobody reads stderr from here on: the pipe fills within the first round.
-    d.serve_round(ROUND);
-    d.serve_round(ROUND);
+    // Nobody reads stderr from here on: the pipe fills within the first
+    // round, the writer's queue (1024 lines) a few rounds later.
+    for _ in 0..8 {
+        d.serve_round(ROUND);
+    }
+    // The lost lines are counted where a client can see them.
+    let mut c = Client::connect(&d.socket);
+    c.initialize();
+    let h = c.call("health", serde_json::json!({}), serde_json::json!(1));
+    let dropped = h["result"]["logging"]["dropped_lines"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(dropped > 0, "{h}");
+    drop(c);
     assert_clean_exit(&mut d);
 }
 
@@ -91,4 +102,63 @@ fn stdout_and_stderr_closed_before_exec() {
     assert!(v.get("result").is_some(), "session/new: {v}");
     drop(c);
     assert_clean_exit(&mut d);
+}
+
+#[test]
+fn log_format_text_and_json_and_json_by_default_on_a_pipe() {
+    let text = common::Daemon::builder()
+        .arg("--log-format")
+        .arg("text")
+        .spawn();
+    text.client().status();
+    let (_, line) = wait_line(&text.log, "listening");
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&line).is_err(),
+        "{line}"
+    );
+    assert!(
+        line.contains(" INFO ") && line.contains("event=\"listening\""),
+        "{line}"
+    );
+
+    for args in [&["--log-format", "json"][..], &[][..]] {
+        let mut b = common::Daemon::builder();
+        for a in args {
+            b = b.arg(a);
+        }
+        let d = b.spawn();
+        let (_, line) = wait_line(&d.log, "listening");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+        assert_eq!(v["event"], "listening", "{args:?}");
+        assert_eq!(v["level"], "INFO");
+    }
+
+    let (status, _, err) = common::run_cli({
+        let mut c = std::process::Command::new(common::BIN);
+        c.args(["daemon", "--log-format", "yaml"]);
+        c
+    });
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("--log-format"), "{err}");
+}
+
+/// The first stderr line containing `needle` (bounded).
+fn wait_line(log: &common::Log, needle: &str) -> (usize, String) {
+    let deadline = std::time::Instant::now() + common::RECV_TIMEOUT;
+    loop {
+        if let Some((i, l)) = log
+            .lines()
+            .into_iter()
+            .enumerate()
+            .find(|(_, l)| l.contains(needle))
+        {
+            return (i, l);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {needle} line in:\n{}",
+            log.text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
