@@ -327,3 +327,23 @@ fn the_advertised_version_is_for_snake_clients_only_and_logged() {
     assert_eq!(r["server_version"], VERSION);
     assert_ne!(VERSION, ZEROCODE_VERSION);
 }
+
+#[test]
+fn a_malformed_advertised_version_refuses_to_start_naming_the_key() {
+    let dir = TestDir::new();
+    let cfg = dir.config_dir();
+    sessions::write_config(
+        &cfg,
+        "schema_version = 1\n[daemon]\nadvertised_server_version = \"0.8.4 beta\"\n[agents.echo]\nbackend = \"echo\"\n",
+    );
+    let failed = common::DaemonBuilder::new()
+        .config_dir(&cfg)
+        .try_spawn()
+        .expect_err("the daemon must refuse the value");
+    assert_eq!(failed.status.code(), Some(1));
+    let text = failed.log.text();
+    assert!(
+        text.contains("daemon.advertised_server_version") && text.contains("[0-9A-Za-z.+-]"),
+        "{text}"
+    );
+}
