@@ -142,7 +142,7 @@ pub fn query(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<Value, RpcEr
             && category.as_deref().is_none_or(|c| r.category() == c)
             && action.as_deref().is_none_or(|a| r.action == a)
             // "Internal": the capture's own machinery and dependencies, not the daemon's events.
-            && !(hide_internal && !r.target.starts_with("zeroclaw"))
+            && (!hide_internal || r.target.starts_with("zeroclaw"))
             && q.as_deref().is_none_or(|q| text_matches(r, q))
     };
     let mut found = Capture::global().query(&scope, &sessions, matches);

@@ -187,15 +187,32 @@ impl<'a> EchoTurn<'_, 'a, '_> {
     async fn ask<S: EventSink>(&mut self, sink: &mut S, message: &str) -> Result<(), Stop> {
         let schema: Box<RawValue> = serde_json::from_str(ASK_SCHEMA)
             .map_err(|e| Stop::Failed(format!("invalid ask schema: {e}")))?;
-        let outcome = self.emitter.race(sink.ask_user(message, &schema)).await?;
+        self.elicit(sink, message, &schema, "answer", |c| {
+            accepted_answer(c).into_owned()
+        })
+        .await
+    }
+
+    /// Asks the user, then emits the text item `<label>: <answer>` (§10.3's
+    /// `::ask` rule, which `::choose` shares).
+    async fn elicit<S: EventSink>(
+        &mut self,
+        sink: &mut S,
+        message: &str,
+        schema: &RawValue,
+        label: &str,
+        accepted: impl FnOnce(&RawValue) -> String,
+    ) -> Result<(), Stop> {
+        let outcome = self.emitter.race(sink.ask_user(message, schema)).await?;
         let answer = match &outcome {
-            AskOutcome::Accept(content) => accepted_answer(content),
+            AskOutcome::Accept(content) => accepted(content),
             AskOutcome::Decline => "declined".into(),
             AskOutcome::Cancel => "cancelled".into(),
             AskOutcome::Unavailable(_) => "unavailable".into(),
         };
         let mut segment = self.item_prefix();
-        segment.push_str("answer: ");
+        segment.push_str(label);
+        segment.push_str(": ");
         segment.push_str(&answer);
         self.emitter.emit(sink, Stream::Message, &segment).await
     }
@@ -219,17 +236,10 @@ impl EchoTurn<'_, '_, '_> {
             "type": "string", "title": "Choice", "oneOf": one_of}}, "required": ["choice"]});
         let schema = serde_json::value::to_raw_value(&schema)
             .map_err(|e| Stop::Failed(format!("invalid choice schema: {e}")))?;
-        let outcome = self.emitter.race(sink.ask_user(message, &schema)).await?;
-        let answer = match &outcome {
-            AskOutcome::Accept(content) => chosen(content, options),
-            AskOutcome::Decline => "declined".into(),
-            AskOutcome::Cancel => "cancelled".into(),
-            AskOutcome::Unavailable(_) => "unavailable".into(),
-        };
-        let mut segment = self.item_prefix();
-        segment.push_str("choice: ");
-        segment.push_str(&answer);
-        self.emitter.emit(sink, Stream::Message, &segment).await
+        self.elicit(sink, message, &schema, "choice", |c| {
+            chosen(c, options).into_owned()
+        })
+        .await
     }
 }
 

@@ -40,6 +40,19 @@ pub fn sorted(v: &Value) -> String {
     }
 }
 
+/// `JsonRpcRequest` (with an id) or `JsonRpcNotification` as zerocode serializes them.
+fn request_text(method: &str, params: &Value, id: Option<&str>) -> String {
+    let head = format!(
+        r#"{{"jsonrpc":"2.0","method":{},"params":{}"#,
+        Value::from(method),
+        sorted(params)
+    );
+    match id {
+        Some(id) => format!(r#"{head},"id":"{id}"}}"#),
+        None => format!("{head}}}"),
+    }
+}
+
 /// An answer: `result`, or `(code, message)`.
 pub type Answer = Result<Value, (i64, String)>;
 
@@ -76,22 +89,14 @@ impl Zerocode {
     pub fn send(&mut self, method: &str, params: &Value) -> String {
         let id = format!("zc-out-{}", self.next);
         self.next += 1;
-        let line = format!(
-            r#"{{"jsonrpc":"2.0","method":{},"params":{},"id":"{id}"}}"#,
-            Value::from(method),
-            sorted(params)
-        );
+        let line = request_text(method, params, Some(&id));
         self.write(line);
         id
     }
 
     /// `RpcOutbound::notify`.
     pub fn notify(&mut self, method: &str, params: &Value) {
-        let line = format!(
-            r#"{{"jsonrpc":"2.0","method":{},"params":{}}}"#,
-            Value::from(method),
-            sorted(params)
-        );
+        let line = request_text(method, params, None);
         self.write(line);
     }
 
