@@ -306,6 +306,10 @@ fn zerocode_approval_choice_cancel_and_failure_screens() {
     let (_, done) = updates.last().unwrap();
     assert_eq!(done["outcome"], "failed");
     assert_eq!(done["content"], "turn failed: the disk is on fire");
+
+    // The ACP pane's recent-session picker (after a restart) decodes our list.
+    let listed = check_session_list(&zc.must("session/list-acp", &json!({})));
+    assert_eq!(listed.len(), 1, "the ACP pane's session: {listed:?}");
 }
 
 #[test]
@@ -346,4 +350,45 @@ fn a_malformed_advertised_version_refuses_to_start_naming_the_key() {
         text.contains("daemon.advertised_server_version") && text.contains("[0-9A-Za-z.+-]"),
         "{text}"
     );
+}
+
+#[test]
+fn zerocode_resumes_its_acp_session_after_a_daemon_restart() {
+    let (mut env, mut zc) = zerocode_daemon();
+    let (cwd, _) = repo_dir(&env.dir);
+    startup(&mut zc, &cwd);
+    let listed = check_session_list(&zc.must("session/list-acp", &json!({})));
+    let acp = listed[0].clone();
+    zc.notify(
+        "session/prompt",
+        &json!({"session_id": acp, "prompt": "remember me"}),
+    );
+    assert_eq!(text_of(&turn(&mut zc, &acp)), "remember me");
+
+    env.daemon.signal(libc::SIGTERM);
+    let status = env
+        .daemon
+        .wait_exit(common::EXIT_TIMEOUT)
+        .expect("the daemon exits");
+    assert_eq!(status.code(), Some(0));
+    let daemon = common::DaemonBuilder::new()
+        .config_dir(&env.daemon.config_dir)
+        .spawn();
+
+    // zerocode's reconnect: a new handshake, then the carried ACP session id
+    // with no cwd (the daemon keeps the session's own).
+    let mut zc = Zerocode::new(daemon.connect());
+    check_initialize(&zc.must(
+        "initialize",
+        &json!({"protocol_version": 1, "clientCapabilities": {"elicitation": {"form": {}}}}),
+    ));
+    let resumed = zc.must(
+        "session/new",
+        &json!({"agent_alias": "echo", "cwd": null, "session_id": acp, "tui_id": null,
+                "exclude_memory": true, "chat_mode": "acp"}),
+    );
+    assert_eq!(check_session_new(&resumed), acp);
+    assert_eq!(resumed["resumed"], true, "{resumed}");
+    assert_eq!(resumed["message_count"], 2, "{resumed}");
+    assert_eq!(resumed["workspace_dir"], cwd.to_str().unwrap());
 }

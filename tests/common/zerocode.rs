@@ -411,6 +411,23 @@ pub fn check_log_entry(v: &Value) {
     opt_string(v, "message", "log entry");
 }
 
+/// `SessionListResult` (`SessionEntry`): the ids zerocode's picker offers.
+pub fn check_session_list(r: &Value) -> Vec<String> {
+    let sessions = r["sessions"].as_array().expect("sessions must be an array");
+    sessions
+        .iter()
+        .map(|e| {
+            for k in ["session_key", "created_at", "last_activity"] {
+                string(e, k, "session entry");
+            }
+            assert!(e["message_count"].is_u64(), "message_count: {e}");
+            opt_string(e, "agent_alias", "session entry");
+            opt_string(e, "name", "session entry");
+            string(e, "session_id", "session entry")
+        })
+        .collect()
+}
+
 /// `SessionGitBranchResult`.
 pub fn check_git_branch(r: &Value) -> (Option<String>, Option<String>) {
     opt_string(r, "branch", "session/git_branch");
