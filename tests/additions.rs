@@ -282,3 +282,29 @@ fn config_get_shows_each_agents_effective_workspace() {
     );
     assert_eq!(all["agents"]["other"]["workspace_dir"], "/srv/other");
 }
+
+#[test]
+fn a_subscriber_that_stops_reading_loses_the_oldest_records_and_is_told() {
+    let d = start_echo();
+    let mut slow = d.client();
+    slow.ok("logs/subscribe", json!({}));
+    // `slow` reads nothing while 600 other connections come and go (three
+    // records each): its socket buffer, its write queue and then its 256
+    // records of queue fill. Every one of them is still served at once.
+    for i in 0..600 {
+        let mut c = d.client();
+        let v = c.call("status", json!({}), json!(i));
+        assert_eq!(v["id"], i, "{v}");
+    }
+    let (_, notice) = slow.until("the dropped-records notice", |f| {
+        f.method() == Some("logs/event") && f.params()["event"]["action"] == "log_records_dropped"
+    });
+    let dropped = notice.params()["attributes"]["dropped"].as_u64().unwrap();
+    assert!(dropped > 0, "{}", notice.raw);
+    assert_eq!(notice.params()["severity_number"], 13);
+    // The stream goes on after the notice.
+    let (_, next) = slow.until("a record after the notice", |f| {
+        f.method() == Some("logs/event")
+    });
+    assert!(next.params()["id"].as_str().unwrap().parse::<u64>().is_ok());
+}
