@@ -308,3 +308,63 @@ fn a_subscriber_that_stops_reading_loses_the_oldest_records_and_is_told() {
     });
     assert!(next.params()["id"].as_str().unwrap().parse::<u64>().is_ok());
 }
+
+#[test]
+fn a_non_admin_sees_its_agents_and_its_own_records_only() {
+    let d = start(&format!(
+        "schema_version = 1\n[security]\ntrust_daemon_uid = false\n\
+         [agents.echo]\nbackend = \"echo\"\n[agents.hidden]\nbackend = \"echo\"\n\
+         [permission_profiles.p]\nallowed_agents = [\"echo\"]\n\
+         [permission_profiles.p.grants]\nsessions = [\"create\", \"read\", \"update\", \"execute\"]\n\
+         system = [\"read\"]\nconfig = [\"read\"]\n\
+         [users.ann]\nuid = {}\npermission_profiles = [\"p\"]\n",
+        common::euid()
+    ));
+    let mut c = d.connect();
+    let me = c.initialize()["principalId"].as_str().unwrap().to_owned();
+    assert_ne!(me, "shared-operator");
+    let agents = c.ok("agents/status", json!({}));
+    let aliases: Vec<&str> = agents["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["alias"].as_str().unwrap())
+        .collect();
+    assert_eq!(aliases, ["echo"]);
+
+    c.ok("logs/subscribe", json!({}));
+    c.new_session("s-a", "chat");
+    let (_, f) = c.until("my session_created", |f| {
+        f.method() == Some("logs/event") && f.params()["event"]["action"] == "session_created"
+    });
+    assert_eq!(f.params()["session_id"], "s-a");
+    // Another connection (same principal) comes and goes: its connection
+    // records are not this connection's, its handshake is this principal's.
+    let mut other = d.connect();
+    other.initialize();
+    drop(other);
+    // Subscribed: records may come before an answer.
+    let id = c.send_request("status", json!({}));
+    c.until_answer(&id);
+    let id = c.send_request("logs/query", json!({"limit": 2048}));
+    let page = c.until_answer(&id).result().clone();
+    let events = page["events"].as_array().unwrap();
+    let actions: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"]["action"].as_str().unwrap())
+        .collect();
+    assert!(
+        !actions.contains(&"listening"),
+        "daemon records are the admin's: {actions:?}"
+    );
+    let accepted = actions
+        .iter()
+        .filter(|a| **a == "connection_accepted")
+        .count();
+    assert_eq!(accepted, 1, "only this connection's: {actions:?}");
+    for e in events {
+        let mine =
+            e["principal_id"] == me.as_str() || e["session_id"] == "s-a" || e["conn"].is_u64();
+        assert!(mine, "{e}");
+    }
+}
