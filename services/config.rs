@@ -54,7 +54,7 @@ fn get(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     let p: GetParams = req.params()?;
     let running = daemon.config.current();
     match p.prop {
-        None => Payload::new(&effective_json(&running), Default::default()),
+        None => Payload::new(&effective_view(daemon), Default::default()),
         Some(prop) => {
             let value = config::props::get(&running, &prop)
                 .map_err(|e| RpcError::invalid_params(e.to_string()))?;
@@ -64,6 +64,28 @@ fn get(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
                 value
             };
             Payload::new(&json!({"prop": prop, "value": value}), Default::default())
+        }
+    }
+}
+
+/// The whole effective config of §8.14 (also what `config/list` lists).
+pub fn effective_view(daemon: &Daemon) -> Value {
+    let running = daemon.config.current();
+    let mut tree = effective_json(&running);
+    fill_workspaces(&mut tree, &running, &daemon.paths.config_dir);
+    tree
+}
+
+/// §8.14 shows the *effective* config: an agent without `workspace_dir`
+/// shows where its sessions actually work (§10.2), not `null`.
+fn fill_workspaces(tree: &mut Value, running: &config::Config, config_dir: &std::path::Path) {
+    let Some(Value::Object(agents)) = tree.get_mut("agents") else {
+        return;
+    };
+    for (alias, agent) in agents.iter_mut() {
+        if let Some(slot @ Value::Null) = agent.get_mut("workspace_dir") {
+            let dir = crate::session::lifecycle::agent_workspace_path(running, config_dir, alias);
+            *slot = Value::from(dir.to_string_lossy().into_owned());
         }
     }
 }

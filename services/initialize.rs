@@ -112,7 +112,7 @@ struct Limits {
 #[serde(rename_all = "camelCase")]
 struct InitializeResult<'a> {
     protocol_version: u32,
-    server_version: &'static str,
+    server_version: &'a str,
     server_pid: u32,
     principal_id: &'a str,
     auth_methods: &'static [&'static str],
@@ -180,9 +180,17 @@ impl Initialize {
             principal_id = %principal.id,
             auth_provider,
         );
+        // `daemon.advertised_server_version` (docs/protocol-additions.md):
+        // snake-dialect clients built in lock-step with their own daemon
+        // (zerocode) refuse any other version; camel clients always see the truth.
+        let running = self.daemon.config.current();
+        let server_version = match (&running.daemon.advertised_server_version, dialect) {
+            (Some(v), Dialect::Snake) => v.as_str(),
+            _ => env!("CARGO_PKG_VERSION"),
+        };
         let result = InitializeResult {
             protocol_version: 1,
-            server_version: env!("CARGO_PKG_VERSION"),
+            server_version,
             server_pid: std::process::id(),
             principal_id: &principal.id,
             auth_methods: AUTH_METHODS,

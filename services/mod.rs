@@ -46,6 +46,7 @@ macro_rules! method_family {
     };
 }
 
+pub mod additions;
 pub mod config;
 pub mod debug;
 pub mod file;
@@ -101,6 +102,7 @@ pub struct Router {
     session: session::SessionService,
     debug: debug::DebugService,
     file: file::FileService,
+    additions: additions::AdditionsService,
 }
 
 impl Router {
@@ -114,6 +116,7 @@ impl Router {
             session: session::SessionService::new(daemon.clone(), conn.clone()),
             debug: debug::DebugService::new(daemon.clone()),
             file: file::FileService::new(daemon.clone(), conn.clone()),
+            additions: additions::AdditionsService::new(daemon.clone(), conn.clone()),
         }
     }
 
@@ -123,6 +126,10 @@ impl Router {
             "status" => self.status.call(req),
             "config/get" | "config/set" | "config/set-many" => self.config.call(req),
             "pairing/list" | "pairing/create" | "pairing/revoke" => self.pairing.call(req),
+            // Protocol additions (docs/protocol-additions.md), before the `session/` prefix.
+            "config/sections" | "config/templates" | "config/list" | "config/map-keys"
+            | "agents/status" | "session/git_branch" | "health" | "logs/subscribe"
+            | "logs/query" => self.additions.call(req),
             name if name.starts_with("session/") => self.session.call(req),
             "debug/set-faults" => self.debug.call(req),
             name if name.starts_with("file/") => self.file.call(req),

@@ -94,7 +94,8 @@ pub async fn run(opts: Options) -> i32 {
         Ok((daemon, claimed, signals)) => serve(daemon, claimed, signals).await,
         Err(e) => {
             tracing::error!(event = "startup_failed", error = %e);
-            eprintln!("zeroclaw daemon: {e}");
+            // Not `eprintln!`: it panics when stderr is gone.
+            let _ = writeln!(std::io::stderr(), "zeroclaw daemon: {e}");
             e.exit_code()
         }
     }
@@ -152,6 +153,14 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
         flags,
     );
     tracing::info!(event = "listening", endpoint = %daemon.paths.endpoint, pid = std::process::id());
+    if let Some(v) = &daemon.config.current().daemon.advertised_server_version {
+        tracing::warn!(
+            event = "advertised_server_version",
+            advertised = %v,
+            actual = env!("CARGO_PKG_VERSION"),
+            "snake-dialect initialize reports this server_version instead of the package version"
+        );
+    }
     // The gateway (§12) after the local endpoint; it stops with `daemon.stop`.
     if daemon.config.current().gateway.enabled {
         crate::gateway::start(&daemon, crate::gateway::Settings::default())
@@ -176,10 +185,12 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
         protocol_version: 1,
     };
     let ready = serde_json::to_string(&ready).map_err(|e| StartError::Other(e.to_string()))?;
+    // A closed or broken stdout (a launcher that did not wait for the line)
+    // costs the line, not the daemon: clients find the endpoint anyway.
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{ready}")
-        .and_then(|()| stdout.flush())
-        .map_err(|e| StartError::Other(format!("writing the ready line: {e}")))?;
+    if let Err(e) = writeln!(stdout, "{ready}").and_then(|()| stdout.flush()) {
+        tracing::warn!(event = "ready_line_lost", error = %e);
+    }
     Ok((daemon, claimed, signals))
 }
 

@@ -22,6 +22,7 @@ pub mod hex;
 pub mod jsonrpc;
 pub mod limits;
 pub mod live_config;
+pub mod logging;
 pub mod memory;
 pub mod methods;
 pub mod outbound;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 use zeroclaw::client::{self, exit, Answers};
-use zeroclaw::daemon;
+use zeroclaw::{daemon, logging};
 
 #[derive(Parser)]
 #[command(
@@ -33,6 +33,9 @@ enum Command {
         /// Enable debug/set-faults (black-box tests of storage failures).
         #[arg(long)]
         test_faults: bool,
+        /// Log format on stderr (default: text on a terminal, json otherwise).
+        #[arg(long, value_name = "FORMAT", value_enum)]
+        log_format: Option<LogFormat>,
     },
     /// Send one request; the result goes to stdout, notifications and daemon requests to stderr.
     Rpc {
@@ -74,16 +77,11 @@ fn usage(msg: &str) -> ExitCode {
     ExitCode::from(exit::USAGE as u8)
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ZEROCLAW_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        .with_current_span(false)
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+/// `--log-format`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
@@ -106,14 +104,21 @@ fn main() -> ExitCode {
         Command::Daemon {
             ephemeral,
             test_faults,
+            log_format,
         } => {
-            init_logging();
+            logging::init(match log_format {
+                Some(LogFormat::Text) => logging::Format::Text,
+                Some(LogFormat::Json) => logging::Format::Json,
+                None => logging::Format::for_stderr(),
+            });
             let opts = daemon::Options {
                 config_dir: cli.config_dir.clone(),
                 ephemeral,
                 test_faults,
             };
-            rt.block_on(daemon::run(opts))
+            let status = rt.block_on(daemon::run(opts));
+            logging::flush();
+            status
         }
         Command::Rpc {
             method,

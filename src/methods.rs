@@ -76,6 +76,16 @@ pub static METHODS: &[MethodSpec] = &[
     m("pairing/list", Access::Admin),
     m("pairing/create", Access::Admin),
     m("pairing/revoke", Access::Admin),
+    // Protocol additions (docs/protocol-additions.md): outside version 1, served the same way.
+    m("config/sections", g(Config, Read)),
+    m("config/templates", g(Config, Read)),
+    m("config/list", g(Config, Read)),
+    m("config/map-keys", g(Config, Read)),
+    m("agents/status", g(Sessions, Read)),
+    m("session/git_branch", g(Sessions, Read)),
+    m("health", g(System, Read)),
+    m("logs/subscribe", g(System, Read)),
+    m("logs/query", g(System, Read)),
     MethodSpec {
         name: "debug/set-faults",
         access: Access::Admin,

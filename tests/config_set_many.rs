@@ -497,12 +497,17 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
     let all = ok(&mut c, "config/get", json!({}));
     assert_eq!(
         all["daemon"],
-        json!({"session_idle_secs": 1800, "approval_timeout_secs": 120, "ask_timeout_secs": 7, "upload_idle_secs": 300})
+        json!({"session_idle_secs": 1800, "approval_timeout_secs": 120, "ask_timeout_secs": 7, "upload_idle_secs": 300, "advertised_server_version": null})
     );
     assert_eq!(all["schema_version"], 1);
     assert_eq!(all["gateway"]["port"], 42617);
     assert_eq!(all["agents"]["echo"]["timeout_secs"], 600);
-    assert_eq!(all["agents"]["echo"]["workspace_dir"], Value::Null);
+    // The effective default (§8.14, §10.2), not null.
+    let workspace = d.config_dir.join("agents/echo/workspace");
+    assert_eq!(
+        all["agents"]["echo"]["workspace_dir"],
+        json!(workspace.to_str().unwrap())
+    );
 }
 
 #[test]

@@ -366,7 +366,8 @@ fn every_transcript_is_listed() {
 }
 
 /// Every client→daemon method of protocol version 1, in the order of the
-/// SPEC §6.4 table (the order `capabilities` must follow).
+/// SPEC §6.4 table (the order `capabilities` must follow), and the
+/// protocol additions served the same way.
 const METHOD_TABLE: &[&str] = &[
     "initialize",
     "status",
@@ -390,6 +391,16 @@ const METHOD_TABLE: &[&str] = &[
     "pairing/list",
     "pairing/create",
     "pairing/revoke",
+    // Protocol additions (docs/protocol-additions.md), after version 1's methods.
+    "config/sections",
+    "config/templates",
+    "config/list",
+    "config/map-keys",
+    "agents/status",
+    "session/git_branch",
+    "health",
+    "logs/subscribe",
+    "logs/query",
     "debug/set-faults",
 ];
 

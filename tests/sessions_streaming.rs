@@ -435,7 +435,8 @@ fn snake_dialect_gets_snake_case_update_params() {
         )
     );
 
-    // approval_request, a failed turn_complete with its reason.
+    // approval_request, a failed turn_complete with its reason; on the snake
+    // dialect `content` is the closing notice (docs/decisions.md).
     let id = c.start_prompt("s-1", "::approve rm {\"x\":1}\n::fail bad");
     let seen = c.until_update(|u| u["type"] == "approval_request");
     let req = seen.last().unwrap().params().clone();
@@ -464,7 +465,7 @@ fn snake_dialect_gets_snake_case_update_params() {
         rest,
         [
             r#"{"jsonrpc":"2.0","method":"session/update","params":{"session_id":"s-1","type":"tool_result","tool_call_id":"tc_1","name":"rm","raw_output":"denied: rejected"}}"#,
-            r#"{"jsonrpc":"2.0","method":"session/update","params":{"session_id":"s-1","type":"turn_complete","outcome":"failed","content":"","reason":"bad"}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"session_id":"s-1","type":"turn_complete","outcome":"failed","content":"turn failed: bad","reason":"bad"}}"#,
         ]
     );
 }

@@ -20,6 +20,8 @@ use super::json::parse_object;
 
 /// The most that `::repeat` and `::tool big` may produce (16 MiB).
 pub const MAX_PRODUCED_BYTES: u64 = 16 * 1024 * 1024;
+/// The most options of one `::choose`.
+pub const MAX_CHOICES: usize = 32;
 /// The longest `::sleep` / `::delay` (one hour).
 pub const MAX_WAIT_MS: u64 = 3_600_000;
 
@@ -36,6 +38,14 @@ pub enum Line<'p> {
     Approve(ToolCall<'p>),
     /// `::ask TEXT`.
     Ask(&'p str),
+    /// `::choose QUESTION | OPTION | OPTION…` (a choice question: zerocode
+    /// shows a modal only for choice lists).
+    Choose {
+        /// QUESTION.
+        message: &'p str,
+        /// 1 to [`MAX_CHOICES`] non-empty options, trimmed.
+        options: Vec<&'p str>,
+    },
     /// `::sleep MS`.
     Sleep(u64),
     /// `::delay MS`.
@@ -118,6 +128,7 @@ fn parse_directive<'p>(name: &str, rest: Option<&'p str>) -> Option<Line<'p>> {
     Some(match name {
         "think" => Line::Think(text),
         "ask" => Line::Ask(text),
+        "choose" => parse_choose(text)?,
         "fail" => Line::Fail(text),
         "tool" => Line::Tool(parse_tool(rest?)?),
         "approve" => Line::Approve(parse_tool(rest?)?),
@@ -134,6 +145,15 @@ fn parse_directive<'p>(name: &str, rest: Option<&'p str>) -> Option<Line<'p>> {
         "compact-empty" if no_args(rest) => Line::CompactEmpty,
         _ => return None,
     })
+}
+
+/// `QUESTION | A | B`: a question and 1–32 non-empty options.
+fn parse_choose(text: &str) -> Option<Line<'_>> {
+    let mut parts = text.split('|').map(str::trim);
+    let message = parts.next()?;
+    let options: Vec<&str> = parts.collect();
+    let valid = (1..=MAX_CHOICES).contains(&options.len()) && options.iter().all(|o| !o.is_empty());
+    valid.then_some(Line::Choose { message, options })
 }
 
 fn no_args(rest: Option<&str>) -> bool {
@@ -227,6 +247,16 @@ mod tests {
     fn text_arguments_may_be_empty() {
         assert!(matches!(parse_line("::think"), Line::Think("")));
         assert!(matches!(parse_line("::ask "), Line::Ask("")));
+        match parse_line("::choose Pick one? | Apple |Banana ") {
+            Line::Choose { message, options } => {
+                assert_eq!(message, "Pick one?");
+                assert_eq!(options, ["Apple", "Banana"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in ["::choose no options", "::choose q | a | ", "::choose"] {
+            assert!(matches!(parse_line(bad), Line::Text(_)), "{bad}");
+        }
         assert!(matches!(parse_line("::fail  two"), Line::Fail(" two")));
     }
 

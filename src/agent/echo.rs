@@ -78,6 +78,7 @@ impl<'a> EchoTurn<'_, 'a, '_> {
                 }
                 Line::Approve(call) => self.approve(sink, &call).await?,
                 Line::Ask(message) => self.ask(sink, message).await?,
+                Line::Choose { message, options } => self.choose(sink, message, &options).await?,
                 Line::Sleep(ms) => self.emitter.wait(Duration::from_millis(ms)).await?,
                 Line::Delay(ms) => self.emitter.set_delay_ms(ms),
                 Line::Chunk(n) => self.emitter.set_chunk_chars(n),
@@ -194,17 +195,77 @@ impl<'a> EchoTurn<'_, 'a, '_> {
     async fn ask<S: EventSink>(&mut self, sink: &mut S, message: &str) -> Result<(), Stop> {
         let schema: Box<RawValue> = serde_json::from_str(ASK_SCHEMA)
             .map_err(|e| Stop::Failed(format!("invalid ask schema: {e}")))?;
-        let outcome = self.emitter.race(sink.ask_user(message, &schema)).await?;
+        self.elicit(sink, message, &schema, "answer", |c| {
+            accepted_answer(c).into_owned()
+        })
+        .await
+    }
+
+    /// Asks the user, then emits the text item `<label>: <answer>` (§10.3's
+    /// `::ask` rule, which `::choose` shares).
+    async fn elicit<S: EventSink>(
+        &mut self,
+        sink: &mut S,
+        message: &str,
+        schema: &RawValue,
+        label: &str,
+        accepted: impl FnOnce(&RawValue) -> String,
+    ) -> Result<(), Stop> {
+        let outcome = self.emitter.race(sink.ask_user(message, schema)).await?;
         let answer = match &outcome {
-            AskOutcome::Accept(content) => accepted_answer(content),
+            AskOutcome::Accept(content) => accepted(content),
             AskOutcome::Decline => "declined".into(),
             AskOutcome::Cancel => "cancelled".into(),
             AskOutcome::Unavailable(_) => "unavailable".into(),
         };
         let mut segment = self.item_prefix();
-        segment.push_str("answer: ");
+        segment.push_str(label);
+        segment.push_str(": ");
         segment.push_str(&answer);
         self.emitter.emit(sink, Stream::Message, &segment).await
+    }
+}
+
+impl EchoTurn<'_, '_, '_> {
+    /// `::choose`: a single-select elicitation (`oneOf` of `choice-<i>`
+    /// consts titled by the options), then the text item `choice: <title>`.
+    async fn choose<S: EventSink>(
+        &mut self,
+        sink: &mut S,
+        message: &str,
+        options: &[&str],
+    ) -> Result<(), Stop> {
+        let one_of: Vec<_> = options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| serde_json::json!({"const": format!("choice-{i}"), "title": o}))
+            .collect();
+        let schema = serde_json::json!({"type": "object", "properties": {"choice": {
+            "type": "string", "title": "Choice", "oneOf": one_of}}, "required": ["choice"]});
+        let schema = serde_json::value::to_raw_value(&schema)
+            .map_err(|e| Stop::Failed(format!("invalid choice schema: {e}")))?;
+        self.elicit(sink, message, &schema, "choice", |c| {
+            chosen(c, options).into_owned()
+        })
+        .await
+    }
+}
+
+/// The title of the option `content.choice` names, else the compact JSON of `content`.
+fn chosen<'c>(content: &'c RawValue, options: &[&str]) -> Cow<'c, str> {
+    let picked = serde_json::from_str::<serde_json::Value>(content.get())
+        .ok()
+        .and_then(|v| {
+            v.get("choice")?
+                .as_str()?
+                .strip_prefix("choice-")?
+                .parse::<usize>()
+                .ok()
+        })
+        .and_then(|i| options.get(i));
+    match picked {
+        Some(title) => Cow::Owned((*title).to_owned()),
+        None => super::json::compact_json(content.get()),
     }
 }
 

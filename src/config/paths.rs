@@ -48,6 +48,7 @@ pub(crate) type Field = (&'static str, Kind);
 const U32: Kind = Kind::Int(u32::MAX as u64);
 
 pub(crate) const DAEMON: &[Field] = &[
+    ("advertised_server_version", Kind::Str),
     ("approval_timeout_secs", U32),
     ("ask_timeout_secs", U32),
     ("session_idle_secs", U32),
@@ -143,6 +144,54 @@ pub(crate) fn node(segments: &[&str]) -> Option<Node> {
         }),
         _ => None,
     }
+}
+
+/// One prop of a running config, for listings (`config/list`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PropInfo {
+    /// `agents.echo.chunk_chars`.
+    pub path: String,
+    /// The top-level section or map it belongs to.
+    pub section: &'static str,
+    /// zerocode's kind names: `string`, `integer`, `bool`, `string_array`, `object`.
+    pub kind: &'static str,
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Str => "string",
+        Kind::Int(_) => "integer",
+        Kind::Bool => "bool",
+        Kind::StrList => "string_array",
+        Kind::StrTable | Kind::Grants => "object",
+    }
+}
+
+/// Every prop of a config whose map keys are `keys(map)`, in path order.
+pub fn prop_paths(keys: impl Fn(&str) -> Vec<String>) -> Vec<PropInfo> {
+    let mut out = Vec::new();
+    for (section, fields) in SECTIONS {
+        for (name, kind) in *fields {
+            out.push(PropInfo {
+                path: format!("{section}.{name}"),
+                section,
+                kind: kind_name(*kind),
+            });
+        }
+    }
+    for (map, fields) in MAPS {
+        for key in keys(map) {
+            for (name, kind) in *fields {
+                out.push(PropInfo {
+                    path: format!("{map}.{key}.{name}"),
+                    section: map,
+                    kind: kind_name(*kind),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
 }
 
 /// Agent aliases, user names, profile names and principal ids: `[A-Za-z0-9][A-Za-z0-9_-]{0,63}`.

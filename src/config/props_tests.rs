@@ -24,6 +24,7 @@ fn descriptor_matches_the_serde_structs() {
     }
     let mut full = base();
     full.security.socket_group = Some("g".into());
+    full.daemon.advertised_server_version = Some("1.0.0".into());
     full.gateway.tls_cert = Some("c".into());
     full.gateway.tls_key = Some("k".into());
     let agent = AgentConfig {

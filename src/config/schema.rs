@@ -52,6 +52,11 @@ pub struct DaemonConfig {
     pub ask_timeout_secs: u32,
     /// Staged upload idle limit.
     pub upload_idle_secs: u32,
+    /// The `server_version` a snake-dialect `initialize` reports instead of
+    /// the package version, for clients that refuse any other version
+    /// (docs/protocol-additions.md); unset = the true version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advertised_server_version: Option<String>,
 }
 
 /// `[security]`.
@@ -173,6 +178,7 @@ impl Default for DaemonConfig {
             approval_timeout_secs: 120,
             ask_timeout_secs: 120,
             upload_idle_secs: 300,
+            advertised_server_version: None,
         }
     }
 }

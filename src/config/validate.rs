@@ -82,11 +82,26 @@ pub fn validate(config: &Config) -> Result<(), Failure> {
     );
     r.at_least_one("daemon.ask_timeout_secs".into(), d.ask_timeout_secs);
     r.at_least_one("daemon.upload_idle_secs".into(), d.upload_idle_secs);
+    if let Some(v) = &d.advertised_server_version {
+        if !is_version_text(v) {
+            r.fail(
+                "daemon.advertised_server_version".into(),
+                "must be 1 to 64 characters of [0-9A-Za-z.+-]",
+            );
+        }
+    }
     check_gateway(&mut r, config);
     check_agents(&mut r, config);
     check_profiles(&mut r, config);
     check_users(&mut r, config);
     r.finish()
+}
+
+/// A version string as package managers write them (`0.8.4`, `1.0.0-rc.1+abc`).
+fn is_version_text(v: &str) -> bool {
+    (1..=64).contains(&v.len())
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-'))
 }
 
 fn check_gateway(r: &mut Report, config: &Config) {

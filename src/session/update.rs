@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::Conn;
+use crate::dialect::Dialect;
 use crate::jsonrpc::notification_frame;
 
 /// Longest streamed chunk text (SPEC §3.1).
@@ -176,8 +177,43 @@ pub fn split_chunks(text: &str) -> impl Iterator<Item = &str> {
 /// soft cancel: once it fired, a stalled client no longer holds the turn
 /// back ([`crate::outbound::Outbound::send_or_cancelled`]).
 pub async fn notify(conn: &Conn, update: &Update<'_>, cancel: &CancellationToken) {
-    if let Ok(frame) = notification_frame("session/update", update, conn.dialect()) {
+    let dialect = conn.dialect();
+    let notice;
+    let update = match (&update.event, dialect) {
+        (
+            Event::TurnComplete {
+                outcome, reason, ..
+            },
+            Dialect::Snake,
+        ) if *outcome != Outcome::Completed => {
+            notice = ended_notice(*outcome, *reason);
+            &Update {
+                session_id: update.session_id,
+                event: Event::TurnComplete {
+                    outcome: *outcome,
+                    content: &notice,
+                    reason: *reason,
+                },
+            }
+        }
+        _ => update,
+    };
+    if let Ok(frame) = notification_frame("session/update", update, dialect) {
         let _ = conn.outbound.send_or_cancelled(frame, cancel).await;
+    }
+}
+
+/// The snake dialect's `turn_complete.content` for a cancelled or failed
+/// turn (docs/decisions.md): ZeroClaw's snake clients show `content` as the
+/// turn's closing notice and have already shown the streamed text from its
+/// chunks, so `content` carries why the turn ended, as zeroclaw's own
+/// daemon writes it. The camel dialect keeps SPEC §8.5 (the streamed text).
+pub fn ended_notice(outcome: Outcome, reason: Option<&str>) -> String {
+    match (outcome, reason) {
+        (Outcome::Failed, Some(r)) => format!("turn failed: {r}"),
+        (Outcome::Failed, None) => "turn failed".into(),
+        (_, None | Some("cancelled")) => "turn cancelled".into(),
+        (_, Some(r)) => format!("turn cancelled: {r}"),
     }
 }
 
@@ -190,6 +226,22 @@ mod tests {
         let mut v = Vec::new();
         write_json(&mut v, u, d).unwrap();
         String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn the_snake_notice_says_why_the_turn_ended() {
+        assert_eq!(
+            ended_notice(Outcome::Failed, Some("boom")),
+            "turn failed: boom"
+        );
+        assert_eq!(
+            ended_notice(Outcome::Cancelled, Some("cancelled")),
+            "turn cancelled"
+        );
+        assert_eq!(
+            ended_notice(Outcome::Cancelled, Some("session closed")),
+            "turn cancelled: session closed"
+        );
     }
 
     #[test]

@@ -23,8 +23,10 @@ pub mod acp;
 pub mod env_ops;
 pub mod files;
 pub mod pipeline;
+pub mod stdio;
 pub mod tmpfs;
 pub mod users;
+pub mod zerocode;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_zeroclaw");

@@ -1,0 +1,74 @@
+//! `agents/status` (protocol addition, zerocode's chat pane and dashboard):
+//! one entry per configured agent the caller may use, with how many of its
+//! sessions are live and how many are persisted — counted over what the
+//! caller may see (SPEC §6.6: a non-admin sees its own sessions only).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::Principal;
+use crate::error::RpcError;
+use crate::state::Daemon;
+
+/// Persisted rows scanned per mode (the session lists' own bound).
+const MAX_ROWS: u32 = 1000;
+
+/// One entry, in zerocode's `AgentStatusEntry` shape.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct AgentStatus {
+    pub alias: String,
+    /// Every configured agent can run: the config has no disabled state.
+    pub enabled: bool,
+    pub backend: String,
+    pub live_sessions: usize,
+    pub persisted_sessions: usize,
+    /// No channels in this daemon: always empty.
+    pub channels: Vec<String>,
+}
+
+fn visible(principal: &Principal, owner: &str) -> bool {
+    principal.admin || principal.id == owner
+}
+
+/// The entries for `principal`.
+pub async fn status(daemon: &Daemon, principal: &Principal) -> Result<Vec<AgentStatus>, RpcError> {
+    let config = daemon.config.current();
+    let mut live: BTreeMap<&str, usize> = BTreeMap::new();
+    let sessions = daemon.sessions.all();
+    for s in sessions.iter().filter(|s| visible(principal, &s.owner)) {
+        *live.entry(s.agent_alias.as_str()).or_default() += 1;
+    }
+    let store = &daemon.sessions.store;
+    let mut persisted: BTreeMap<String, usize> = BTreeMap::new();
+    for (agent, owner) in store
+        .acp_list(false, MAX_ROWS)
+        .await?
+        .into_iter()
+        .map(|r| (r.agent_alias, r.owner_principal_id))
+        .chain(
+            store
+                .chat_list(MAX_ROWS)
+                .await?
+                .into_iter()
+                .map(|r| (r.agent_alias, r.owner_principal_id)),
+        )
+    {
+        if visible(principal, &owner) {
+            *persisted.entry(agent).or_default() += 1;
+        }
+    }
+    Ok(config
+        .agents
+        .iter()
+        .filter(|(alias, _)| principal.may_use_agent(alias))
+        .map(|(alias, agent)| AgentStatus {
+            alias: alias.clone(),
+            enabled: true,
+            backend: agent.backend.clone().unwrap_or_default(),
+            live_sessions: live.get(alias.as_str()).copied().unwrap_or(0),
+            persisted_sessions: persisted.get(alias).copied().unwrap_or(0),
+            channels: Vec::new(),
+        })
+        .collect())
+}

@@ -1,0 +1,96 @@
+//! `config/list` and `config/map-keys` (protocol additions, read-only, for
+//! zerocode's Config tab): every prop of the effective config under a
+//! prefix, typed and described in the shape zerocode's `ConfigFieldEntry`
+//! decodes, and the entry names of a map. Writes stay `config/set` and
+//! `config/set-many` (SPEC §8.15–§8.16).
+
+use serde_json::{json, Value};
+
+use super::params::{self, bad};
+use crate::config::{prop_paths, PropInfo};
+use crate::error::RpcError;
+use crate::request::Request;
+use crate::state::Daemon;
+
+/// The maps `config/map-keys` lists.
+const MAPS: [&str; 3] = ["agents", "permission_profiles", "users"];
+
+fn enum_variants(path: &str) -> Option<&'static [&'static str]> {
+    if path.starts_with("agents.") {
+        if path.ends_with(".backend") {
+            return Some(&["echo", "command"]);
+        }
+        if path.ends_with(".input") {
+            return Some(&["prompt", "context_json"]);
+        }
+    }
+    None
+}
+
+fn lookup<'v>(tree: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.').try_fold(tree, |node, seg| node.get(seg))
+}
+
+fn entry(tree: &Value, p: &PropInfo) -> Value {
+    let value = lookup(tree, &p.path).cloned().unwrap_or(Value::Null);
+    let variants = enum_variants(&p.path);
+    json!({
+        "path": p.path,
+        "category": p.section,
+        "section": p.section,
+        "kind": if variants.is_some() { "enum" } else { p.kind },
+        "type_hint": p.kind,
+        "populated": !value.is_null(),
+        "value": value,
+        // Paired tokens are digests, shown masked (§8.14); nothing else is secret.
+        "is_secret": p.path == "gateway.paired_tokens",
+        "is_env_overridden": false,
+        "enum_variants": variants.unwrap_or(&[]),
+        "description": "",
+    })
+}
+
+/// `config/list {prefix?}`: the props equal to or under `prefix`.
+pub fn list(daemon: &Daemon, req: &Request) -> Result<Value, RpcError> {
+    let m = params::object(req)?;
+    let prefix = params::opt_str(&m, "prefix")?.unwrap_or_default();
+    let tree = super::super::config::effective_view(daemon);
+    let keys = |map: &str| -> Vec<String> {
+        tree.get(map)
+            .and_then(Value::as_object)
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let under = |path: &str| {
+        prefix.is_empty()
+            || path == prefix
+            || path
+                .strip_prefix(prefix.as_str())
+                .is_some_and(|rest| rest.starts_with('.'))
+    };
+    let entries: Vec<Value> = prop_paths(keys)
+        .iter()
+        .filter(|p| under(&p.path))
+        .map(|p| entry(&tree, p))
+        .collect();
+    Ok(json!({ "entries": entries }))
+}
+
+/// `config/map-keys {path}`: the entry names of `agents`, `users` or `permission_profiles`.
+pub fn map_keys(daemon: &Daemon, req: &Request) -> Result<Value, RpcError> {
+    let m = params::object(req)?;
+    let path = params::req_str(&m, "path")?;
+    if !MAPS.contains(&path.as_str()) {
+        return Err(bad(
+            "path",
+            "must be one of agents, users, permission_profiles",
+        ));
+    }
+    let running = daemon.config.current();
+    let keys: Vec<&String> = match path.as_str() {
+        "agents" => running.agents.keys().collect(),
+        "users" => running.users.keys().collect(),
+        _ => running.permission_profiles.keys().collect(),
+    };
+    Ok(json!({ "keys": keys }))
+}

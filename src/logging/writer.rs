@@ -1,0 +1,232 @@
+//! The log writer: formatted lines go into a bounded queue and one thread
+//! writes them to stderr. A caller (any tokio worker) never waits on the
+//! pipe: a full queue drops the line, a failed write drops it, and both are
+//! counted. After a drop, the next line that does get through is preceded
+//! by a `log_lines_dropped` line with the running total, so whoever reads
+//! the log learns of the gap where it is.
+
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing_subscriber::fmt::MakeWriter;
+
+/// Lines that may wait for the pipe (at ~200 bytes a line, ~200 KiB).
+pub const QUEUE_LINES: usize = 1024;
+
+/// What the writer has done, shared with `health` and the exit flush.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Lines dropped because the queue was full (the reader is slow or gone).
+    overflowed: AtomicU64,
+    /// Lines whose write failed (EPIPE, EBADF, …).
+    failed: AtomicU64,
+    /// Lines accepted but not yet written or dropped.
+    pending: AtomicU64,
+    /// Set once a write failed with an error that will not heal (broken pipe):
+    /// later lines are counted without a write attempt.
+    broken: AtomicBool,
+}
+
+impl Stats {
+    /// Every line lost so far (overflowed + failed).
+    pub fn dropped(&self) -> u64 {
+        self.overflowed.load(Ordering::Relaxed) + self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Lines still queued.
+    pub fn pending(&self) -> u64 {
+        self.pending.load(Ordering::Relaxed)
+    }
+}
+
+/// How the drop notice is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    Json,
+    Text,
+}
+
+/// The `MakeWriter` handed to the fmt layer: cheap to clone, never blocks.
+#[derive(Debug, Clone)]
+pub struct QueueWriter {
+    tx: SyncSender<Vec<u8>>,
+    stats: Arc<Stats>,
+}
+
+impl QueueWriter {
+    /// A queue drained by a new thread into `sink`.
+    pub fn spawn<W: Write + Send + 'static>(
+        sink: W,
+        notice: Notice,
+    ) -> io::Result<(Self, Arc<Stats>)> {
+        let (tx, rx) = sync_channel(QUEUE_LINES);
+        let stats = Arc::new(Stats::default());
+        let thread_stats = stats.clone();
+        std::thread::Builder::new()
+            .name("zeroclaw-log".into())
+            .spawn(move || drain(rx, sink, &thread_stats, notice))?;
+        Ok((
+            Self {
+                tx,
+                stats: stats.clone(),
+            },
+            stats,
+        ))
+    }
+
+    fn push(&self, line: &[u8]) {
+        self.stats.pending.fetch_add(1, Ordering::Relaxed);
+        match self.tx.try_send(line.to_vec()) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.stats.pending.fetch_sub(1, Ordering::Relaxed);
+                self.stats.overflowed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Write for QueueWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // The fmt layer writes one whole line per event.
+        self.push(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for QueueWriter {
+    type Writer = QueueWriter;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+fn drain<W: Write>(rx: Receiver<Vec<u8>>, mut sink: W, stats: &Stats, notice: Notice) {
+    let mut reported = 0u64;
+    while let Ok(line) = rx.recv() {
+        if !stats.broken.load(Ordering::Relaxed) {
+            let dropped = stats.dropped();
+            if dropped > reported && write_line(&mut sink, &notice_line(notice, dropped), stats) {
+                reported = dropped;
+            }
+        }
+        if stats.broken.load(Ordering::Relaxed) || !write_line(&mut sink, &line, stats) {
+            stats.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        stats.pending.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Writes one line; `false` if it was lost.
+fn write_line<W: Write>(sink: &mut W, line: &[u8], stats: &Stats) -> bool {
+    match sink.write_all(line).and_then(|()| sink.flush()) {
+        Ok(()) => true,
+        Err(e) => {
+            if matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::NotConnected
+            ) || e.raw_os_error() == Some(9)
+            {
+                stats.broken.store(true, Ordering::Relaxed);
+            }
+            false
+        }
+    }
+}
+
+fn notice_line(notice: Notice, dropped: u64) -> Vec<u8> {
+    match notice {
+        Notice::Json => format!(
+            "{{\"level\":\"WARN\",\"event\":\"log_lines_dropped\",\"total\":{dropped},\"target\":\"zeroclaw::logging\"}}\n"
+        ),
+        Notice::Text => format!(" WARN zeroclaw::logging: event=\"log_lines_dropped\" total={dropped}\n"),
+    }
+    .into_bytes()
+}
+
+/// Waits (at most `limit`) for the queued lines to be written or dropped,
+/// so the last lines before exit (`shutdown`) reach a live reader.
+pub fn flush(stats: &Stats, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while stats.pending() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A sink that records lines, or blocks, or fails, as told.
+    #[derive(Clone, Default)]
+    struct Sink {
+        lines: Arc<Mutex<Vec<String>>>,
+        fail: Arc<AtomicBool>,
+        gate: Arc<Mutex<()>>,
+    }
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let _open = self.gate.lock().unwrap_or_else(|p| p.into_inner());
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+            }
+            self.lines
+                .lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(buf).into_owned());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_blocked_sink_drops_and_counts_and_then_reports_the_gap() {
+        let sink = Sink::default();
+        let gate = sink.gate.lock().unwrap();
+        let (mut w, stats) = QueueWriter::spawn(sink.clone(), Notice::Json).unwrap();
+        // The thread takes at most one line before blocking on the gate.
+        for i in 0..QUEUE_LINES + 100 {
+            w.write_all(format!("line {i}\n").as_bytes()).unwrap();
+        }
+        assert!(stats.dropped() >= 99, "dropped {}", stats.dropped());
+        let dropped = stats.dropped();
+        drop(gate);
+        flush(&stats, Duration::from_secs(5));
+        assert_eq!(stats.pending(), 0);
+        w.write_all(b"after\n").unwrap();
+        flush(&stats, Duration::from_secs(5));
+        let lines = sink.lines.lock().unwrap().clone();
+        assert_eq!(lines.len() as u64, (QUEUE_LINES as u64 + 100 - dropped) + 2);
+        let notice = lines
+            .iter()
+            .find(|l| l.contains("log_lines_dropped"))
+            .expect("a drop notice");
+        let v: serde_json::Value = serde_json::from_str(notice).unwrap();
+        assert_eq!(v["total"], dropped);
+        assert_eq!(lines.last().unwrap(), "after\n");
+    }
+
+    #[test]
+    fn a_broken_sink_counts_every_line_and_never_errors_the_caller() {
+        let sink = Sink::default();
+        sink.fail.store(true, Ordering::SeqCst);
+        let (mut w, stats) = QueueWriter::spawn(sink, Notice::Text).unwrap();
+        for _ in 0..10 {
+            w.write_all(b"x\n").unwrap();
+        }
+        flush(&stats, Duration::from_secs(5));
+        assert_eq!(stats.dropped(), 10);
+        assert!(stats.broken.load(Ordering::Relaxed));
+    }
+}
