@@ -65,7 +65,6 @@ pub(crate) mod testing {
     use crate::dialect::Dialect;
     use crate::error::RpcError;
     use crate::jsonrpc::Payload;
-    use crate::methods::{Access, MethodSpec};
     use crate::request::Request;
 
     /// A connection with a write queue nobody drains.
@@ -90,54 +89,9 @@ pub(crate) mod testing {
         })));
     }
 
-    static TEST_METHODS: &[MethodSpec] = &[
-        MethodSpec {
-            name: "initialize",
-            access: Access::Handshake,
-            local_only: false,
-            test_faults_only: false,
-        },
-        MethodSpec {
-            name: "status",
-            access: Access::Grant(crate::config::Grant(
-                crate::config::Resource::System,
-                crate::config::Verb::Read,
-            )),
-            local_only: false,
-            test_faults_only: false,
-        },
-        MethodSpec {
-            name: "config/set",
-            access: Access::Grant(crate::config::Grant(
-                crate::config::Resource::Config,
-                crate::config::Verb::Update,
-            )),
-            local_only: false,
-            test_faults_only: false,
-        },
-        MethodSpec {
-            name: "pairing/list",
-            access: Access::Admin,
-            local_only: false,
-            test_faults_only: false,
-        },
-        MethodSpec {
-            name: "file/upload/begin",
-            access: Access::Grant(crate::config::Grant(
-                crate::config::Resource::Files,
-                crate::config::Verb::Create,
-            )),
-            local_only: true,
-            test_faults_only: false,
-        },
-    ];
-
-    /// A request for one of the test methods, with `{}` params.
+    /// A request for one of the daemon's methods, with `{}` params.
     pub fn request(method: &str) -> Request {
-        let spec = TEST_METHODS
-            .iter()
-            .find(|m| m.name == method)
-            .expect("test method");
+        let spec = crate::methods::lookup(method, true).expect("a served method");
         Request::with_params_range(String::from("{}"), Some(0..2), spec, true, Dialect::Camel)
     }
 

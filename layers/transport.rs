@@ -53,7 +53,7 @@ impl<S: Service<Request, Response = crate::jsonrpc::Payload, Error = RpcError>> 
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        if req.method.local_only && self.transport != Transport::Local {
+        if req.method.local_only() && self.transport != Transport::Local {
             return Gate::reject(RpcError::Forbidden(Forbidden::LocalOnly {
                 method: req.method.name.to_owned(),
             }));

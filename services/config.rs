@@ -19,6 +19,7 @@ use crate::config::{
 use crate::context::Conn;
 use crate::error::{ErrorData, Forbidden, RpcError};
 use crate::jsonrpc::Payload;
+use crate::methods::Method;
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -181,10 +182,11 @@ method_family!(ConfigService);
 impl ConfigService {
     fn route(&mut self, req: Request) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
-        match req.method.name {
-            "config/get" => RouteFuture::ready(get(&daemon, &req)),
-            "config/set" => RouteFuture::boxed(set(daemon, conn, req)),
-            _ => RouteFuture::boxed(set_many(daemon, conn, req)),
+        match req.method.id {
+            Method::ConfigGet => RouteFuture::ready(get(&daemon, &req)),
+            Method::ConfigSet => RouteFuture::boxed(set(daemon, conn, req)),
+            Method::ConfigSetMany => RouteFuture::boxed(set_many(daemon, conn, req)),
+            _ => crate::services::misrouted(&req),
         }
     }
 }

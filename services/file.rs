@@ -19,6 +19,7 @@ use crate::files::staging::{Binding, Upload};
 use crate::files::{self, FileResult, Incoming};
 use crate::jsonrpc::Payload;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
+use crate::methods::Method;
 use crate::request::Request;
 use crate::session::lifecycle::{check_agent, check_owner};
 use crate::session::{parse_session_id as session_id, Session};
@@ -295,11 +296,12 @@ method_family!(FileService);
 impl FileService {
     fn route(&mut self, req: Request) -> RouteFuture {
         let (d, c) = (self.daemon.clone(), self.conn.clone());
-        match req.method.name {
-            "file/attach" => RouteFuture::boxed(attach(d, c, req)),
-            "file/upload/begin" => RouteFuture::ready(begin(&d, &c, &req)),
-            "file/upload/chunk" => RouteFuture::boxed(chunk(d, c, req)),
-            _ => RouteFuture::boxed(commit(d, c, req)),
+        match req.method.id {
+            Method::FileAttach => RouteFuture::boxed(attach(d, c, req)),
+            Method::FileUploadBegin => RouteFuture::ready(begin(&d, &c, &req)),
+            Method::FileUploadChunk => RouteFuture::boxed(chunk(d, c, req)),
+            Method::FileUploadCommit => RouteFuture::boxed(commit(d, c, req)),
+            _ => crate::services::misrouted(&req),
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::layers::Reply;
+use crate::methods::Method;
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -120,22 +121,37 @@ impl Router {
         }
     }
 
+    /// Every method has exactly one arm: a new row in the method table
+    /// does not compile until it is routed.
     fn route(&mut self, req: Request) -> RouteFuture {
-        match req.method.name {
-            "initialize" => self.initialize.call(req),
-            "status" => self.status.call(req),
-            "config/get" | "config/set" | "config/set-many" => self.config.call(req),
-            "pairing/list" | "pairing/create" | "pairing/revoke" => self.pairing.call(req),
-            // Protocol additions (docs/protocol-additions.md), before the `session/` prefix.
-            "config/sections" | "config/templates" | "config/list" | "config/map-keys"
-            | "agents/status" | "session/git_branch" | "health" | "logs/subscribe"
-            | "logs/query" => self.additions.call(req),
-            name if name.starts_with("session/") => self.session.call(req),
-            "debug/set-faults" => self.debug.call(req),
-            name if name.starts_with("file/") => self.file.call(req),
-            other => RouteFuture::ready(Err(RpcError::method_not_found(other))),
+        use Method::*;
+        match req.method.id {
+            Initialize => self.initialize.call(req),
+            Status => self.status.call(req),
+            ConfigGet | ConfigSet | ConfigSetMany => self.config.call(req),
+            PairingList | PairingCreate | PairingRevoke => self.pairing.call(req),
+            SessionNew | SessionPrompt | SessionCancel | SessionClose | SessionApprove
+            | SessionKill | SessionDelete | SessionList | SessionListAcp | SessionMessages => {
+                self.session.call(req)
+            }
+            FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit => {
+                self.file.call(req)
+            }
+            ConfigSections | ConfigTemplates | ConfigList | ConfigMapKeys | AgentsStatus
+            | SessionGitBranch | Health | LogsSubscribe | LogsQuery => self.additions.call(req),
+            DebugSetFaults => self.debug.call(req),
         }
     }
+}
+
+/// The answer of a family asked for a method that is not its own: a
+/// routing bug, answered `-32603` for that request (never another method).
+pub fn misrouted(req: &Request) -> RouteFuture {
+    tracing::error!(event = "misrouted", method = req.method.name);
+    RouteFuture::ready(Err(RpcError::internal(
+        "internal error: the method reached the wrong service",
+        None,
+    )))
 }
 
 impl Service<Request> for Router {

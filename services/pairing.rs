@@ -16,6 +16,7 @@ use crate::context::Conn;
 use crate::error::{Forbidden, RpcError};
 use crate::jsonrpc::Payload;
 use crate::live_config::random_bytes;
+use crate::methods::Method;
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -108,13 +109,14 @@ method_family!(PairingService);
 impl PairingService {
     fn route(&mut self, req: Request) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
-        match req.method.name {
-            _ if req.method.name != "pairing/revoke" && req.no_params().is_err() => {
+        match req.method.id {
+            Method::PairingList | Method::PairingCreate if req.no_params().is_err() => {
                 RouteFuture::ready(req.no_params().map(|()| Payload::empty_object()))
             }
-            "pairing/list" => RouteFuture::ready(list(&daemon)),
-            "pairing/create" => RouteFuture::boxed(create(daemon, conn, req)),
-            _ => RouteFuture::boxed(revoke(daemon, conn, req)),
+            Method::PairingList => RouteFuture::ready(list(&daemon)),
+            Method::PairingCreate => RouteFuture::boxed(create(daemon, conn, req)),
+            Method::PairingRevoke => RouteFuture::boxed(revoke(daemon, conn, req)),
+            _ => crate::services::misrouted(&req),
         }
     }
 }

@@ -21,6 +21,7 @@ use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::logging::capture::Subscription;
+use crate::methods::Method;
 use crate::request::Request;
 use crate::session::lifecycle::check_owner;
 use crate::state::Daemon;
@@ -53,37 +54,37 @@ fn payload(v: &serde_json::Value) -> Result<Payload, RpcError> {
 impl AdditionsService {
     fn route(&mut self, req: Request) -> RouteFuture {
         let daemon = self.daemon.clone();
-        match req.method.name {
-            "config/sections" => RouteFuture::ready(params::object(&req).and_then(|_| {
+        match req.method.id {
+            Method::ConfigSections => RouteFuture::ready(params::object(&req).and_then(|_| {
                 payload(&json!({"sections": sections::sections(&daemon.config.current())}))
             })),
-            "config/templates" => RouteFuture::ready(
+            Method::ConfigTemplates => RouteFuture::ready(
                 params::object(&req).and_then(|_| payload(&sections::templates())),
             ),
-            "config/list" => {
+            Method::ConfigList => {
                 RouteFuture::ready(config_list::list(&daemon, &req).and_then(|v| payload(&v)))
             }
-            "config/map-keys" => {
+            Method::ConfigMapKeys => {
                 RouteFuture::ready(config_list::map_keys(&daemon, &req).and_then(|v| payload(&v)))
             }
-            "logs/subscribe" => RouteFuture::ready(
+            Method::LogsSubscribe => RouteFuture::ready(
                 logs::subscribe(&daemon, &self.conn, &req, &mut self.logs)
                     .and_then(|v| payload(&v)),
             ),
-            "logs/query" => {
+            Method::LogsQuery => {
                 RouteFuture::ready(logs::query(&daemon, &self.conn, &req).and_then(|v| payload(&v)))
             }
-            "health" => RouteFuture::boxed(async move {
+            Method::Health => RouteFuture::boxed(async move {
                 params::object(&req)?;
                 payload(&health::health(&daemon).await)
             }),
-            "agents/status" => RouteFuture::boxed(async move {
+            Method::AgentsStatus => RouteFuture::boxed(async move {
                 params::object(&req)?;
                 let principal = req.binding()?.principal.clone();
                 let agents = agents::status(&daemon, &principal).await?;
                 payload(&json!({ "agents": agents }))
             }),
-            "session/git_branch" => RouteFuture::boxed(async move {
+            Method::SessionGitBranch => RouteFuture::boxed(async move {
                 let m = params::object(&req)?;
                 let id = params::req_str(&m, "session_id")?;
                 let principal = &req.binding()?.principal;
@@ -102,7 +103,7 @@ impl AdditionsService {
                     .unwrap_or_default();
                 payload(&json!(head))
             }),
-            other => RouteFuture::ready(Err(RpcError::MethodNotFound(other.to_owned()))),
+            _ => crate::services::misrouted(&req),
         }
     }
 }

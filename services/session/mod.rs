@@ -10,6 +10,7 @@ use super::RouteFuture;
 use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
+use crate::methods::Method;
 use crate::request::Request;
 pub(crate) use crate::session::parse_session_id as session_id;
 use crate::state::Daemon;
@@ -47,17 +48,18 @@ method_family!(SessionService);
 impl SessionService {
     fn route(&mut self, req: Request) -> RouteFuture {
         let (d, c) = (self.daemon.clone(), self.conn.clone());
-        match req.method.name {
-            "session/new" => RouteFuture::boxed(open::new(d, c, req)),
-            "session/prompt" => RouteFuture::boxed(open::prompt(d, c, req)),
-            "session/cancel" => RouteFuture::ready(control::cancel(&d, &req)),
-            "session/approve" => RouteFuture::ready(control::approve(&d, &req)),
-            "session/close" => RouteFuture::boxed(control::close(d, c, req)),
-            "session/kill" => RouteFuture::boxed(control::kill(d, c, req)),
-            "session/delete" => RouteFuture::boxed(control::delete(d, c, req)),
-            "session/list" => RouteFuture::boxed(read::list(d, req)),
-            "session/list-acp" => RouteFuture::boxed(read::list_acp(d, req)),
-            _ => RouteFuture::boxed(read::messages(d, req)),
+        match req.method.id {
+            Method::SessionNew => RouteFuture::boxed(open::new(d, c, req)),
+            Method::SessionPrompt => RouteFuture::boxed(open::prompt(d, c, req)),
+            Method::SessionCancel => RouteFuture::ready(control::cancel(&d, &req)),
+            Method::SessionApprove => RouteFuture::ready(control::approve(&d, &req)),
+            Method::SessionClose => RouteFuture::boxed(control::close(d, c, req)),
+            Method::SessionKill => RouteFuture::boxed(control::kill(d, c, req)),
+            Method::SessionDelete => RouteFuture::boxed(control::delete(d, c, req)),
+            Method::SessionList => RouteFuture::boxed(read::list(d, req)),
+            Method::SessionListAcp => RouteFuture::boxed(read::list_acp(d, req)),
+            Method::SessionMessages => RouteFuture::boxed(read::messages(d, req)),
+            _ => crate::services::misrouted(&req),
         }
     }
 }
