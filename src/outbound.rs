@@ -264,4 +264,39 @@ mod tests {
             "the queue holds exactly 64 frames"
         );
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_producer_gives_up_on_a_stalled_reader_after_its_grace() {
+        let closed = CancellationToken::new();
+        // Nobody drains the queue: a client that stopped reading.
+        let (out, _q) = write_queue(closed.clone());
+        let cancel = CancellationToken::new();
+        let mut sent = 0usize;
+        let start = tokio::time::Instant::now();
+        let canceller = {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                cancel.cancel();
+            })
+        };
+        while out
+            .send_or_cancelled(vec![b'x'; 1024], &cancel)
+            .await
+            .is_ok()
+        {
+            sent += 1;
+            assert!(sent < 1000, "queue must be bounded");
+        }
+        canceller.await.unwrap();
+        assert!(closed.is_cancelled());
+        let waited = start.elapsed();
+        assert!(
+            waited >= std::time::Duration::from_secs(1) + CANCELLED_WRITE_GRACE
+                && waited < WRITE_STALL,
+            "{waited:?}"
+        );
+        // It waited for room like any producer until then: 64 frames queued.
+        assert_eq!(sent, WRITE_QUEUE_FRAMES);
+    }
 }

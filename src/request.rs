@@ -58,6 +58,15 @@ impl Request {
         self.frame.len()
     }
 
+    /// Frees the frame once its params are decoded into owned values: a
+    /// prompt waiting in its session's queue then holds its text once, not
+    /// twice (issue 13 item 8). The in-flight accounting keeps the size it
+    /// charged at admission; params read afterwards are `{}`.
+    pub fn release_frame(&mut self) {
+        self.frame = String::new();
+        self.params = None;
+    }
+
     /// The raw params text, if present.
     pub fn raw_params(&self) -> Option<&str> {
         self.params.clone().and_then(|r| self.frame.get(r))

@@ -55,3 +55,19 @@ fn the_context_bomb_is_bounded_and_the_session_survives_a_restart() {
     eprintln!("rehydrating the bombed session: peak RSS {peak} MiB");
     assert!(peak < 512, "peak RSS {peak} MiB after rehydration");
 }
+
+#[test]
+fn one_16_mb_repeat_turn_peaks_under_240_mib_and_gives_memory_back() {
+    let env = AcpEnv::new(&echo_config(""));
+    let mut rpc = env.rpc();
+    rpc.new_session("rep", "acp");
+    let id = rpc.send_prompt("rep", "::chunk 65536\n::repeat 16000000 y");
+    let t = rpc.finish_turn("rep", id, Duration::from_secs(60));
+    assert_eq!(t.complete()["outcome"], "completed");
+    let peak = peak_mib(env.d());
+    let after = env.d().rss_kib().unwrap() / 1024;
+    eprintln!("one 16 MB ::repeat turn (acp): peak {peak} MiB, resident after {after} MiB");
+    // Before: ~295 MiB peak, ~240 MiB kept (issue 13 item 1).
+    assert!(peak < 240, "peak RSS {peak} MiB");
+    assert!(after < 160, "resident {after} MiB after the turn");
+}

@@ -30,6 +30,17 @@ fn private_dir(p: &Path) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
 
+/// Asserts that a daemon on `cfg` refuses `link` for being a symbolic link.
+#[track_caller]
+fn refused_as_link(cfg: &Path, link: &Path) {
+    let err = refused(cfg);
+    let expected = format!(
+        "refusing to use directory `{}`: it is a symbolic link",
+        link.display()
+    );
+    assert!(err.contains(&expected), "{err}");
+}
+
 /// Starts a daemon on `cfg` that must refuse to start; its stderr.
 fn refused(cfg: &Path) -> String {
     match Daemon::builder().config_dir(cfg).try_spawn() {
@@ -69,14 +80,7 @@ fn a_data_link_to_a_shared_dir_is_refused_and_its_target_left_alone() {
     let cfg = t.path().join("cfg");
     private_dir(&cfg);
     std::os::unix::fs::symlink(&shared, cfg.join("data")).unwrap();
-    let err = refused(&cfg);
-    assert!(
-        err.contains(&format!(
-            "refusing to use directory `{}`: it is a symbolic link",
-            cfg.join("data").display()
-        )),
-        "{err}"
-    );
+    refused_as_link(&cfg, &cfg.join("data"));
     assert_eq!(mode(&shared), 0o1777);
     // Even a link to a private directory of ours is not followed to chmod it.
     let own = t.path().join("own");
@@ -84,7 +88,7 @@ fn a_data_link_to_a_shared_dir_is_refused_and_its_target_left_alone() {
     std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o750)).unwrap();
     std::fs::remove_file(cfg.join("data")).unwrap();
     std::os::unix::fs::symlink(&own, cfg.join("data")).unwrap();
-    refused(&cfg);
+    refused_as_link(&cfg, &cfg.join("data"));
     assert_eq!(mode(&own), 0o750);
 }
 
@@ -95,14 +99,7 @@ fn a_linked_sessions_dir_is_refused_and_its_target_left_alone() {
     let cfg = t.path().join("cfg");
     private_dir(&cfg.join("data"));
     std::os::unix::fs::symlink(&shared, cfg.join("data/sessions")).unwrap();
-    let err = refused(&cfg);
-    assert!(
-        err.contains(&format!(
-            "refusing to use directory `{}`: it is a symbolic link",
-            cfg.join("data/sessions").display()
-        )),
-        "{err}"
-    );
+    refused_as_link(&cfg, &cfg.join("data/sessions"));
     assert_eq!(mode(&shared), 0o1777);
     assert!(!shared.join("sessions.db").exists());
 }

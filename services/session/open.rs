@@ -93,7 +93,7 @@ struct PromptParams<'a> {
 pub(super) async fn prompt(
     daemon: Arc<Daemon>,
     conn: Conn,
-    req: Request,
+    mut req: Request,
 ) -> Result<Payload, RpcError> {
     let notification = !req.expects_reply;
     let p: PromptParams<'_> = req.params()?;
@@ -149,6 +149,7 @@ pub(super) async fn prompt(
         }
     }
     let reply_to = req.id.clone();
+    req.release_frame();
     let answered = run_prompt(daemon.clone(), session, conn.clone(), prompt, reply_to).await;
     if notification && !answered.turn_complete_sent {
         if let Err(e) = &answered.result {

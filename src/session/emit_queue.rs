@@ -11,6 +11,9 @@ use crate::store::CheckpointEvent;
 
 /// Events waiting for the emitter (bounds memory when the client is slow).
 pub(super) const EMIT_QUEUE: usize = 1024;
+/// Bytes of message text waiting for the emitter: a fast agent's 16 MiB
+/// item is not copied whole into the queue (issue 13 item 1).
+pub(super) const EMIT_QUEUE_BYTES: usize = 4 * 1024 * 1024;
 /// Most events committed in one transaction.
 pub(super) const MAX_GROUP: usize = 512;
 
@@ -36,6 +39,14 @@ pub(super) enum Item {
 }
 
 impl Item {
+    /// Bytes of message text the item holds.
+    fn text_len(&self) -> usize {
+        match self {
+            Item::Texts { text, .. } => text.len(),
+            _ => 0,
+        }
+    }
+
     /// How many events (notifications) the item stands for.
     pub(super) fn events(&self) -> usize {
         match self {
@@ -71,6 +82,8 @@ pub(super) struct Queue {
 struct QueueState {
     items: Vec<Item>,
     events: usize,
+    /// Bytes of the queued message text.
+    text_bytes: usize,
     /// The sink is done: the emitter ends once the queue is empty.
     sender_done: bool,
     /// The emitter stopped (a failed commit or a hard cancel): nothing
@@ -94,17 +107,23 @@ impl Queue {
                 if q.receiver_done {
                     return Err(SinkClosed);
                 }
-                if q.events < EMIT_QUEUE {
+                let has_room = q.events < EMIT_QUEUE
+                    && (q.text_bytes < EMIT_QUEUE_BYTES || q.items.is_empty());
+                if has_room {
                     let was_empty = q.items.is_empty();
                     match (what.take(), q.items.last_mut()) {
                         (Some(Push::Chunk(p)), Some(Item::Texts { text, ends })) => {
                             text.push_str(p);
                             ends.push(text.len());
+                            q.text_bytes += p.len();
                         }
-                        (Some(Push::Chunk(p)), _) => q.items.push(Item::Texts {
-                            text: p.to_owned(),
-                            ends: vec![p.len()],
-                        }),
+                        (Some(Push::Chunk(p)), _) => {
+                            q.items.push(Item::Texts {
+                                text: p.to_owned(),
+                                ends: vec![p.len()],
+                            });
+                            q.text_bytes += p.len();
+                        }
                         (Some(Push::Item(item)), _) => q.items.push(item),
                         (None, _) => return Ok(()),
                     }
@@ -154,8 +173,10 @@ impl Queue {
                         taken += k;
                         n += 1;
                     }
+                    let bytes: usize = q.items[..n].iter().map(Item::text_len).sum();
                     out.extend(q.items.drain(..n));
                     q.events -= taken;
+                    q.text_bytes -= bytes;
                     drop(q);
                     self.room.notify_one();
                     return true;
@@ -180,6 +201,7 @@ impl Queue {
         q.receiver_done = true;
         q.items.clear();
         q.events = 0;
+        q.text_bytes = 0;
         drop(q);
         self.room.notify_one();
     }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::emit_queue::{Item, Push, Queue};
 use super::live::{Session, TurnSignals};
-use super::update::{notify, split_chunks, Event, Update};
+use super::update::{notify, split_chunks, Event, Update, MAX_CONTENT_BYTES};
 use crate::agent::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 use crate::context::Conn;
 use crate::memory::Charge;
@@ -32,8 +32,9 @@ pub struct Waits {
     pub ask: Duration,
 }
 
-/// What an ACP turn's emitter delivered: the text it committed and sent,
-/// and the commit error that stopped it, if one did.
+/// What an ACP turn's emitter delivered: the text it committed and sent (its
+/// first [`MAX_CONTENT_BYTES`] + 4 bytes, all an answer shows), and the
+/// commit error that stopped it, if one did.
 type Emitted = (String, Result<(), StoreError>);
 
 /// The queue into an ACP turn's emitter task, and the task.
@@ -416,7 +417,7 @@ async fn emit(
                                 )
                                 .await;
                             }
-                            sent.push_str(t);
+                            keep_answer_prefix(&mut sent, t);
                         }
                         (e, _) => {
                             notify(
@@ -429,7 +430,7 @@ async fn emit(
                             )
                             .await;
                             if let CheckpointEvent::Text(t) = e {
-                                sent.push_str(t);
+                                keep_answer_prefix(&mut sent, t);
                             }
                         }
                     }
@@ -475,6 +476,24 @@ async fn emit(
         }
     }
     (sent, Ok(()))
+}
+
+/// Appends to `sent` only what the answer can show: `turn_complete` and the
+/// prompt result carry the text bounded at [`MAX_CONTENT_BYTES`], so a few
+/// bytes past it are enough for the same cut and its `…[truncated]`; the
+/// whole text is in the transcript (issue 13 item 1: one copy less of a
+/// 16 MiB turn).
+fn keep_answer_prefix(sent: &mut String, t: &str) {
+    let room = (MAX_CONTENT_BYTES + 4).saturating_sub(sent.len());
+    if t.len() <= room {
+        sent.push_str(t);
+        return;
+    }
+    let mut end = room;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    sent.push_str(&t[..end]);
 }
 
 fn event_of(e: &CheckpointEvent) -> Event<'_> {

@@ -572,20 +572,19 @@ impl Daemon {
 
     /// The daemon's resident set size in KiB (`/proc/<pid>/status` VmRSS).
     pub fn rss_kib(&self) -> Option<u64> {
-        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
-        s.lines()
-            .find(|l| l.starts_with("VmRSS:"))?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()
+        self.status_kib("VmRSS:")
     }
 
     /// The daemon's peak resident set size in KiB (`/proc/<pid>/status` VmHWM).
     pub fn peak_rss_kib(&self) -> Option<u64> {
+        self.status_kib("VmHWM:")
+    }
+
+    /// A `<field> <n> kB` line of `/proc/<pid>/status`.
+    fn status_kib(&self, field: &str) -> Option<u64> {
         let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
         s.lines()
-            .find(|l| l.starts_with("VmHWM:"))?
+            .find(|l| l.starts_with(field))?
             .split_whitespace()
             .nth(1)?
             .parse()
