@@ -230,6 +230,19 @@ check_uploads() {
     done
 }
 
+# The summary and exit status of a campaign: counts, violations, the kept directory.
+finish() {
+    echo "$1 in $(( $(date +%s) - began )) s, seed $seed"
+    for k in "${!count[@]}"; do printf '  %-48s %s\n' "$k" "${count[$k]}"; done | sort
+    echo "  violations: $violations"
+    if [ "$violations" -gt 0 ]; then
+        echo "kept $dir (violations in $dir/violations, daemon log in $log)"
+        exit 1
+    fi
+    if [ -n "${ZC_KEEP:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
+    exit 0
+}
+
 # --- SIGTERM rounds ----------------------------------------------------------------------
 sigterm_round() {
     local n k t st out
@@ -285,15 +298,7 @@ if [ "$mode" = sigterm ]; then
             echo "  $iter rounds, $violations violations, $(( $(date +%s) - began )) s" >&2
         fi
     done
-    echo "fault campaign (sigterm): $iter rounds in $(( $(date +%s) - began )) s, seed $seed"
-    for k in "${!count[@]}"; do printf '  %-48s %s\n' "$k" "${count[$k]}"; done | sort
-    echo "  violations: $violations"
-    if [ "$violations" -gt 0 ]; then
-        echo "kept $dir (violations in $dir/violations, daemon log in $log)"
-        exit 1
-    fi
-    if [ -n "${ZC_KEEP:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
-    exit 0
+    finish "fault campaign (sigterm): $iter rounds"
 fi
 
 # --- the campaign ----------------------------------------------------------------------
@@ -390,13 +395,5 @@ done
 kill -TERM "$daemon_pid" 2>/dev/null
 wait "$daemon_pid" 2>/dev/null
 
-echo "fault campaign: $iter iterations in $(( $(date +%s) - began )) s, seed $seed"
-for k in "${!count[@]}"; do printf '  %-48s %s\n' "$k" "${count[$k]}"; done | sort
-echo "  violations: $violations"
-if [ "$violations" -gt 0 ]; then
-    echo "kept $dir (violations in $dir/violations, daemon log in $log)"
-    exit 1
-fi
-if [ -n "${ZC_KEEP:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
-exit 0
+finish "fault campaign: $iter iterations"
 }
