@@ -3,8 +3,9 @@
 //! close nor rehydrates the session behind it.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::assert::assert_error;
+use common::sessions;
+use common::start::{config_with, start_in};
 
 use std::time::{Duration, Instant};
 
@@ -52,7 +53,7 @@ fn a_prompt_during_close_fails_at_once_with_closed() {
     assert_error(
         &e,
         -32000,
-        "Session closed",
+        Some("Session closed"),
         Some(json!({"reason": "closed"})),
     );
     // Answered while the close is still waiting for the turn.

@@ -4,8 +4,10 @@
 //! id space, and prompts sent as notifications.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::assert::assert_error;
+use common::sessions;
+use common::start::{config_with, start, start_args, start_echo, ECHO_ONLY};
+use common::wait::eventually;
 
 use std::time::Duration;
 
@@ -79,7 +81,7 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
         assert_error(
             &e,
             -32000,
-            "No active turn for this session",
+            Some("No active turn for this session"),
             Some(json!({"reason": "no_active_turn"})),
         );
     }
@@ -93,7 +95,7 @@ fn cancel_without_a_running_turn_is_no_active_turn() {
         assert_error(
             e,
             -32000,
-            "No active turn for this session",
+            Some("No active turn for this session"),
             Some(json!({"reason": "no_active_turn"})),
         )
     };
@@ -347,7 +349,7 @@ fn approve_parameter_errors_and_unknown_requests() {
     assert_error(
         &e,
         -32602,
-        "replacement is required with reject_with_edit",
+        Some("replacement is required with reject_with_edit"),
         None,
     );
     let e = c.err(
@@ -860,7 +862,12 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
     // ACP: the turn never starts, nothing is streamed.
     let t = c.prompt("a", "x");
     assert!(t.frames.is_empty(), "{:#?}", t.raw());
-    assert_error(t.error(), -32603, begin, Some(json!({"reason": "storage"})));
+    assert_error(
+        t.error(),
+        -32603,
+        Some(begin),
+        Some(json!({"reason": "storage"})),
+    );
     c.send_notification("session/prompt", json!({"session_id": "a", "prompt": "x"}));
     assert_eq!(
         c.frame().params(),
@@ -880,7 +887,7 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
     assert_error(
         t.error(),
         -32603,
-        append,
+        Some(append),
         Some(json!({"reason": "storage"})),
     );
     c.send_notification("session/prompt", json!({"session_id": "ch", "prompt": "y"}));
