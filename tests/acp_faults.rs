@@ -364,18 +364,7 @@ fn tombstone_fault_on_an_idle_session_keeps_it_usable() {
     let env = env();
     let mut rpc = env.rpc();
     let sid = "tomb-idle";
-    rpc.new_session(sid, "acp");
-    rpc.prompt_ok(sid, "one");
-    let before = dump_all(&env.db());
-    rpc.faults(&["tombstone"]);
-    let e = rpc.err("session/kill", json!({"session_id": sid}));
-    assert_code_reason(&e, -32603, Some("storage"));
-    assert_eq!(
-        dump_all(&env.db()),
-        before,
-        "a failed kill changed the store"
-    );
-    assert!(rpc.live_ids().contains(&sid.to_owned()));
+    refused_while_idle(&env, &mut rpc, sid, "acp", "tombstone", "session/kill");
     assert!(killed_at_is_null(&env, sid));
     rpc.prompt_ok(sid, "two");
 
@@ -385,6 +374,31 @@ fn tombstone_fault_on_an_idle_session_keeps_it_usable() {
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     assert!(!killed_at_is_null(&env, sid));
     check_killed(&env, &mut rpc, sid, 4);
+}
+
+/// Session `sid` (`mode`) with one turn, whose `method` then fails `-32603`
+/// `storage` under fault `point`, changing nothing in the store and leaving
+/// the session live. The fault stays set.
+fn refused_while_idle(
+    env: &AcpEnv,
+    rpc: &mut Rpc,
+    sid: &str,
+    mode: &str,
+    point: &str,
+    method: &str,
+) {
+    rpc.new_session(sid, mode);
+    rpc.prompt_ok(sid, "one");
+    let before = dump_all(&env.db());
+    rpc.faults(&[point]);
+    let e = rpc.err(method, json!({"session_id": sid}));
+    assert_code_reason(&e, -32603, Some("storage"));
+    assert_eq!(
+        dump_all(&env.db()),
+        before,
+        "a failed {method} changed the store"
+    );
+    assert!(rpc.live_ids().contains(&sid.to_owned()));
 }
 
 /// A killed session: readable, never rehydrated, listed as killed only on request.
@@ -506,14 +520,7 @@ fn acp_delete_fault_on_an_idle_session_keeps_it_usable() {
     let env = env();
     let mut rpc = env.rpc();
     let sid = "del-idle";
-    rpc.new_session(sid, "acp");
-    rpc.prompt_ok(sid, "one");
-    let before = dump_all(&env.db());
-    rpc.faults(&["acp_delete"]);
-    let e = rpc.err("session/delete", json!({"session_id": sid}));
-    assert_code_reason(&e, -32603, Some("storage"));
-    assert_eq!(dump_all(&env.db()), before);
-    assert!(rpc.live_ids().contains(&sid.to_owned()));
+    refused_while_idle(&env, &mut rpc, sid, "acp", "acp_delete", "session/delete");
     rpc.prompt_ok(sid, "two");
     assert_eq!(rpc.messages(sid).len(), 4);
 
@@ -627,14 +634,7 @@ fn chat_delete_fault_keeps_the_session_usable() {
     let env = env();
     let mut rpc = env.rpc();
     let sid = "chat-d";
-    rpc.new_session(sid, "chat");
-    rpc.prompt_ok(sid, "one");
-    let before = dump_all(&env.db());
-    rpc.faults(&["chat_delete"]);
-    let e = rpc.err("session/delete", json!({"session_id": sid}));
-    assert_code_reason(&e, -32603, Some("storage"));
-    assert_eq!(dump_all(&env.db()), before);
-    assert!(rpc.live_ids().contains(&sid.to_owned()));
+    refused_while_idle(&env, &mut rpc, sid, "chat", "chat_delete", "session/delete");
     rpc.prompt_ok(sid, "two");
     rpc.faults(&[]);
     let r = rpc.ok("session/delete", json!({"session_id": sid}));

@@ -35,19 +35,21 @@ pub fn call(c: &mut Client, method: &str, params: Value) -> Value {
 /// The `result` of `method`; panics with the frame on an error.
 #[track_caller]
 pub fn ok(c: &mut Client, method: &str, params: Value) -> Value {
-    let v = call(c, method, params.clone());
-    match v.get("result") {
-        Some(r) => r.clone(),
-        None => panic!("{method} {params} failed: {v}"),
-    }
+    member(c, method, params, "result", "failed")
 }
 
 /// The `error` object of `method`; panics with the frame on a result.
 #[track_caller]
 pub fn fails(c: &mut Client, method: &str, params: Value) -> Value {
+    member(c, method, params, "error", "should fail")
+}
+
+/// Member `key` of the answer to `method`; panics with the frame without it.
+#[track_caller]
+fn member(c: &mut Client, method: &str, params: Value, key: &str, otherwise: &str) -> Value {
     let v = call(c, method, params.clone());
-    match v.get("error") {
-        Some(e) => e.clone(),
-        None => panic!("{method} {params} should fail: {v}"),
+    match v.get(key) {
+        Some(m) => m.clone(),
+        None => panic!("{method} {params} {otherwise}: {v}"),
     }
 }
