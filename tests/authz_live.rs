@@ -7,7 +7,7 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error, err_of};
-use common::rpc::{call, ok};
+use common::rpc::{call, fails, ok};
 use common::start::write_config;
 
 use common::users::{config_bytes, digest, get, initialize, set_many, ADMIN_TOKEN};
@@ -71,17 +71,15 @@ fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
     let mut me = me(&d);
     assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
 
-    let v = call(&mut me, "session/new", json!({"agent_alias": "echo"}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut me, "session/new", json!({"agent_alias": "echo"})),
         -32012,
         Some("Principal is not granted sessions:create (required by session/new)"),
         Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
     );
     for m in ["pairing/list", "pairing/create"] {
-        let v = call(&mut me, m, json!({}));
         assert_error(
-            &err_of(&v),
+            &fails(&mut me, m, json!({})),
             -32012,
             Some(&format!("Principal is not an admin (required by {m})")),
             Some(json!({"reason": "admin_only"})),
@@ -152,17 +150,15 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
         "config/set",
         json!({"prop": "permission_profiles.me.grants", "value": {}}),
     );
-    let v = call(&mut me, "config/get", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut me, "config/get", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         revoked(),
     );
     for _ in 0..2 {
-        let v = call(&mut me, "config/get", json!({}));
         assert_error(
-            &err_of(&v),
+            &fails(&mut me, "config/get", json!({})),
             -32010,
             Some("First call must be 'initialize'"),
             Some(json!({"reason": "not_initialized"})),
@@ -198,9 +194,8 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
     // request is not_initialized rather than revoked.
     me.send_line(r#"{"jsonrpc":"2.0","method":"status","params":{}}"#);
     me.expect_nothing_before_probe();
-    let v = call(&mut me, "status", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut me, "status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
@@ -228,9 +223,8 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
         v["result"],
         json!({"props": ["security.trust_daemon_uid"], "set": true})
     );
-    let v = call(&mut uid_admin, "status", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut uid_admin, "status", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         revoked(),
@@ -404,9 +398,8 @@ fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
         "config/set",
         json!({"prop": "permission_profiles.boss.admin", "value": false}),
     );
-    let v = call(&mut me, "pairing/list", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut me, "pairing/list", json!({})),
         -32012,
         Some("Principal is not an admin (required by pairing/list)"),
         Some(json!({"reason": "admin_only"})),

@@ -5,7 +5,7 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error, err_of};
-use common::rpc::{call, ok};
+use common::rpc::{call, fails, ok};
 use common::start::write_config;
 
 use common::users::{config_bytes, digest, initialize, ADMIN_TOKEN};
@@ -121,16 +121,14 @@ fn revoking_a_token_fails_the_next_request_of_its_connections() {
         json!({"revoked": true})
     );
     assert_eq!(file_config(&d).gateway.paired_tokens, [digest(&other)]);
-    let v = call(&mut t1, "status", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut t1, "status", json!({})),
         -32010,
         Some("Pairing token revoked: re-pair and re-initialize"),
         Some(json!({"reason": "token_revoked"})),
     );
-    let v = call(&mut t1, "status", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut t1, "status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
@@ -216,9 +214,8 @@ fn bad_credentials_are_rejected_without_falling_back_to_the_uid() {
         // The uid of this connection is trusted, but a presented token is
         // the credential (no fallback, §5.2).
         let mut c = d.connect();
-        let v = call(&mut c, "initialize", params.clone());
         assert_error(
-            &err_of(&v),
+            &fails(&mut c, "initialize", params.clone()),
             -32010,
             Some(message),
             Some(json!({"reason": reason})),

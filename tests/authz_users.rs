@@ -10,7 +10,7 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error, err_of};
-use common::rpc::{call, ok};
+use common::rpc::{call, fails, ok};
 use common::start::{traversable_dir, write_config};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -205,9 +205,8 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
         Some("Credential rejected"),
         Some(json!({"reason": "credential_rejected"})),
     );
-    let v = call(&mut carol, "status", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut carol, "status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
@@ -275,9 +274,8 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         "{denied}"
     );
     for (method, required) in [("config/get", "config:read"), ("status", "system:read")] {
-        let v = call(&mut erin, method, json!({}));
         assert_error(
-            &err_of(&v),
+            &fails(&mut erin, method, json!({})),
             -32012,
             Some(&format!(
                 "Principal is not granted {required} (required by {method})"
@@ -293,9 +291,8 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ("pairing/revoke", json!({"token_hash": "00".repeat(32)})),
         ("debug/set-faults", json!({"faults": ["config_commit"]})),
     ] {
-        let v = call(&mut alice, method, params);
         assert_error(
-            &err_of(&v),
+            &fails(&mut alice, method, params),
             -32012,
             Some(&format!("Principal is not an admin (required by {method})")),
             Some(json!({"reason": "admin_only"})),
@@ -495,9 +492,8 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": "permission_profiles.writer.grants.config", "value": []}),
     );
-    let v = call(&mut alice, "config/get", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut alice, "config/get", json!({})),
         -32012,
         Some("Principal is not granted config:read (required by config/get)"),
         Some(json!({"reason": "missing_grant", "required": "config:read"})),
@@ -528,16 +524,14 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": "permission_profiles.writer.grants", "value": {}}),
     );
-    let v = call(&mut alice, "status", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut alice, "status", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         Some(json!({"reason": "revoked"})),
     );
-    let v = call(&mut alice, "status", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut alice, "status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
@@ -552,9 +546,8 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": format!("users.{}.uid", r.erin.name), "value": 3_999_999_999u32}),
     );
-    let v = call(&mut erin, "session/list", json!({}));
     assert_error(
-        &err_of(&v),
+        &fails(&mut erin, "session/list", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         Some(json!({"reason": "revoked"})),

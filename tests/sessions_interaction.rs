@@ -715,10 +715,7 @@ fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
     let d = start_echo();
     let mut c = d.client();
     c.new_session("s-1", "acp");
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "s-1", "prompt": "Hello\n::tool t"}),
-    );
+    c.notify_prompt("s-1", "Hello\n::tool t");
     let frames = c.until_update(|u| u["type"] == "turn_complete");
     assert_eq!(
         frames
@@ -742,10 +739,7 @@ fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
     );
     c.expect_nothing_before_probe();
     // A failing one: its turn_complete says so, still no answer.
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "s-1", "prompt": "a\n::fail nope"}),
-    );
+    c.notify_prompt("s-1", "a\n::fail nope");
     let frames = c.until_update(|u| u["type"] == "turn_complete");
     assert_eq!(
         frames.last().unwrap().params(),
@@ -764,7 +758,7 @@ fn a_notification_prompt_that_cannot_run_still_gets_a_failed_turn_complete() {
     c.new_session("k", "acp");
     c.prompt("k", "hi");
     c.ok("session/kill", json!({"session_id": "k"}));
-    c.send_notification("session/prompt", json!({"session_id": "k", "prompt": "x"}));
+    c.notify_prompt("k", "x");
     let f = c.frame();
     assert_eq!(
         f.raw,
@@ -773,10 +767,7 @@ fn a_notification_prompt_that_cannot_run_still_gets_a_failed_turn_complete() {
     c.expect_nothing_before_probe();
 
     // No such session: rejected before the ownership check, nothing is sent.
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "nope", "prompt": "x"}),
-    );
+    c.notify_prompt("nope", "x");
     c.expect_nothing_before_probe();
 }
 
@@ -787,10 +778,7 @@ fn a_notification_prompt_killed_mid_turn_gets_a_failed_turn_complete_with_the_st
     let d = start_echo();
     let mut c = d.client();
     c.new_session("k2", "chat");
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "k2", "prompt": "abc\n::sleep 3600000"}),
-    );
+    c.notify_prompt("k2", "abc\n::sleep 3600000");
     c.until_update(|u| u["text"] == "abc");
     let kid = c.send_request("session/kill", json!({"session_id": "k2"}));
     let t = c.until_answer(&kid);
@@ -817,10 +805,7 @@ fn a_notification_prompt_waits_in_the_queue_like_any_prompt() {
     let mut c = d.client();
     c.new_session("s-1", "chat");
     let first = c.start_prompt("s-1", "::chunk 1\n::delay 20\nabc");
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "s-1", "prompt": "n"}),
-    );
+    c.notify_prompt("s-1", "n");
     let last = c.start_prompt("s-1", "z");
     let all = c.until_all(&[first.clone(), last.clone()]);
     // The notification's turn came in between, complete, unanswered.
@@ -868,7 +853,7 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
         Some(begin),
         Some(json!({"reason": "storage"})),
     );
-    c.send_notification("session/prompt", json!({"session_id": "a", "prompt": "x"}));
+    c.notify_prompt("a", "x");
     assert_eq!(
         c.frame().params(),
         &complete("a", "failed", "", Some(begin))
@@ -890,7 +875,7 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
         Some(append),
         Some(json!({"reason": "storage"})),
     );
-    c.send_notification("session/prompt", json!({"session_id": "ch", "prompt": "y"}));
+    c.notify_prompt("ch", "y");
     let frames = c.until_update(|u| u["type"] == "turn_complete");
     assert_eq!(
         frames.last().unwrap().params(),

@@ -131,10 +131,7 @@ fn a_roster_user_cannot_touch_another_principals_sessions() {
     not_owned(&a.err("session/messages", json!({"session_id": "op-acp"})));
     not_owned(&a.err("session/kill", json!({"session_id": "op-acp"})));
     // A notification prompt refused by ownership is not answered at all.
-    a.send_notification(
-        "session/prompt",
-        json!({"session_id": "op-chat", "prompt": "x"}),
-    );
+    a.notify_prompt("op-chat", "x");
     a.expect_nothing_before_probe();
 
     // Nothing was changed: the operator's sessions and history are intact.

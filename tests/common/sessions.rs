@@ -189,6 +189,8 @@ pub trait Rpc {
     fn new_session(&mut self, id: &str, mode: &str) -> Value;
     /// `session/new` with `agent`; the result.
     fn new_session_of(&mut self, agent: &str, id: &str, mode: &str) -> Value;
+    /// Sends `session/prompt` as a notification (no id, no answer, §3.5).
+    fn notify_prompt(&mut self, session: &str, prompt: &str);
     /// Sends `session/prompt`; returns its id.
     fn start_prompt(&mut self, session: &str, prompt: &str) -> Value;
     /// A whole turn: sends the prompt and reads up to its answer.
@@ -270,6 +272,13 @@ impl Rpc for Client {
             "session/new",
             json!({"agent_alias": agent, "session_id": id, "chat_mode": mode}),
         )
+    }
+
+    fn notify_prompt(&mut self, session: &str, prompt: &str) {
+        self.send_notification(
+            "session/prompt",
+            json!({"session_id": session, "prompt": prompt}),
+        );
     }
 
     fn start_prompt(&mut self, session: &str, prompt: &str) -> Value {
