@@ -10,6 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::acp::*;
+use common::assert::assert_code_reason;
 use serde_json::{json, Value};
 
 /// A long, slow reply: one character every 50 ms.
@@ -85,7 +86,7 @@ fn next_update(rpc: &mut Rpc) -> Value {
 #[track_caller]
 fn assert_failed_turn(t: &Turn) {
     let e = t.err();
-    assert_error(e, -32603, Some("storage"));
+    assert_code_reason(e, -32603, Some("storage"));
     let tc = t.complete();
     assert_eq!(tc["outcome"], "failed", "{tc}");
     assert!(tc["reason"].as_str().is_some_and(|r| !r.is_empty()), "{tc}");
@@ -117,7 +118,7 @@ fn turn_begin_fault_starts_no_turn() {
     let before = dump_all(&env.db());
     rpc.faults(&["turn_begin"]);
     let t = rpc.prompt(sid, "two");
-    assert_error(t.err(), -32603, Some("storage"));
+    assert_code_reason(t.err(), -32603, Some("storage"));
     assert!(
         t.updates.is_empty(),
         "a turn that did not begin sent {:?}",
@@ -323,15 +324,15 @@ fn recovery_fault_changes_nothing_and_creates_no_live_session() {
     let before = dump_all(&env.db());
     rpc.faults(&["recovery"]);
     let e = rpc.messages_mode(sid, None).unwrap_err();
-    assert_error(&e, -32603, Some("storage"));
+    assert_code_reason(&e, -32603, Some("storage"));
     let t = rpc.prompt(sid, "three");
-    assert_error(t.err(), -32603, Some("storage"));
+    assert_code_reason(t.err(), -32603, Some("storage"));
     assert!(t.updates.is_empty(), "{:?}", t.updates);
     let e = rpc.err(
         "session/new",
         json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
     );
-    assert_error(&e, -32603, Some("storage"));
+    assert_code_reason(&e, -32603, Some("storage"));
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     assert_eq!(
         dump_all(&env.db()),
@@ -363,18 +364,7 @@ fn tombstone_fault_on_an_idle_session_keeps_it_usable() {
     let env = env();
     let mut rpc = env.rpc();
     let sid = "tomb-idle";
-    rpc.new_session(sid, "acp");
-    rpc.prompt_ok(sid, "one");
-    let before = dump_all(&env.db());
-    rpc.faults(&["tombstone"]);
-    let e = rpc.err("session/kill", json!({"session_id": sid}));
-    assert_error(&e, -32603, Some("storage"));
-    assert_eq!(
-        dump_all(&env.db()),
-        before,
-        "a failed kill changed the store"
-    );
-    assert!(rpc.live_ids().contains(&sid.to_owned()));
+    refused_while_idle(&env, &mut rpc, sid, "acp", "tombstone", "session/kill");
     assert!(killed_at_is_null(&env, sid));
     rpc.prompt_ok(sid, "two");
 
@@ -386,17 +376,42 @@ fn tombstone_fault_on_an_idle_session_keeps_it_usable() {
     check_killed(&env, &mut rpc, sid, 4);
 }
 
+/// Session `sid` (`mode`) with one turn, whose `method` then fails `-32603`
+/// `storage` under fault `point`, changing nothing in the store and leaving
+/// the session live. The fault stays set.
+fn refused_while_idle(
+    env: &AcpEnv,
+    rpc: &mut Rpc,
+    sid: &str,
+    mode: &str,
+    point: &str,
+    method: &str,
+) {
+    rpc.new_session(sid, mode);
+    rpc.prompt_ok(sid, "one");
+    let before = dump_all(&env.db());
+    rpc.faults(&[point]);
+    let e = rpc.err(method, json!({"session_id": sid}));
+    assert_code_reason(&e, -32603, Some("storage"));
+    assert_eq!(
+        dump_all(&env.db()),
+        before,
+        "a failed {method} changed the store"
+    );
+    assert!(rpc.live_ids().contains(&sid.to_owned()));
+}
+
 /// A killed session: readable, never rehydrated, listed as killed only on request.
 fn check_killed(env: &AcpEnv, rpc: &mut Rpc, sid: &str, rows: usize) {
     let before = rpc.messages(sid);
     assert_eq!(before.len(), rows, "{before:?}");
     let t = rpc.prompt(sid, "again");
-    assert_error(t.err(), -32000, Some("killed"));
+    assert_code_reason(t.err(), -32000, Some("killed"));
     let e = rpc.err(
         "session/new",
         json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
     );
-    assert_error(&e, -32000, Some("killed"));
+    assert_code_reason(&e, -32000, Some("killed"));
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     let listed = rpc.ok("session/list-acp", json!({}));
     assert!(
@@ -418,7 +433,7 @@ fn check_killed(env: &AcpEnv, rpc: &mut Rpc, sid: &str, rows: usize) {
     assert_eq!(entry["state"], "killed");
     // Nothing to kill any more.
     let e = rpc.err("session/kill", json!({"session_id": sid}));
-    assert_error(&e, -32000, None);
+    assert_code_reason(&e, -32000, None);
     assert_eq!(
         rpc.messages(sid),
         before,
@@ -439,12 +454,12 @@ fn tombstone_fault_on_a_running_turn_then_kill_retried() {
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["tombstone"]);
     let e = ctl.err("session/kill", json!({"session_id": sid}));
-    assert_error(&e, -32603, Some("storage"));
+    assert_code_reason(&e, -32603, Some("storage"));
     // The hard cancel came first: the running prompt is answered killed,
     // without turn_complete, and so is the queued one.
     let t = rpc.finish_turn(sid, id, common::RECV_TIMEOUT);
-    assert_error(t.err(), -32000, Some("killed"));
-    assert_error(&rpc.wait(queued).unwrap_err(), -32000, Some("killed"));
+    assert_code_reason(t.err(), -32000, Some("killed"));
+    assert_code_reason(&rpc.wait(queued).unwrap_err(), -32000, Some("killed"));
     assert!(t.of_type("turn_complete").is_empty(), "{:?}", t.updates);
     let sent = t.text();
     assert!(!ctl.live_ids().contains(&sid.to_owned()));
@@ -478,13 +493,13 @@ fn tombstone_fault_on_a_running_turn_then_recovered() {
     let id = rpc.send_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["tombstone"]);
-    assert_error(
+    assert_code_reason(
         &ctl.err("session/kill", json!({"session_id": sid})),
         -32603,
         Some("storage"),
     );
     let t = rpc.finish_turn(sid, id, common::RECV_TIMEOUT);
-    assert_error(t.err(), -32000, Some("killed"));
+    assert_code_reason(t.err(), -32000, Some("killed"));
     ctl.faults(&[]);
     // Not killed after all: the next prompt rehydrates and recovers it.
     let t2 = ctl.prompt_ok(sid, "after");
@@ -505,14 +520,7 @@ fn acp_delete_fault_on_an_idle_session_keeps_it_usable() {
     let env = env();
     let mut rpc = env.rpc();
     let sid = "del-idle";
-    rpc.new_session(sid, "acp");
-    rpc.prompt_ok(sid, "one");
-    let before = dump_all(&env.db());
-    rpc.faults(&["acp_delete"]);
-    let e = rpc.err("session/delete", json!({"session_id": sid}));
-    assert_error(&e, -32603, Some("storage"));
-    assert_eq!(dump_all(&env.db()), before);
-    assert!(rpc.live_ids().contains(&sid.to_owned()));
+    refused_while_idle(&env, &mut rpc, sid, "acp", "acp_delete", "session/delete");
     rpc.prompt_ok(sid, "two");
     assert_eq!(rpc.messages(sid).len(), 4);
 
@@ -530,7 +538,7 @@ fn acp_delete_fault_on_an_idle_session_keeps_it_usable() {
 fn check_deleted(env: &AcpEnv, rpc: &mut Rpc, sid: &str, row_id: i64) {
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     let e = rpc.messages_mode(sid, None).unwrap_err();
-    assert_error(&e, -32000, None);
+    assert_code_reason(&e, -32000, None);
     let e = rpc.prompt(sid, "again");
     assert_eq!(e.err()["code"], -32000);
     for t in [
@@ -567,9 +575,9 @@ fn acp_delete_fault_on_a_running_turn_keeps_the_row_recoverable() {
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["acp_delete"]);
     let e = ctl.err("session/delete", json!({"session_id": sid}));
-    assert_error(&e, -32603, Some("storage"));
+    assert_code_reason(&e, -32603, Some("storage"));
     let t = rpc.finish_turn(sid, id, common::RECV_TIMEOUT);
-    assert_error(t.err(), -32000, Some("deleted"));
+    assert_code_reason(t.err(), -32000, Some("deleted"));
     assert!(t.of_type("turn_complete").is_empty(), "{:?}", t.updates);
     assert!(!ctl.live_ids().contains(&sid.to_owned()));
     assert_eq!(count(&env, "acp_turn_checkpoints", sid), 1);
@@ -626,20 +634,13 @@ fn chat_delete_fault_keeps_the_session_usable() {
     let env = env();
     let mut rpc = env.rpc();
     let sid = "chat-d";
-    rpc.new_session(sid, "chat");
-    rpc.prompt_ok(sid, "one");
-    let before = dump_all(&env.db());
-    rpc.faults(&["chat_delete"]);
-    let e = rpc.err("session/delete", json!({"session_id": sid}));
-    assert_error(&e, -32603, Some("storage"));
-    assert_eq!(dump_all(&env.db()), before);
-    assert!(rpc.live_ids().contains(&sid.to_owned()));
+    refused_while_idle(&env, &mut rpc, sid, "chat", "chat_delete", "session/delete");
     rpc.prompt_ok(sid, "two");
     rpc.faults(&[]);
     let r = rpc.ok("session/delete", json!({"session_id": sid}));
     assert_eq!(r, json!({"session_id": sid, "deleted": true}));
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
-    assert_error(&rpc.messages_mode(sid, None).unwrap_err(), -32000, None);
+    assert_code_reason(&rpc.messages_mode(sid, None).unwrap_err(), -32000, None);
     assert_eq!(dump_table(&env.db(), "chat_messages").len(), 0);
     assert_eq!(dump_table(&env.db(), "chat_sessions").len(), 0);
 }
@@ -663,10 +664,10 @@ fn kill_of_a_running_turn_answers_killed_and_keeps_history_readable() {
     let r = ctl.ok("session/kill", json!({"session_id": sid}));
     assert_eq!(r, json!({"session_id": sid, "killed": true}));
     let t = rpc.finish_turn(sid, id, common::RECV_TIMEOUT);
-    assert_error(t.err(), -32000, Some("killed"));
+    assert_code_reason(t.err(), -32000, Some("killed"));
     for q in queued {
         let a = rpc.wait(q);
-        assert_error(&a.unwrap_err(), -32000, Some("killed"));
+        assert_code_reason(&a.unwrap_err(), -32000, Some("killed"));
     }
     // No turn_complete for the killed prompt, nor for the queued ones.
     rpc.ok("status", json!({}));

@@ -3,12 +3,12 @@
 //! `config/get` view (issue 12).
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::sessions;
+use common::start::{start, start_echo, ECHO_ONLY};
 
 use serde_json::{json, Value};
 
-use sessions::{start, start_echo, Rpc, ECHO_ONLY};
+use sessions::Rpc;
 
 fn bad_member(e: &Value, member: &str, message: &str) {
     assert_eq!(e["code"], -32602, "{e}");

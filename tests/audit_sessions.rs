@@ -5,8 +5,8 @@
 //! daemon's stderr JSON lines.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::sessions;
+use common::start::start_echo;
 
 use common::own_peer_label;
 use serde_json::{json, Value};

@@ -6,11 +6,11 @@
 
 #[macro_use]
 mod common;
+use common::assert::{assert_error, err_of};
+use common::rpc::{call, fails, ok};
+use common::start::write_config;
 
-use common::users::{
-    assert_error, call, config_bytes, digest, get, initialize, ok, set_many, write_config,
-    ADMIN_TOKEN,
-};
+use common::users::{config_bytes, digest, get, initialize, set_many, ADMIN_TOKEN};
 use common::{euid, Client, Daemon, TestDir};
 use serde_json::{json, Value};
 
@@ -71,19 +71,17 @@ fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
     let mut me = me(&d);
     assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
 
-    let v = call(&mut me, "session/new", json!({"agent_alias": "echo"}));
     assert_error(
-        &v,
+        &fails(&mut me, "session/new", json!({"agent_alias": "echo"})),
         -32012,
-        "Principal is not granted sessions:create (required by session/new)",
+        Some("Principal is not granted sessions:create (required by session/new)"),
         Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
     );
     for m in ["pairing/list", "pairing/create"] {
-        let v = call(&mut me, m, json!({}));
         assert_error(
-            &v,
+            &fails(&mut me, m, json!({})),
             -32012,
-            &format!("Principal is not an admin (required by {m})"),
+            Some(&format!("Principal is not an admin (required by {m})")),
             Some(json!({"reason": "admin_only"})),
         );
     }
@@ -139,9 +137,9 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
     );
     let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(2))]);
     assert_error(
-        &v,
+        &err_of(&v),
         -32012,
-        "Principal is not granted config:update (required by config/set-many)",
+        Some("Principal is not granted config:update (required by config/set-many)"),
         Some(json!({"reason": "missing_grant", "required": "config:update"})),
     );
     assert_eq!(get(&mut me, "agents.echo.chunk_chars"), 16);
@@ -152,19 +150,17 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
         "config/set",
         json!({"prop": "permission_profiles.me.grants", "value": {}}),
     );
-    let v = call(&mut me, "config/get", json!({}));
     assert_error(
-        &v,
+        &fails(&mut me, "config/get", json!({})),
         -32012,
-        "Permission revoked: the principal no longer resolves",
+        Some("Permission revoked: the principal no longer resolves"),
         revoked(),
     );
     for _ in 0..2 {
-        let v = call(&mut me, "config/get", json!({}));
         assert_error(
-            &v,
+            &fails(&mut me, "config/get", json!({})),
             -32010,
-            "First call must be 'initialize'",
+            Some("First call must be 'initialize'"),
             Some(json!({"reason": "not_initialized"})),
         );
     }
@@ -198,11 +194,10 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
     // request is not_initialized rather than revoked.
     me.send_line(r#"{"jsonrpc":"2.0","method":"status","params":{}}"#);
     me.expect_nothing_before_probe();
-    let v = call(&mut me, "status", json!({}));
     assert_error(
-        &v,
+        &fails(&mut me, "status", json!({})),
         -32010,
-        "First call must be 'initialize'",
+        Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
     );
 }
@@ -228,11 +223,10 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
         v["result"],
         json!({"props": ["security.trust_daemon_uid"], "set": true})
     );
-    let v = call(&mut uid_admin, "status", json!({}));
     assert_error(
-        &v,
+        &fails(&mut uid_admin, "status", json!({})),
         -32012,
-        "Permission revoked: the principal no longer resolves",
+        Some("Permission revoked: the principal no longer resolves"),
         revoked(),
     );
     let v = call(&mut uid_admin, "status", json!({}));
@@ -240,9 +234,9 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
     // Root included: an unmapped uid is rejected (§5.2).
     let v = initialize(&mut uid_admin, None);
     assert_error(
-        &v,
+        &err_of(&v),
         -32010,
-        "Credential rejected",
+        Some("Credential rejected"),
         Some(json!({"reason": "credential_rejected"})),
     );
     let mut fresh = d.connect();
@@ -339,9 +333,9 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
         json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
     );
     assert_error(
-        &v,
+        &err_of(&v),
         -32012,
-        "Principal is not entitled to agent tiny",
+        Some("Principal is not entitled to agent tiny"),
         Some(json!({"reason": "agent", "agent": "tiny"})),
     );
     ok(
@@ -404,11 +398,10 @@ fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
         "config/set",
         json!({"prop": "permission_profiles.boss.admin", "value": false}),
     );
-    let v = call(&mut me, "pairing/list", json!({}));
     assert_error(
-        &v,
+        &fails(&mut me, "pairing/list", json!({})),
         -32012,
-        "Principal is not an admin (required by pairing/list)",
+        Some("Principal is not an admin (required by pairing/list)"),
         Some(json!({"reason": "admin_only"})),
     );
     let v = set_many(&mut me, &[("gateway.port", json!(4001))]);

@@ -4,10 +4,11 @@
 
 #[macro_use]
 mod common;
+use common::assert::{assert_error, err_of};
+use common::rpc::{call, fails, ok};
+use common::start::write_config;
 
-use common::users::{
-    assert_error, call, config_bytes, digest, initialize, ok, write_config, ADMIN_TOKEN,
-};
+use common::users::{config_bytes, digest, initialize, ADMIN_TOKEN};
 use common::{Daemon, TestDir};
 use serde_json::{json, Value};
 use zeroclaw::config::Config;
@@ -69,9 +70,9 @@ fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator(
         json!({"prop": "gateway.paired_tokens", "value": []}),
     );
     assert_error(
-        &v,
+        &err_of(&v),
         -32602,
-        "gateway.paired_tokens: read-only prop; use pairing/*",
+        Some("gateway.paired_tokens: read-only prop; use pairing/*"),
         Some(json!({"prop": "gateway.paired_tokens"})),
     );
 
@@ -120,25 +121,23 @@ fn revoking_a_token_fails_the_next_request_of_its_connections() {
         json!({"revoked": true})
     );
     assert_eq!(file_config(&d).gateway.paired_tokens, [digest(&other)]);
-    let v = call(&mut t1, "status", json!({}));
     assert_error(
-        &v,
+        &fails(&mut t1, "status", json!({})),
         -32010,
-        "Pairing token revoked: re-pair and re-initialize",
+        Some("Pairing token revoked: re-pair and re-initialize"),
         Some(json!({"reason": "token_revoked"})),
     );
-    let v = call(&mut t1, "status", json!({}));
     assert_error(
-        &v,
+        &fails(&mut t1, "status", json!({})),
         -32010,
-        "First call must be 'initialize'",
+        Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
     );
     let v = initialize(&mut t1, Some(&token));
     assert_error(
-        &v,
+        &err_of(&v),
         -32010,
-        "Credential rejected",
+        Some("Credential rejected"),
         Some(json!({"reason": "credential_rejected"})),
     );
     // The other token's connection is unaffected by the generation change.
@@ -215,8 +214,12 @@ fn bad_credentials_are_rejected_without_falling_back_to_the_uid() {
         // The uid of this connection is trusted, but a presented token is
         // the credential (no fallback, §5.2).
         let mut c = d.connect();
-        let v = call(&mut c, "initialize", params.clone());
-        assert_error(&v, -32010, message, Some(json!({"reason": reason})));
+        assert_error(
+            &fails(&mut c, "initialize", params.clone()),
+            -32010,
+            Some(message),
+            Some(json!({"reason": reason})),
+        );
         let v = call(&mut c, "status", json!({}));
         assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
         // On a bound connection, the failure unbinds it (§5.3).

@@ -9,6 +9,9 @@
 
 #[macro_use]
 mod common;
+use common::assert::{assert_error, err_of};
+use common::rpc::{call, fails, ok};
+use common::start::{traversable_dir, write_config};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -16,8 +19,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::users::{
-    assert_error, call, client_as, config_bytes, connect_as, get, initialize, ok, set_many,
-    traversable_dir, write_config, Accounts, OsGroup, OsUser,
+    client_as, config_bytes, connect_as, get, initialize, set_many, Accounts, OsGroup, OsUser,
 };
 use common::{run_cli, Daemon, BIN, RECV_TIMEOUT};
 use serde_json::{json, Value};
@@ -198,16 +200,15 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
     let mut carol = client_as(&d.socket, &r.carol);
     let v = initialize(&mut carol, None);
     assert_error(
-        &v,
+        &err_of(&v),
         -32010,
-        "Credential rejected",
+        Some("Credential rejected"),
         Some(json!({"reason": "credential_rejected"})),
     );
-    let v = call(&mut carol, "status", json!({}));
     assert_error(
-        &v,
+        &fails(&mut carol, "status", json!({})),
         -32010,
-        "First call must be 'initialize'",
+        Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
     );
 
@@ -215,9 +216,9 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
     let mut bob = client_as(&d.socket, &r.bob);
     let v = initialize(&mut bob, None);
     assert_error(
-        &v,
+        &err_of(&v),
         -32012,
-        "Authenticated, but no permission profile grants this identity anything",
+        Some("Authenticated, but no permission profile grants this identity anything"),
         Some(json!({"reason": "no_grants"})),
     );
     let v = call(&mut bob, "status", json!({}));
@@ -251,9 +252,9 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
     // §6.4: a missing grant names the required grant and is audited.
     let v = call(&mut alice, "session/new", json!({"agent_alias": "echo"}));
     assert_error(
-        &v,
+        &err_of(&v),
         -32012,
-        "Principal is not granted sessions:create (required by session/new)",
+        Some("Principal is not granted sessions:create (required by session/new)"),
         Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
     );
     let denied = d
@@ -273,11 +274,12 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         "{denied}"
     );
     for (method, required) in [("config/get", "config:read"), ("status", "system:read")] {
-        let v = call(&mut erin, method, json!({}));
         assert_error(
-            &v,
+            &fails(&mut erin, method, json!({})),
             -32012,
-            &format!("Principal is not granted {required} (required by {method})"),
+            Some(&format!(
+                "Principal is not granted {required} (required by {method})"
+            )),
             Some(json!({"reason": "missing_grant", "required": required})),
         );
     }
@@ -289,11 +291,10 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ("pairing/revoke", json!({"token_hash": "00".repeat(32)})),
         ("debug/set-faults", json!({"faults": ["config_commit"]})),
     ] {
-        let v = call(&mut alice, method, params);
         assert_error(
-            &v,
+            &fails(&mut alice, method, params),
             -32012,
-            &format!("Principal is not an admin (required by {method})"),
+            Some(&format!("Principal is not an admin (required by {method})")),
             Some(json!({"reason": "admin_only"})),
         );
     }
@@ -327,7 +328,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     let (msg, data) = forbidden_path(2, "users.someone.uid");
-    assert_error(&v, -32012, &msg, Some(data));
+    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
 
     // §6.3: admin-only props whatever config_write_paths says (alice has "*").
     let admin_only: Vec<(String, Value)> = vec![
@@ -371,16 +372,18 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
             ],
         );
         let (msg, data) = forbidden_path(1, prop);
-        assert_error(&v, -32012, &msg, Some(data));
+        assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
         let v = call(
             &mut alice,
             "config/set",
             json!({"prop": prop, "value": value}),
         );
         assert_error(
-            &v,
+            &err_of(&v),
             -32012,
-            &format!("principal is not granted config write access to {prop}"),
+            Some(&format!(
+                "principal is not granted config write access to {prop}"
+            )),
             Some(json!({"reason": "config_path", "prop": prop})),
         );
     }
@@ -394,7 +397,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     let (msg, data) = forbidden_path(1, "gateway.host");
-    assert_error(&v, -32012, &msg, Some(data));
+    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
     // ... and the shape check (step 1) comes before both.
     let v = call(
         &mut alice,
@@ -402,9 +405,9 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         json!({"sets": [{"prop": "gateway.host", "value": "x"}, 7]}),
     );
     assert_error(
-        &v,
+        &err_of(&v),
         -32602,
-        "sets[1]: must be an object",
+        Some("sets[1]: must be an object"),
         Some(json!({"index": 1})),
     );
 
@@ -423,10 +426,10 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     let (msg, data) = forbidden_path(1, "daemon.ask_timeout_secs");
-    assert_error(&v, -32012, &msg, Some(data));
+    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
     let v = set_many(&mut erin, &[("agents.echo.backend", json!("echo"))]);
     let (msg, data) = forbidden_path(0, "agents.echo.backend");
-    assert_error(&v, -32012, &msg, Some(data));
+    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
     assert_eq!(config_bytes(&d.config_dir), before);
 
     // Allowed paths succeed and are persisted.
@@ -489,11 +492,10 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": "permission_profiles.writer.grants.config", "value": []}),
     );
-    let v = call(&mut alice, "config/get", json!({}));
     assert_error(
-        &v,
+        &fails(&mut alice, "config/get", json!({})),
         -32012,
-        "Principal is not granted config:read (required by config/get)",
+        Some("Principal is not granted config:read (required by config/get)"),
         Some(json!({"reason": "missing_grant", "required": "config:read"})),
     );
     assert_eq!(
@@ -510,9 +512,9 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
     // Read but no longer update: set-many is refused by the gate.
     let v = set_many(&mut alice, &[("daemon.ask_timeout_secs", json!(3))]);
     assert_error(
-        &v,
+        &err_of(&v),
         -32012,
-        "Principal is not granted config:update (required by config/set-many)",
+        Some("Principal is not granted config:update (required by config/set-many)"),
         Some(json!({"reason": "missing_grant", "required": "config:update"})),
     );
 
@@ -522,18 +524,16 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": "permission_profiles.writer.grants", "value": {}}),
     );
-    let v = call(&mut alice, "status", json!({}));
     assert_error(
-        &v,
+        &fails(&mut alice, "status", json!({})),
         -32012,
-        "Permission revoked: the principal no longer resolves",
+        Some("Permission revoked: the principal no longer resolves"),
         Some(json!({"reason": "revoked"})),
     );
-    let v = call(&mut alice, "status", json!({}));
     assert_error(
-        &v,
+        &fails(&mut alice, "status", json!({})),
         -32010,
-        "First call must be 'initialize'",
+        Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
     );
     let v = initialize(&mut alice, None);
@@ -546,11 +546,10 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": format!("users.{}.uid", r.erin.name), "value": 3_999_999_999u32}),
     );
-    let v = call(&mut erin, "session/list", json!({}));
     assert_error(
-        &v,
+        &fails(&mut erin, "session/list", json!({})),
         -32012,
-        "Permission revoked: the principal no longer resolves",
+        Some("Permission revoked: the principal no longer resolves"),
         Some(json!({"reason": "revoked"})),
     );
     let v = call(&mut erin, "session/list", json!({}));
@@ -607,9 +606,9 @@ fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
     // to the uid; the failure leaves the connection unbound.
     let v = initialize(&mut alice, Some(&format!("zc_{}", "0".repeat(64))));
     assert_error(
-        &v,
+        &err_of(&v),
         -32010,
-        "Credential rejected",
+        Some("Credential rejected"),
         Some(json!({"reason": "credential_rejected"})),
     );
     let v = call(&mut alice, "status", json!({}));
@@ -811,7 +810,7 @@ fn the_socket_group_follows_the_config_from_one_start_to_the_next() {
     };
     let reaches = |d: &Daemon, u: &OsUser| match connect_as(&d.socket, u.uid, u.gid) {
         Ok(s) => {
-            let mut c = common::users::client_over(s);
+            let mut c = common::Client::over(s);
             let v = initialize(&mut c, None);
             assert!(v.get("result").is_some(), "{v}");
             true

@@ -5,8 +5,8 @@
 //! other connections are answered within it, not after the 30 s stall policy.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::sessions;
+use common::start::start_echo;
 
 use std::os::unix::io::AsRawFd;
 use std::time::{Duration, Instant};

@@ -5,6 +5,9 @@
 
 #[macro_use]
 mod common;
+use common::assert::{assert_error, err_of};
+use common::rpc::{call, ok};
+use common::start::write_config;
 
 use std::fs::{File, OpenOptions};
 use std::path::Path;
@@ -12,10 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::users::{
-    assert_error, call, config_bytes, digest, get, initialize, ok, set_many, write_config,
-    ADMIN_TOKEN,
-};
+use common::users::{config_bytes, digest, get, initialize, set_many, ADMIN_TOKEN};
 use common::{euid, Client, Daemon, TestDir};
 use serde_json::{json, Value};
 use zeroclaw::config::Config;
@@ -218,9 +218,9 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
     let v = me.recv_json();
     assert_eq!(v["id"], "mine", "{v}");
     assert_error(
-        &v,
+        &err_of(&v),
         -32012,
-        "Principal is not granted config:update (required by config/set-many)",
+        Some("Principal is not granted config:update (required by config/set-many)"),
         Some(json!({"reason": "missing_grant", "required": "config:update"})),
     );
     assert_eq!(get(&mut admin, "agents.echo.chunk_chars"), 16);
@@ -246,9 +246,9 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
     let v = me.recv_json();
     assert_eq!(v["id"], "mine-2", "{v}");
     assert_error(
-        &v,
+        &err_of(&v),
         -32012,
-        "Permission revoked: the principal no longer resolves",
+        Some("Permission revoked: the principal no longer resolves"),
         Some(json!({"reason": "revoked"})),
     );
     let v = call(&mut me, "status", json!({}));

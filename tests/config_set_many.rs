@@ -5,10 +5,12 @@
 
 #[macro_use]
 mod common;
+use common::assert::{assert_error, err_of};
+use common::rpc::{call, ok};
 
 use std::os::unix::fs::PermissionsExt;
 
-use common::users::{assert_error, call, config_bytes, get, ok, set_many};
+use common::users::{config_bytes, get, set_many};
 use common::{Client, Daemon, TestDir};
 use serde_json::{json, Value};
 use zeroclaw::config::Config;
@@ -106,9 +108,9 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
         )
     });
     assert_error(
-        &v,
+        &err_of(&v),
         -32602,
-        "invalid configuration: users.other.permission_profiles: required",
+        Some("invalid configuration: users.other.permission_profiles: required"),
         Some(json!({"path": "users.other.permission_profiles"})),
     );
     // Nor a one-entry set-many: the failing path is not an entry's prop.
@@ -116,9 +118,9 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
         set_many(c, &[("users.other.uid", json!(1002))])
     });
     assert_error(
-        &v,
+        &err_of(&v),
         -32602,
-        "invalid configuration: users.other.permission_profiles: required",
+        Some("invalid configuration: users.other.permission_profiles: required"),
         Some(json!({"path": "users.other.permission_profiles"})),
     );
 }
@@ -194,7 +196,7 @@ fn an_invalid_entry_at_index_1_changes_neither_the_file_nor_the_running_config()
     ];
     for (sets, message, data) in cases {
         let v = unchanged(&d, &mut c, |c| set_many(c, &sets));
-        assert_error(&v, -32602, message, Some(data));
+        assert_error(&err_of(&v), -32602, Some(message), Some(data));
     }
     // The entries before index 1 were valid on their own.
     let v = set_many(&mut c, &[("daemon.ask_timeout_secs", json!(5))]);
@@ -219,12 +221,17 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
     not_arrays.push(json!({"sets": {"prop": "daemon.ask_timeout_secs", "value": 7}}));
     for params in not_arrays {
         let v = unchanged(&d, &mut c, |c| call(c, "config/set-many", params.clone()));
-        assert_error(&v, -32602, "sets must be an array", None);
+        assert_error(&err_of(&v), -32602, Some("sets must be an array"), None);
     }
     let too_many: Vec<Value> = (0..257).map(|_| ok_entry.clone()).collect();
     for sets in [json!([]), Value::Array(too_many)] {
         let v = unchanged(&d, &mut c, |c| set_many_raw(c, sets));
-        assert_error(&v, -32602, "sets must have 1 to 256 entries", None);
+        assert_error(
+            &err_of(&v),
+            -32602,
+            Some("sets must have 1 to 256 entries"),
+            None,
+        );
     }
     // Positional params are not supported (§1.3).
     let v = call(&mut c, "config/set-many", json!([[ok_entry.clone()]]));
@@ -253,9 +260,9 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
             set_many_raw(c, json!([ok_entry.clone(), entry.clone()]))
         });
         assert_error(
-            &v,
+            &err_of(&v),
             -32602,
-            &format!("sets[1]: {why}"),
+            Some(&format!("sets[1]: {why}")),
             Some(json!({"index": 1})),
         );
     }
@@ -268,9 +275,9 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
         )
     });
     assert_error(
-        &v,
+        &err_of(&v),
         -32602,
-        "sets[2]: must be an object",
+        Some("sets[2]: must be an object"),
         Some(json!({"index": 2})),
     );
 
@@ -386,9 +393,9 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
             )
         });
         assert_error(
-            &v,
+            &err_of(&v),
             -32602,
-            &format!("sets[1]: {prop}: {why}"),
+            Some(&format!("sets[1]: {prop}: {why}")),
             Some(json!({"index": 1, "prop": prop})),
         );
     }
@@ -552,7 +559,7 @@ fn config_set_runs_the_same_pipeline_naming_the_prop() {
     ];
     for (params, message, data) in cases {
         let v = unchanged(&d, &mut c, |c| call(c, "config/set", params.clone()));
-        assert_error(&v, -32602, message, Some(data));
+        assert_error(&err_of(&v), -32602, Some(message), Some(data));
     }
     // Missing members fail decoding.
     for params in [

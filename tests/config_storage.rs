@@ -4,10 +4,13 @@
 
 #[macro_use]
 mod common;
+use common::assert::{assert_error, err_of};
+use common::rpc::{call, ok};
+use common::start::write_config;
 
 use std::os::unix::fs::PermissionsExt;
 
-use common::users::{assert_error, call, config_bytes, get, ok, set_many, write_config};
+use common::users::{config_bytes, get, set_many};
 use common::{Client, Daemon, TestDir};
 use serde_json::{json, Value};
 use zeroclaw::config::Config;
@@ -18,18 +21,18 @@ fn running(c: &mut Client) -> Value {
 
 fn storage_error(v: &Value) {
     assert_error(
-        v,
+        &err_of(v),
         -32603,
-        "Config save failed: injected fault: config_commit",
+        Some("Config save failed: injected fault: config_commit"),
         Some(json!({"reason": "storage"})),
     );
 }
 
 fn config_changed(v: &Value) {
     assert_error(
-        v,
+        &err_of(v),
         -32603,
-        "config.toml changed on disk; restart the daemon",
+        Some("config.toml changed on disk; restart the daemon"),
         Some(json!({"reason": "config_changed"})),
     );
 }

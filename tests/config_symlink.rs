@@ -3,10 +3,10 @@
 //! the link stays a link (issue 13 item 8; docs/decisions.md).
 
 mod common;
+use common::rpc::{call, ok};
 
 use std::os::unix::fs::PermissionsExt;
 
-use common::users::{call, ok};
 use common::{Daemon, TestDir};
 use serde_json::json;
 

@@ -14,6 +14,7 @@ mod common;
 use std::path::Path;
 
 use common::acp::*;
+use common::assert::assert_code_reason;
 use common::env_ops::*;
 use common::tmpfs::{Filler, Tmpfs};
 use common::{DaemonBuilder, TestDir};
@@ -25,7 +26,7 @@ const SIZE: u64 = 2 * 1024 * 1024;
 const BIG_REPLY: &str = "::repeat 40000 0123456789";
 
 fn assert_full(e: &Value) {
-    assert_error(e, -32603, Some("storage_full"));
+    assert_code_reason(e, -32603, Some("storage_full"));
 }
 
 #[test]

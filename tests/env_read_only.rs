@@ -15,6 +15,7 @@ mod common;
 use std::time::Duration;
 
 use common::acp::*;
+use common::assert::assert_code_reason;
 use common::env_ops::*;
 use common::tmpfs::{ReadOnly, TmpfsEnv};
 use serde_json::{json, Value};
@@ -26,7 +27,7 @@ fn config() -> String {
 }
 
 fn assert_read_only(e: &Value) {
-    assert_error(e, -32603, Some("storage_read_only"));
+    assert_code_reason(e, -32603, Some("storage_read_only"));
 }
 
 /// Turns on `n` sessions at once, each appending many small checkpoint

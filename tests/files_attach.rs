@@ -7,6 +7,9 @@
 
 #[macro_use]
 mod common;
+use common::assert::assert_error;
+use common::rpc::call;
+use common::start::{start_echo, Env};
 
 use std::os::unix::fs::MetadataExt;
 

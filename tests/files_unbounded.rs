@@ -6,6 +6,9 @@
 
 #[macro_use]
 mod common;
+use common::assert::assert_error;
+use common::rpc::call;
+use common::start::start_echo;
 
 use common::files::*;
 use serde_json::json;

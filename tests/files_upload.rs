@@ -7,6 +7,10 @@
 
 #[macro_use]
 mod common;
+use common::assert::assert_error;
+use common::rpc::{call, next_id, ok};
+use common::start::{config_with, start, start_echo};
+use common::wait::eventually;
 
 use std::time::{Duration, Instant};
 

@@ -32,7 +32,7 @@ struct InProcess {
 async fn start(settings: Settings) -> InProcess {
     let dir = common::TestDir::new();
     let extra = format!("paired_tokens = [\"{}\"]", token_digest(TOKEN));
-    gateway_support::write_config(&dir, 1, &extra);
+    gateway_support::write_gateway_config(&dir, 1, &extra);
     let cfg = dir.config_dir();
     let (store, mut config) = ConfigStore::open(&cfg).expect("opening the config");
     config.gateway.port = 0;

@@ -130,7 +130,7 @@ fn a_taken_port_fails_startup_with_status_1_naming_the_address() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     let dir = common::TestDir::new();
-    gateway_support::write_config(&dir, port, "");
+    gateway_support::write_gateway_config(&dir, port, "");
     let f = common::Daemon::builder()
         .config_dir(dir.config_dir())
         .try_spawn()

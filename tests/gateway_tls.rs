@@ -43,7 +43,7 @@ fn tls_gateway() -> (Gateway, Vec<u8>) {
             "tls_cert = \"tls/cert.pem\"\ntls_key = \"{}\"",
             key_path.display()
         );
-        gateway_support::write_config(&dir, port, &extra);
+        gateway_support::write_gateway_config(&dir, port, &extra);
         match common::Daemon::builder()
             .config_dir(dir.config_dir())
             .try_spawn()
@@ -136,7 +136,7 @@ async fn a_plain_client_cannot_talk_to_a_tls_gateway() {
 }
 
 fn start_failure(extra: &str, dir: &TestDir) -> String {
-    gateway_support::write_config(dir, gateway_support::free_port(), extra);
+    gateway_support::write_gateway_config(dir, gateway_support::free_port(), extra);
     let f = common::Daemon::builder()
         .config_dir(dir.config_dir())
         .try_spawn()

@@ -5,8 +5,7 @@
 //! peak RSS under the stated bound (budget + 512 MiB).
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::sessions;
 
 use common::{Client, Daemon, DaemonBuilder, MAX_FRAME};
 use serde_json::{json, Value};

@@ -3,10 +3,12 @@
 //! close nor rehydrates the session behind it.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::assert::assert_error;
+use common::sessions;
+use common::start::{config_with, start_in};
+use common::wait::eventually;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::RecvError;
 use serde_json::json;
@@ -38,11 +40,9 @@ fn a_prompt_during_close_fails_at_once_with_closed() {
     let mut b = d.client();
     let close = b.send_request("session/close", json!({"session_id": "c1"}));
     // The close has soft-cancelled the turn: the agent got SIGTERM.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !marker.exists() {
-        assert!(Instant::now() < deadline, "the agent never got SIGTERM");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    eventually("the agent to get SIGTERM", Duration::from_secs(10), || {
+        marker.exists().then_some(())
+    });
 
     let mut c = d.client();
     let e = c.err(
@@ -52,7 +52,7 @@ fn a_prompt_during_close_fails_at_once_with_closed() {
     assert_error(
         &e,
         -32000,
-        "Session closed",
+        Some("Session closed"),
         Some(json!({"reason": "closed"})),
     );
     // Answered while the close is still waiting for the turn.

@@ -3,8 +3,9 @@
 //! existence, then state; a refused `session/new` changes nothing.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::assert::assert_error;
+use common::sessions;
+use common::start::{config_with, start, start_echo, Env};
 
 use serde_json::json;
 use sessions::*;
@@ -84,7 +85,7 @@ fn parameters_are_checked_before_existence() {
         ),
     ] {
         let e = c.err(method, params.clone());
-        assert_error(&e, -32000, "Session not found", None);
+        assert_error(&e, -32000, Some("Session not found"), None);
     }
     // Null members are absent (§1.3).
     c.new_session("s", "chat");
@@ -115,14 +116,14 @@ fn a_refused_session_new_leaves_the_live_session_and_its_turn_alone() {
     assert_error(
         &e,
         -32602,
-        "Chat session belongs to a different agent",
+        Some("Chat session belongs to a different agent"),
         None,
     );
     let e = c.err(
         "session/new",
         json!({"agent_alias": "nope", "session_id": "s", "chat_mode": "chat"}),
     );
-    assert_error(&e, -32602, "Agent nope is not configured", None);
+    assert_error(&e, -32602, Some("Agent nope is not configured"), None);
     c.expect_nothing_before_probe();
     // The turn still runs and is ours to cancel.
     let cid = c.send_request("session/cancel", json!({"session_id": "s"}));
@@ -145,7 +146,12 @@ fn a_refused_session_new_leaves_the_live_session_and_its_turn_alone() {
         "session/new",
         json!({"agent_alias": "other", "session_id": "x", "chat_mode": "acp"}),
     );
-    assert_error(&e, -32602, "ACP session belongs to a different agent", None);
+    assert_error(
+        &e,
+        -32602,
+        Some("ACP session belongs to a different agent"),
+        None,
+    );
     let r = c.new_session("x", "acp");
     assert_eq!(
         (r["resumed"].clone(), r["message_count"].clone()),
@@ -204,7 +210,7 @@ fn killed_acp_rows_refuse_resume_whatever_the_agent() {
         assert_error(
             &e,
             -32000,
-            "Session killed",
+            Some("Session killed"),
             Some(json!({"reason": "killed"})),
         );
     }

@@ -3,8 +3,10 @@
 //! and the quick test of §14, verbatim.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::assert::assert_error;
+use common::sessions;
+use common::start::{config_with, start, start_echo, Env};
+use common::wait::eventually;
 
 use std::path::Path;
 use std::process::Command;
@@ -155,7 +157,7 @@ fn a_non_zero_exit_fails_the_turn_with_the_last_stderr_line() {
         assert_error(
             t.error(),
             -32603,
-            message,
+            Some(message),
             Some(json!({"reason": "agent_failed"})),
         );
     }
@@ -166,7 +168,7 @@ fn a_non_zero_exit_fails_the_turn_with_the_last_stderr_line() {
     assert_error(
         t.error(),
         -32603,
-        "agent command exited with status 7",
+        Some("agent command exited with status 7"),
         Some(json!({"reason": "agent_failed"})),
     );
 }
@@ -214,7 +216,7 @@ fn timeout_secs_fails_a_turn_that_runs_too_long() {
     assert_error(
         t.error(),
         -32603,
-        message,
+        Some(message),
         Some(json!({"reason": "agent_failed"})),
     );
 }

@@ -4,8 +4,10 @@
 //! id space, and prompts sent as notifications.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::assert::assert_error;
+use common::sessions;
+use common::start::{config_with, start, start_args, start_echo, ECHO_ONLY};
+use common::wait::eventually;
 
 use std::time::Duration;
 
@@ -79,7 +81,7 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
         assert_error(
             &e,
             -32000,
-            "No active turn for this session",
+            Some("No active turn for this session"),
             Some(json!({"reason": "no_active_turn"})),
         );
     }
@@ -93,7 +95,7 @@ fn cancel_without_a_running_turn_is_no_active_turn() {
         assert_error(
             e,
             -32000,
-            "No active turn for this session",
+            Some("No active turn for this session"),
             Some(json!({"reason": "no_active_turn"})),
         )
     };
@@ -347,7 +349,7 @@ fn approve_parameter_errors_and_unknown_requests() {
     assert_error(
         &e,
         -32602,
-        "replacement is required with reject_with_edit",
+        Some("replacement is required with reject_with_edit"),
         None,
     );
     let e = c.err(
@@ -713,10 +715,7 @@ fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
     let d = start_echo();
     let mut c = d.client();
     c.new_session("s-1", "acp");
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "s-1", "prompt": "Hello\n::tool t"}),
-    );
+    c.notify_prompt("s-1", "Hello\n::tool t");
     let frames = c.until_update(|u| u["type"] == "turn_complete");
     assert_eq!(
         frames
@@ -740,10 +739,7 @@ fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
     );
     c.expect_nothing_before_probe();
     // A failing one: its turn_complete says so, still no answer.
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "s-1", "prompt": "a\n::fail nope"}),
-    );
+    c.notify_prompt("s-1", "a\n::fail nope");
     let frames = c.until_update(|u| u["type"] == "turn_complete");
     assert_eq!(
         frames.last().unwrap().params(),
@@ -762,7 +758,7 @@ fn a_notification_prompt_that_cannot_run_still_gets_a_failed_turn_complete() {
     c.new_session("k", "acp");
     c.prompt("k", "hi");
     c.ok("session/kill", json!({"session_id": "k"}));
-    c.send_notification("session/prompt", json!({"session_id": "k", "prompt": "x"}));
+    c.notify_prompt("k", "x");
     let f = c.frame();
     assert_eq!(
         f.raw,
@@ -771,10 +767,7 @@ fn a_notification_prompt_that_cannot_run_still_gets_a_failed_turn_complete() {
     c.expect_nothing_before_probe();
 
     // No such session: rejected before the ownership check, nothing is sent.
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "nope", "prompt": "x"}),
-    );
+    c.notify_prompt("nope", "x");
     c.expect_nothing_before_probe();
 }
 
@@ -785,10 +778,7 @@ fn a_notification_prompt_killed_mid_turn_gets_a_failed_turn_complete_with_the_st
     let d = start_echo();
     let mut c = d.client();
     c.new_session("k2", "chat");
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "k2", "prompt": "abc\n::sleep 3600000"}),
-    );
+    c.notify_prompt("k2", "abc\n::sleep 3600000");
     c.until_update(|u| u["text"] == "abc");
     let kid = c.send_request("session/kill", json!({"session_id": "k2"}));
     let t = c.until_answer(&kid);
@@ -815,10 +805,7 @@ fn a_notification_prompt_waits_in_the_queue_like_any_prompt() {
     let mut c = d.client();
     c.new_session("s-1", "chat");
     let first = c.start_prompt("s-1", "::chunk 1\n::delay 20\nabc");
-    c.send_notification(
-        "session/prompt",
-        json!({"session_id": "s-1", "prompt": "n"}),
-    );
+    c.notify_prompt("s-1", "n");
     let last = c.start_prompt("s-1", "z");
     let all = c.until_all(&[first.clone(), last.clone()]);
     // The notification's turn came in between, complete, unanswered.
@@ -860,8 +847,13 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
     // ACP: the turn never starts, nothing is streamed.
     let t = c.prompt("a", "x");
     assert!(t.frames.is_empty(), "{:#?}", t.raw());
-    assert_error(t.error(), -32603, begin, Some(json!({"reason": "storage"})));
-    c.send_notification("session/prompt", json!({"session_id": "a", "prompt": "x"}));
+    assert_error(
+        t.error(),
+        -32603,
+        Some(begin),
+        Some(json!({"reason": "storage"})),
+    );
+    c.notify_prompt("a", "x");
     assert_eq!(
         c.frame().params(),
         &complete("a", "failed", "", Some(begin))
@@ -880,10 +872,10 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
     assert_error(
         t.error(),
         -32603,
-        append,
+        Some(append),
         Some(json!({"reason": "storage"})),
     );
-    c.send_notification("session/prompt", json!({"session_id": "ch", "prompt": "y"}));
+    c.notify_prompt("ch", "y");
     let frames = c.until_update(|u| u["type"] == "turn_complete");
     assert_eq!(
         frames.last().unwrap().params(),

@@ -3,8 +3,10 @@
 //! close, kill, delete, store selection, listing and paging.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::assert::assert_error;
+use common::sessions;
+use common::start::{config_with, start, start_echo};
+use common::wait::eventually;
 
 use common::Client;
 use serde_json::{json, Value};
@@ -213,7 +215,7 @@ fn the_33rd_waiting_prompt_is_queue_full() {
     assert_error(
         &e,
         -32002,
-        "Session busy: queue full",
+        Some("Session busy: queue full"),
         Some(json!({"reason": "queue_full", "max": 32})),
     );
     // Releasing the first turn lets the 32 run, in order.
@@ -265,7 +267,7 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
         assert_error(
             &e,
             -32001,
-            "Session limit reached",
+            Some("Session limit reached"),
             Some(json!({"max": 64})),
         );
     }
@@ -288,7 +290,7 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
     assert_error(
         &e,
         -32001,
-        "Session limit reached",
+        Some("Session limit reached"),
         Some(json!({"max": 64})),
     );
     // With room again, the prompt rehydrates it.
@@ -321,7 +323,7 @@ fn replacing_a_session_fails_its_queued_prompts_with_closed() {
     assert_error(
         all[answer_index(&all, &queued)].error(),
         -32000,
-        "Session closed",
+        Some("Session closed"),
         Some(json!({"reason": "closed"})),
     );
     assert_eq!(
@@ -357,7 +359,7 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
         assert_error(
             all[answer_index(&all, &queued)].error(),
             -32000,
-            "Session closed",
+            Some("Session closed"),
             Some(json!({"reason": "closed"})),
         );
         assert_eq!(turns_of(&all).len(), 1);
@@ -379,7 +381,7 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
         );
         // Gone from memory...
         let e = c.err("session/close", json!({ "session_id": sid }));
-        assert_error(&e, -32000, "Session not found", None);
+        assert_error(&e, -32000, Some("Session not found"), None);
         assert_eq!(c.status()["session_ids"], json!([]));
         // ...not from storage.
         let m = c.ok("session/messages", json!({ "session_id": sid }));
@@ -396,7 +398,7 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
         // A chat session is not rehydrated by a prompt; an ACP one is.
         if mode == "chat" {
             let e = c.err("session/prompt", json!({"session_id": sid, "prompt": "x"}));
-            assert_error(&e, -32000, "Session not found", None);
+            assert_error(&e, -32000, Some("Session not found"), None);
         }
         // session/new resumes it.
         let r = c.new_session(&sid, mode);
@@ -455,13 +457,13 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
     assert_error(
         all[answer_index(&all, &running)].error(),
         -32000,
-        "Session killed",
+        Some("Session killed"),
         killed.clone(),
     );
     assert_error(
         all[answer_index(&all, &queued)].error(),
         -32000,
-        "Session killed",
+        Some("Session killed"),
         killed.clone(),
     );
     assert_eq!(
@@ -474,9 +476,9 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
         "session/new",
         json!({"agent_alias": "echo", "session_id": "k", "chat_mode": "acp"}),
     );
-    assert_error(&e, -32000, "Session killed", killed.clone());
+    assert_error(&e, -32000, Some("Session killed"), killed.clone());
     let e = c.err("session/prompt", json!({"session_id": "k", "prompt": "x"}));
-    assert_error(&e, -32000, "Session killed", killed.clone());
+    assert_error(&e, -32000, Some("Session killed"), killed.clone());
     // The history stays readable, the killed turn's progress folded in.
     let m = c.ok("session/messages", json!({"session_id": "k"}));
     assert_eq!(
@@ -498,7 +500,7 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
     assert_eq!(c.ok("session/list-acp", json!({}))["sessions"], json!([]));
     // Nothing left to kill; a new chat session may take the id.
     let e = c.err("session/kill", json!({"session_id": "k"}));
-    assert_error(&e, -32000, "Session not found", None);
+    assert_error(&e, -32000, Some("Session not found"), None);
     let r = c.new_session("k", "chat");
     assert_eq!(r["resumed"], false);
 }
@@ -531,7 +533,7 @@ fn kill_of_an_idle_or_persisted_session() {
     assert_eq!(rows(&m), vec![user("yo"), assistant("yo")]);
     // Unknown.
     let e = c.err("session/kill", json!({"session_id": "nope"}));
-    assert_error(&e, -32000, "Session not found", None);
+    assert_error(&e, -32000, Some("Session not found"), None);
 }
 
 #[test]
@@ -553,7 +555,7 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
             assert_error(
                 all[answer_index(&all, id)].error(),
                 -32000,
-                "Session deleted",
+                Some("Session deleted"),
                 Some(json!({"reason": "deleted"})),
             );
         }
@@ -562,7 +564,7 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
             &json!({"session_id": sid, "deleted": true})
         );
         let e = c.err("session/messages", json!({ "session_id": sid }));
-        assert_error(&e, -32000, "Session not found", None);
+        assert_error(&e, -32000, Some("Session not found"), None);
         assert_eq!(
             c.ok("session/delete", json!({ "session_id": sid })),
             json!({"session_id": sid, "deleted": false})
@@ -640,7 +642,7 @@ fn chat_and_acp_stores_of_one_id_stay_isolated() {
         "session/messages",
         json!({"session_id": "same", "chat_mode": "chat"}),
     );
-    assert_error(&e, -32000, "Session not found", None);
+    assert_error(&e, -32000, Some("Session not found"), None);
     assert_eq!(c.prompt("same", "still").result()["content"], "still");
     // Resuming in chat mode now starts empty; the ACP row is untouched.
     let r = c.new_session("same", "chat");
@@ -866,12 +868,12 @@ fn session_messages_pages_from_the_newest_rows() {
     // Unknown session, bad ids.
     let mut c = d.client();
     let e = c.err("session/messages", json!({"session_id": "nope"}));
-    assert_error(&e, -32000, "Session not found", None);
+    assert_error(&e, -32000, Some("Session not found"), None);
     let e = c.err(
         "session/messages",
         json!({"session_id": "nope", "chat_mode": "acp"}),
     );
-    assert_error(&e, -32000, "Session not found", None);
+    assert_error(&e, -32000, Some("Session not found"), None);
     let e = c.err("session/messages", json!({}));
     assert_eq!(e["code"], -32602);
 }
@@ -881,7 +883,7 @@ fn session_new_validation() {
     let d = start_echo();
     let mut c = d.client();
     let e = c.err("session/new", json!({"agent_alias": "nope"}));
-    assert_error(&e, -32602, "Agent nope is not configured", None);
+    assert_error(&e, -32602, Some("Agent nope is not configured"), None);
     let e = c.err("session/new", json!({}));
     assert_eq!(e["code"], -32602);
     for bad in ["", "a b", "x/y", &"x".repeat(129)] {

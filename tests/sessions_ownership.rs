@@ -4,21 +4,37 @@
 //! skipped with a printed message otherwise.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::assert::assert_error;
+use common::sessions;
+use common::start::{start_in, traversable_dir, Env};
 
+use common::users::{client_as, Accounts, OsGroup, OsUser};
 use common::Client;
 use serde_json::{json, Value};
 use sessions::*;
 
+/// Alice's OS user, in a group of its own; both removed on drop.
+struct Account {
+    user: OsUser,
+    group: OsGroup,
+    _accounts: Accounts,
+}
+
 /// A daemon serving `account`'s group, with `alice` mapped to its uid.
 fn two_principals() -> Option<(Account, Env)> {
-    let account = match Account::create() {
+    let mut accounts = match Accounts::new() {
         Ok(a) => a,
         Err(why) => {
             common::skip(&why);
             return None;
         }
+    };
+    let group = accounts.group();
+    let user = accounts.user(Some(&group));
+    let account = Account {
+        user,
+        group,
+        _accounts: accounts,
     };
     let config = format!(
         r#"schema_version = 1
@@ -40,8 +56,8 @@ grants = {{ sessions = ["create", "read", "update", "delete", "execute"], system
 uid = {uid}
 permission_profiles = ["member"]
 "#,
-        group = account.group,
-        uid = account.uid
+        group = account.group.name,
+        uid = account.user.uid
     );
     let env = start_in(traversable_dir(), &config);
     Some((account, env))
@@ -49,7 +65,7 @@ permission_profiles = ["member"]
 
 /// `alice`, initialized.
 fn alice(account: &Account, env: &Env) -> Client {
-    let mut c = account.connect(&env.socket);
+    let mut c = client_as(&env.socket, &account.user);
     let r = c.ok("initialize", json!({"protocolVersion": 1}));
     assert_eq!(r["principalId"], "user:alice", "{r}");
     c
@@ -83,7 +99,8 @@ fn a_roster_user_cannot_touch_another_principals_sessions() {
     a.new_session("a-acp", "acp");
     a.prompt("a-acp", "mine");
 
-    let not_owned = |e: &Value| assert_error(e, -32003, "Caller does not own this session", None);
+    let not_owned =
+        |e: &Value| assert_error(e, -32003, Some("Caller does not own this session"), None);
     for sid in ["op-acp", "op-chat"] {
         not_owned(&a.err("session/prompt", json!({"session_id": sid, "prompt": "x"})));
         not_owned(&a.err("session/cancel", json!({ "session_id": sid })));
@@ -114,10 +131,7 @@ fn a_roster_user_cannot_touch_another_principals_sessions() {
     not_owned(&a.err("session/messages", json!({"session_id": "op-acp"})));
     not_owned(&a.err("session/kill", json!({"session_id": "op-acp"})));
     // A notification prompt refused by ownership is not answered at all.
-    a.send_notification(
-        "session/prompt",
-        json!({"session_id": "op-chat", "prompt": "x"}),
-    );
+    a.notify_prompt("op-chat", "x");
     a.expect_nothing_before_probe();
 
     // Nothing was changed: the operator's sessions and history are intact.
@@ -161,7 +175,7 @@ fn a_roster_user_is_held_to_its_agents_and_parameters() {
     assert_error(
         &e,
         -32012,
-        "Principal is not entitled to agent other",
+        Some("Principal is not entitled to agent other"),
         Some(json!({"reason": "agent", "agent": "other"})),
     );
     let e = a.err(
@@ -174,7 +188,7 @@ fn a_roster_user_is_held_to_its_agents_and_parameters() {
     let mut op = env.client();
     op.new_session_of("other", "o", "chat");
     let e = a.err("session/prompt", json!({"session_id": "o", "prompt": "x"}));
-    assert_error(&e, -32003, "Caller does not own this session", None);
+    assert_error(&e, -32003, Some("Caller does not own this session"), None);
     // Her own sessions work end to end, approvals and cancel included.
     a.new_session("mine", "acp");
     let id = a.start_prompt("mine", "::approve rm\n::sleep 3600000");

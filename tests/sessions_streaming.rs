@@ -4,8 +4,10 @@
 //! the snake_case dialect.
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::assert::assert_error;
+use common::sessions;
+use common::start::{config_with, start, start_echo, Env};
+use common::wait::eventually;
 
 use std::time::{Duration, Instant};
 
@@ -345,7 +347,7 @@ fn fail_answers_agent_failed_after_a_failed_turn_complete() {
         assert_error(
             t.error(),
             -32603,
-            "boom: it broke",
+            Some("boom: it broke"),
             Some(json!({"reason": "agent_failed"})),
         );
         // The session goes on.

@@ -4,8 +4,7 @@
 //! (tests/common/zerocode.rs names the commit read).
 
 mod common;
-#[path = "common/sessions.rs"]
-mod sessions;
+use common::start::{start, start_echo, write_config, Env};
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +12,6 @@ use serde_json::{json, Value};
 
 use common::zerocode::*;
 use common::{TestDir, VERSION};
-use sessions::{start, Env};
 
 /// The config of a user running a stock zerocode 0.8.4 against this daemon.
 fn zerocode_config() -> String {
@@ -325,7 +323,7 @@ fn the_advertised_version_is_for_snake_clients_only_and_logged() {
     assert_eq!(logged[0]["actual"], VERSION);
 
     // Without the setting a stock zerocode refuses us, as its source says it must.
-    let plain = sessions::start_echo();
+    let plain = start_echo();
     let mut zc = Zerocode::new(plain.connect());
     let r = zc.must("initialize", &json!({"protocol_version": 1}));
     assert_eq!(r["server_version"], VERSION);
@@ -336,7 +334,7 @@ fn the_advertised_version_is_for_snake_clients_only_and_logged() {
 fn a_malformed_advertised_version_refuses_to_start_naming_the_key() {
     let dir = TestDir::new();
     let cfg = dir.config_dir();
-    sessions::write_config(
+    write_config(
         &cfg,
         "schema_version = 1\n[daemon]\nadvertised_server_version = \"0.8.4 beta\"\n[agents.echo]\nbackend = \"echo\"\n",
     );

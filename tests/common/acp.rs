@@ -407,16 +407,6 @@ impl Rpc {
     }
 }
 
-/// Asserts an error's code and `data.reason` (`None`: no reason).
-#[track_caller]
-pub fn assert_error(e: &Value, code: i64, reason: Option<&str>) {
-    assert_eq!(e["code"], json!(code), "error {e}");
-    match reason {
-        Some(r) => assert_eq!(e["data"]["reason"], json!(r), "error {e}"),
-        None => assert!(e["data"].get("reason").is_none(), "error {e}"),
-    }
-}
-
 /// Asserts that rows carry seq 1..=n in order.
 #[track_caller]
 pub fn assert_contiguous(rows: &[Value]) {

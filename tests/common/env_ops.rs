@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::acp::{assert_error, Rpc};
+use super::acp::Rpc;
+use super::assert::assert_code_reason;
 use super::files::{b64, sha256_hex, tree, Node};
 use super::tmpfs::TmpfsEnv;
 
@@ -90,7 +91,7 @@ pub fn set_ask_timeout(rpc: &mut Rpc, secs: u32) -> Result<Value, Value> {
 /// `reason` ("Config save failed: …") and leave the running config at 77.
 pub fn assert_config_commit_fails(rpc: &mut Rpc, reason: &str) {
     let e = set_ask_timeout(rpc, 78).unwrap_err();
-    assert_error(&e, -32603, Some(reason));
+    assert_code_reason(&e, -32603, Some(reason));
     let message = e["message"].as_str().unwrap_or_default();
     assert!(message.starts_with("Config save failed: "), "{e}");
     assert_eq!(ask_timeout(rpc), 77, "the running config changed");

@@ -1,6 +1,5 @@
 //! Helpers of the file tests (tests/files_*.rs, SPEC §8.17, §8.18, §8.4
-//! step 1a): daemons started from a `config.toml` written beforehand, the
-//! `file/*` calls, prompts read up to their answer, a roster user (another
+//! step 1a): where an [`Env`]'s daemon stores files, the `file/*` calls, prompts read up to their answer, a roster user (another
 //! uid) for the non-admin cases, and exact snapshots of directory trees so a
 //! test can prove that a refused request wrote nothing anywhere.
 //!
@@ -10,21 +9,20 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::ops::Deref;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::users::{client_as, traversable_dir, write_config, Accounts, OsGroup, OsUser};
-use super::{Client, Daemon, DaemonBuilder, TestDir, RECV_TIMEOUT};
+use super::assert::assert_error;
+use super::rpc::{call, next_id, ok};
+use super::start::{start_in, traversable_dir, Env};
+use super::users::{client_as, Accounts, OsGroup, OsUser};
+use super::{Client, RECV_TIMEOUT};
 
-/// The smallest config: the `echo` agent only.
-pub const ECHO_ONLY: &str = "schema_version = 1\n\n[agents.echo]\nbackend = \"echo\"\n";
 /// Largest file (SPEC §4).
 pub const MAX_FILE: usize = 10 * 1024 * 1024;
 /// Largest decoded `file/attach` request (SPEC §4).
@@ -40,21 +38,6 @@ pub const OPERATOR: &str = "shared-operator";
 
 // ---------------------------------------------------------------------------
 // Daemons
-
-/// A daemon and the directory that holds its config dir (the daemon is
-/// dropped first, then the directory).
-#[derive(Debug)]
-pub struct Env {
-    pub daemon: Daemon,
-    pub dir: TestDir,
-}
-
-impl Deref for Env {
-    type Target = Daemon;
-    fn deref(&self) -> &Daemon {
-        &self.daemon
-    }
-}
 
 impl Env {
     /// `<config_dir>/agents/echo/workspace` (the default workspace, SPEC §10.2).
@@ -94,35 +77,6 @@ impl Env {
     }
 }
 
-/// `ECHO_ONLY` followed by `extra`.
-pub fn config_with(extra: &str) -> String {
-    format!("{ECHO_ONLY}\n{extra}")
-}
-
-/// A daemon started with exactly this `config.toml`.
-pub fn start(config: &str) -> Env {
-    start_in(TestDir::new(), config, &[])
-}
-
-/// A daemon with the default config.
-pub fn start_echo() -> Env {
-    start(ECHO_ONLY)
-}
-
-/// A daemon started with this `config.toml` in `<dir>/cfg`, with extra `daemon` arguments.
-pub fn start_in(dir: TestDir, config: &str, args: &[&str]) -> Env {
-    let cfg = dir.config_dir();
-    write_config(&cfg, config);
-    let mut b = DaemonBuilder::new().config_dir(&cfg);
-    for a in args {
-        b = b.arg(a);
-    }
-    Env {
-        daemon: b.spawn(),
-        dir,
-    }
-}
-
 // ---------------------------------------------------------------------------
 // A roster user (root only)
 
@@ -155,7 +109,7 @@ impl Roster {
             u = user.name,
             uid = user.uid,
         );
-        let env = start_in(traversable_dir(), &config, &[]);
+        let env = start_in(traversable_dir(), &config);
         Ok(Self {
             env,
             user,
@@ -315,53 +269,6 @@ pub fn assert_files(dir: &Path, expected: &[(&Path, &[u8])]) {
 
 // ---------------------------------------------------------------------------
 // Requests
-
-static IDS: AtomicU64 = AtomicU64::new(1);
-
-/// A fresh request id, unique in this process.
-pub fn next_id() -> Value {
-    json!(format!("f{}", IDS.fetch_add(1, Ordering::Relaxed)))
-}
-
-/// Sends `method` and returns the whole answer, which must be the next frame.
-pub fn call(c: &mut Client, method: &str, params: Value) -> Value {
-    let id = next_id();
-    let v = c.call(method, params, id.clone());
-    assert_eq!(v["id"], id, "answer to {method} with another id: {v}");
-    v
-}
-
-/// The `result` of `method`; panics with the frame on an error.
-#[track_caller]
-pub fn ok(c: &mut Client, method: &str, params: Value) -> Value {
-    let v = call(c, method, params.clone());
-    match v.get("result") {
-        Some(r) => r.clone(),
-        None => panic!("{method} failed: {v}"),
-    }
-}
-
-/// The `error` of `method`; panics with the frame on a result.
-#[track_caller]
-pub fn fails(c: &mut Client, method: &str, params: Value) -> Value {
-    let v = call(c, method, params);
-    match v.get("error") {
-        Some(e) => e.clone(),
-        None => panic!("{method} should fail: {v}"),
-    }
-}
-
-/// Asserts an error object: code, message (`None` where the spec gives no
-/// text: then only that there is one), and exactly this `data` (`None`: absent).
-#[track_caller]
-pub fn assert_error(e: &Value, code: i64, message: Option<&str>, data: Option<Value>) {
-    assert_eq!(e["code"], code, "{e}");
-    match message {
-        Some(m) => assert_eq!(e["message"], m, "{e}"),
-        None => assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()), "{e}"),
-    }
-    assert_eq!(e.get("data").cloned(), data, "{e}");
-}
 
 /// `-32602` `unknown_upload`.
 #[track_caller]
@@ -567,18 +474,6 @@ pub fn transcript(c: &mut Client, session: &str) -> Vec<(String, String)> {
             )
         })
         .collect()
-}
-
-/// Polls `f` every 20 ms until it returns `Some`, for at most `timeout`.
-pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(t) = f() {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The default wait for a frame.

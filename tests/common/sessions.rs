@@ -1,108 +1,21 @@
-//! Helpers of the session tests (tests/sessions_*.rs): daemons started from
-//! a `config.toml` written beforehand, requests with unique ids, the frames
-//! of one turn collected up to its answer, and a second principal (another
-//! uid) for the ownership tests.
-//!
-//! Each session test file includes this module next to `common` with
-//! `#[path = "common/sessions.rs"] mod sessions;`, so `tests/common/mod.rs`
-//! (shared with the other suites) stays untouched.
+//! Helpers of the session tests (tests/sessions_*.rs): the frames of one
+//! turn collected up to its answer (notifications kept, in order), the
+//! dialect clients, and the expected update params.
 //!
 //! Every wait is bounded: a helper gets what it waits for before its
 //! deadline or fails the test with what it saw. Nothing sleeps to assert.
 
 #![allow(dead_code)]
 
-use std::ops::Deref;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::common::{describe, Client, Daemon, DaemonBuilder, TestDir, RECV_TIMEOUT};
-
-/// The smallest config: the `echo` agent only (the daemon's default file).
-pub const ECHO_ONLY: &str = "schema_version = 1\n\n[agents.echo]\nbackend = \"echo\"\n";
+use super::rpc::{self, next_id};
+use super::{describe, Client, Daemon, RECV_TIMEOUT};
 
 /// The schema every `::ask` sends (SPEC §10.3).
 pub const ASK_SCHEMA: &str = r#"{"type":"object","properties":{"answer":{"type":"string","title":"Answer"}},"required":["answer"]}"#;
-
-// ---------------------------------------------------------------------------
-// Daemons with a config written before start
-
-/// A daemon and the directory that holds its config dir (the daemon is
-/// dropped first, then the directory).
-#[derive(Debug)]
-pub struct Env {
-    pub daemon: Daemon,
-    pub dir: TestDir,
-}
-
-impl Deref for Env {
-    type Target = Daemon;
-    fn deref(&self) -> &Daemon {
-        &self.daemon
-    }
-}
-
-/// `ECHO_ONLY` followed by `extra` (more tables).
-pub fn config_with(extra: &str) -> String {
-    format!("{ECHO_ONLY}\n{extra}")
-}
-
-/// Writes `<config_dir>/config.toml` (`0600`), creating the dir (`0700`).
-pub fn write_config(config_dir: &Path, text: &str) {
-    if !config_dir.exists() {
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(config_dir)
-            .expect("creating the config dir");
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(config_dir.join("config.toml"))
-        .expect("creating config.toml");
-    std::io::Write::write_all(&mut f, text.as_bytes()).expect("writing config.toml");
-}
-
-/// A daemon started with exactly this `config.toml`.
-pub fn start(config: &str) -> Env {
-    start_in(TestDir::new(), config)
-}
-
-/// A daemon started with this `config.toml` in a config dir under `dir`.
-pub fn start_in(dir: TestDir, config: &str) -> Env {
-    let cfg = dir.config_dir();
-    write_config(&cfg, config);
-    let daemon = DaemonBuilder::new().config_dir(&cfg).spawn();
-    Env { daemon, dir }
-}
-
-/// A daemon started with this `config.toml` and extra `daemon` arguments.
-pub fn start_args(config: &str, args: &[&str]) -> Env {
-    let dir = TestDir::new();
-    let cfg = dir.config_dir();
-    write_config(&cfg, config);
-    let mut b = DaemonBuilder::new().config_dir(&cfg);
-    for a in args {
-        b = b.arg(a);
-    }
-    Env {
-        daemon: b.spawn(),
-        dir,
-    }
-}
-
-/// A daemon with the default config (the `echo` agent only).
-pub fn start_echo() -> Env {
-    start(ECHO_ONLY)
-}
 
 // ---------------------------------------------------------------------------
 // Frames
@@ -255,13 +168,6 @@ impl Turn {
 // ---------------------------------------------------------------------------
 // Requests
 
-static IDS: AtomicU64 = AtomicU64::new(1);
-
-/// A fresh request id (a string, unique in this process).
-pub fn next_id() -> Value {
-    json!(format!("r{}", IDS.fetch_add(1, Ordering::Relaxed)))
-}
-
 /// The session helpers of a raw client.
 pub trait Rpc {
     fn frame(&mut self) -> Frame;
@@ -283,6 +189,8 @@ pub trait Rpc {
     fn new_session(&mut self, id: &str, mode: &str) -> Value;
     /// `session/new` with `agent`; the result.
     fn new_session_of(&mut self, agent: &str, id: &str, mode: &str) -> Value;
+    /// Sends `session/prompt` as a notification (no id, no answer, §3.5).
+    fn notify_prompt(&mut self, session: &str, prompt: &str);
     /// Sends `session/prompt`; returns its id.
     fn start_prompt(&mut self, session: &str, prompt: &str) -> Value;
     /// A whole turn: sends the prompt and reads up to its answer.
@@ -326,19 +234,11 @@ impl Rpc for Client {
     }
 
     fn ok(&mut self, method: &str, params: Value) -> Value {
-        let f = self.call_alone(method, params.clone());
-        match f.v.get("result") {
-            Some(r) => r.clone(),
-            None => panic!("{method} {params} failed: {}", f.raw),
-        }
+        rpc::ok(self, method, params)
     }
 
     fn err(&mut self, method: &str, params: Value) -> Value {
-        let f = self.call_alone(method, params.clone());
-        match f.v.get("error") {
-            Some(e) => e.clone(),
-            None => panic!("{method} {params} should fail: {}", f.raw),
-        }
+        rpc::fails(self, method, params)
     }
 
     fn until(&mut self, what: &str, pred: impl Fn(&Frame) -> bool) -> (Vec<Frame>, Frame) {
@@ -372,6 +272,13 @@ impl Rpc for Client {
             "session/new",
             json!({"agent_alias": agent, "session_id": id, "chat_mode": mode}),
         )
+    }
+
+    fn notify_prompt(&mut self, session: &str, prompt: &str) {
+        self.send_notification(
+            "session/prompt",
+            json!({"session_id": session, "prompt": prompt}),
+        );
     }
 
     fn start_prompt(&mut self, session: &str, prompt: &str) -> Value {
@@ -459,14 +366,6 @@ pub fn client_snake(d: &Daemon) -> Client {
     )
 }
 
-/// Asserts an error object exactly: code, message and data (`None`: no `data`).
-#[track_caller]
-pub fn assert_error(e: &Value, code: i64, message: &str, data: Option<Value>) {
-    assert_eq!(e["code"], code, "{e}");
-    assert_eq!(e["message"], message, "{e}");
-    assert_eq!(e.get("data").cloned(), data, "{e}");
-}
-
 /// The update params of a `session/update` of the camel dialect.
 pub fn upd(session: &str, kind: &str, rest: Value) -> Value {
     let mut v = json!({"sessionId": session, "type": kind});
@@ -499,18 +398,6 @@ pub fn complete(session: &str, outcome: &str, content: &str, reason: Option<&str
     v
 }
 
-/// Polls `f` every 10 ms until it returns `Some`, for at most `timeout`.
-pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(t) = f() {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Whether process `pid` is gone (or a zombie, which no longer runs).
 pub fn process_gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -520,149 +407,4 @@ pub fn process_gone(pid: i32) -> bool {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .is_some_and(|state| state == "Z" || state == "X"),
     }
-}
-
-// ---------------------------------------------------------------------------
-// A second principal: another uid, through `security.socket_group`
-
-static ACCOUNT_SEQ: AtomicU32 = AtomicU32::new(0);
-
-/// A group and a user created for one test (root only); removed on drop.
-#[derive(Debug)]
-pub struct Account {
-    pub group: String,
-    pub gid: u32,
-    pub user: String,
-    pub uid: u32,
-}
-
-fn tool(name: &str) -> Option<PathBuf> {
-    ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
-        .iter()
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file())
-}
-
-fn run_tool(name: &str, args: &[&str]) -> Result<(), String> {
-    let path = tool(name).ok_or_else(|| format!("`{name}` is not installed"))?;
-    let mut last = String::new();
-    // Another process may hold the passwd lock for a moment.
-    for _ in 0..50 {
-        let out = Command::new(&path)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("running {name}: {e}"))?;
-        if out.status.success() {
-            return Ok(());
-        }
-        last = format!(
-            "{name} {args:?}: {:?}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        if !last.contains("lock") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(last)
-}
-
-fn id_of(flag: &str, name: &str) -> u32 {
-    let out = Command::new(tool("id").expect("`id` is installed"))
-        .args([flag, name])
-        .output()
-        .expect("running id");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or_else(|e| panic!("id {flag} {name}: {e}: {out:?}"))
-}
-
-impl Account {
-    /// A new group and a user whose primary group it is, or why not.
-    pub fn create() -> Result<Self, String> {
-        if crate::common::euid() != 0 {
-            return Err(format!(
-                "creating OS users needs root (running as uid {})",
-                crate::common::euid()
-            ));
-        }
-        for t in ["groupadd", "useradd", "userdel", "groupdel"] {
-            tool(t).ok_or_else(|| format!("`{t}` is not installed"))?;
-        }
-        let n = ACCOUNT_SEQ.fetch_add(1, Ordering::Relaxed);
-        let group = format!("zcs{}g{n}", std::process::id());
-        let user = format!("zcs{}u{n}", std::process::id());
-        run_tool("groupadd", &[&group])?;
-        if let Err(e) = run_tool(
-            "useradd",
-            &[
-                "-M",
-                "-N",
-                "-d",
-                "/nonexistent",
-                "-s",
-                "/bin/false",
-                "-g",
-                &group,
-                &user,
-            ],
-        ) {
-            let _ = run_tool("groupdel", &[&group]);
-            return Err(e);
-        }
-        let uid = id_of("-u", &user);
-        let gid = id_of("-g", &user);
-        Ok(Self {
-            group,
-            gid,
-            user,
-            uid,
-        })
-    }
-
-    /// A raw client connected as this user (uid and primary gid, no
-    /// supplementary groups). The connecting thread alone changes its
-    /// credentials (raw system calls act per thread on Linux) and exits
-    /// afterwards; the daemon records the peer's uid at connect time.
-    pub fn connect(&self, socket: &Path) -> Client {
-        let (uid, gid) = (self.uid, self.gid);
-        let socket = socket.to_owned();
-        std::thread::spawn(move || {
-            // SAFETY: these system calls take plain integers (and a null
-            // list for setgroups); they change only this thread's credentials.
-            unsafe {
-                assert_eq!(
-                    libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()),
-                    0
-                );
-                assert_eq!(libc::syscall(libc::SYS_setresgid, gid, gid, gid), 0);
-                assert_eq!(libc::syscall(libc::SYS_setresuid, uid, uid, uid), 0);
-            }
-            Client::try_connect(&socket)
-        })
-        .join()
-        .expect("the connecting thread")
-        .unwrap_or_else(|e| panic!("connecting as uid {uid}: {e}"))
-    }
-}
-
-impl Drop for Account {
-    fn drop(&mut self) {
-        for (t, name) in [("userdel", &self.user), ("groupdel", &self.group)] {
-            if let Err(e) = run_tool(t, &[name]) {
-                eprintln!("warning: could not remove test account {name}: {e}");
-            }
-        }
-    }
-}
-
-/// A test dir every user can traverse (`0755`), as the socket group needs.
-pub fn traversable_dir() -> TestDir {
-    let d = TestDir::new();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod 0755 the test dir");
-    d
 }

@@ -11,19 +11,19 @@
 
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::{euid, Client, TestDir};
+use super::rpc::{call, ok};
+use super::{euid, Client};
 
 // ---------------------------------------------------------------------------
 // Accounts
@@ -313,54 +313,11 @@ fn recv_fd(from: &UnixStream) -> io::Result<UnixStream> {
     }
 }
 
-/// A raw client over an already connected stream.
-pub fn client_over(stream: UnixStream) -> Client {
-    Client {
-        stream,
-        buf: Vec::new(),
-        probes: 0,
-        write_closed: false,
-    }
-}
-
 /// A raw client connected as `user` (panics if the connect fails).
 pub fn client_as(socket: &Path, user: &OsUser) -> Client {
     let s = connect_as(socket, user.uid, user.gid)
         .unwrap_or_else(|e| panic!("connecting as {} (uid {}): {e}", user.name, user.uid));
-    client_over(s)
-}
-
-// ---------------------------------------------------------------------------
-// Config files
-
-/// A test dir every user can traverse (`0755`), as the socket group needs
-/// (docs/decisions.md, "Config dir mode").
-pub fn traversable_dir() -> TestDir {
-    let d = TestDir::new();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod 0755 the test dir");
-    d
-}
-
-/// Writes `<config_dir>/config.toml` (`0600`) before the daemon starts,
-/// creating the config dir (`0700`) if needed.
-pub fn write_config(config_dir: &Path, text: &str) {
-    if !config_dir.exists() {
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(config_dir)
-            .expect("creating the config dir");
-    }
-    let path = config_dir.join("config.toml");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .expect("creating config.toml");
-    f.write_all(text.as_bytes()).expect("writing config.toml");
+    Client::over(s)
 }
 
 /// The bytes of `<config_dir>/config.toml`.
@@ -381,34 +338,6 @@ pub const ADMIN_TOKEN: &str = "zc_00112233445566778899aabbccddeeff00112233445566
 
 // ---------------------------------------------------------------------------
 // JSON-RPC conveniences
-
-static IDS: AtomicU64 = AtomicU64::new(1);
-
-/// Sends `method` and returns the whole answer frame (its id checked).
-pub fn call(c: &mut Client, method: &str, params: Value) -> Value {
-    let id = IDS.fetch_add(1, Ordering::Relaxed);
-    let v = c.call(method, params, json!(id));
-    assert_eq!(v["id"], id, "answer to {method} with another id: {v}");
-    v
-}
-
-/// The `result` of `method`; panics with the frame on an error.
-pub fn ok(c: &mut Client, method: &str, params: Value) -> Value {
-    let v = call(c, method, params.clone());
-    match v.get("result") {
-        Some(r) => r.clone(),
-        None => panic!("{method} {params} failed: {v}"),
-    }
-}
-
-/// The `error` object of `method`; panics with the frame on a result.
-pub fn fails(c: &mut Client, method: &str, params: Value) -> Value {
-    let v = call(c, method, params.clone());
-    match v.get("error") {
-        Some(e) => e.clone(),
-        None => panic!("{method} {params} should fail: {v}"),
-    }
-}
 
 /// `initialize` (optionally with a token); the whole answer frame.
 pub fn initialize(c: &mut Client, token: Option<&str>) -> Value {
@@ -431,16 +360,4 @@ pub fn set_many(c: &mut Client, sets: &[(&str, Value)]) -> Value {
 /// `config/get` of one prop: its value.
 pub fn get(c: &mut Client, prop: &str) -> Value {
     ok(c, "config/get", json!({ "prop": prop }))["value"].clone()
-}
-
-/// Asserts that `frame` is an error with exactly this code, message and data
-/// (`data: None` means no `data` member).
-#[track_caller]
-pub fn assert_error(frame: &Value, code: i64, message: &str, data: Option<Value>) {
-    let e = frame
-        .get("error")
-        .unwrap_or_else(|| panic!("expected error {code}, got {frame}"));
-    assert_eq!(e["code"], code, "{frame}");
-    assert_eq!(e["message"], message, "{frame}");
-    assert_eq!(e.get("data").cloned(), data, "{frame}");
 }

@@ -36,25 +36,11 @@ pub fn free_port() -> u16 {
 
 /// Writes `<dir>/cfg/config.toml` (0600, dir 0700): the gateway on `port`
 /// with `gateway_extra` lines in `[gateway]`, and the echo agent.
-pub fn write_config(dir: &TestDir, port: u16, gateway_extra: &str) {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let cfg = dir.config_dir();
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .recursive(true)
-        .create(&cfg)
-        .unwrap();
+pub fn write_gateway_config(dir: &TestDir, port: u16, gateway_extra: &str) {
     let text = format!(
         "schema_version = 1\n\n[gateway]\nenabled = true\nhost = \"127.0.0.1\"\nport = {port}\n{gateway_extra}\n\n[agents.echo]\nbackend = \"echo\"\n"
     );
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(cfg.join("config.toml"))
-        .unwrap();
-    f.write_all(text.as_bytes()).unwrap();
+    crate::common::start::write_config(&dir.config_dir(), &text);
 }
 
 /// Starts a daemon with the gateway on a free port (retrying if another
@@ -74,7 +60,7 @@ pub fn start(gateway_extra: &str, args: &[&str]) -> Gateway {
 pub fn try_start(gateway_extra: &str, args: &[&str]) -> Result<Gateway, StartFailure> {
     let dir = TestDir::new();
     let port = free_port();
-    write_config(&dir, port, gateway_extra);
+    write_gateway_config(&dir, port, gateway_extra);
     let mut b = Daemon::builder().config_dir(dir.config_dir());
     for a in args {
         b = b.arg(a);
