@@ -38,3 +38,7 @@ pub mod store;
 pub mod layers;
 #[path = "../services/mod.rs"]
 pub mod services;
+
+// Checks the arrows between the modules above (docs/architecture.md).
+#[cfg(test)]
+mod architecture_tests;
