@@ -8,9 +8,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::authz::Binding;
 use crate::dialect::Dialect;
-use crate::layers::limit::InFlight;
 use crate::outbound::Outbound;
 use crate::peer::PeerRequests;
+
+mod in_flight;
+pub use in_flight::InFlight;
 
 /// Which transport carries the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
