@@ -14,9 +14,11 @@ use crate::config::{Config, ConfigStore, Policy};
 use crate::faults::Faults;
 use crate::files::staging::Staging;
 use crate::live_config::LiveConfig;
-use crate::services::status::StatusTemplate;
 use crate::session::Sessions;
 use crate::store::Store;
+
+mod status_template;
+pub use status_template::StatusTemplate;
 
 /// Resolved locations (SPEC §2.1, §2.2), as `status` reports them.
 #[derive(Debug, Clone)]
