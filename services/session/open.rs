@@ -9,9 +9,9 @@ use super::{payload, session_id};
 use crate::context::Conn;
 use crate::error::{Forbidden, RpcError};
 use crate::files::attach::{check_entries, read_entries, FileEntry};
+use crate::files::{self, Binding};
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::services::file::{binding_of, store_all};
 use crate::session::lifecycle::{self, NewRequest};
 use crate::session::turn::run_prompt;
 use crate::session::update::Outcome;
@@ -129,7 +129,15 @@ pub(super) async fn prompt(
     if !attachments.is_empty() {
         let stored = async {
             let incoming = read_entries(attachments)?;
-            store_all(&daemon, &conn, &req, &binding_of(&session), incoming).await
+            files::store_all(
+                &daemon,
+                &conn,
+                req.binding()?,
+                &Binding::of(&session),
+                incoming,
+                req.method.name,
+            )
+            .await
         };
         match stored.await {
             Ok(files) => {

@@ -74,9 +74,27 @@ fn session_changed() -> RpcError {
     RpcError::session_gone("Session changed since the upload began", "session_changed")
 }
 
+/// Stores `files` in order through the store step; the first failure fails
+/// the whole call, and files already stored stay stored. Shared by
+/// `file/attach`, an upload's commit and a prompt's attachments.
+pub async fn store_all(
+    daemon: &Daemon,
+    conn: &Conn,
+    binding: &Arc<AuthBinding>,
+    bound: &Binding,
+    files: Vec<Incoming>,
+    method: &str,
+) -> Result<Vec<FileResult>, RpcError> {
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        out.push(store(daemon, conn, binding, bound, f, method).await?);
+    }
+    Ok(out)
+}
+
 /// The store step (§8.18.4): check again under both locks, then write and index.
 /// `method` names the request in a missing-grant error.
-pub async fn store(
+async fn store(
     daemon: &Daemon,
     conn: &Conn,
     binding: &Arc<AuthBinding>,

@@ -15,6 +15,7 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use crate::error::{ErrorData, RpcError};
 use crate::limits::MAX_STAGED_UPLOADS;
+use crate::session::Session;
 
 /// Bytes of staged data (payload + retained metadata) daemon-wide.
 pub const STAGED_BYTES_MAX: usize = 256 * 1024 * 1024;
@@ -28,6 +29,18 @@ pub struct Binding {
     pub incarnation: u64,
     pub owner: String,
     pub agent_alias: String,
+}
+
+impl Binding {
+    /// This incarnation of `session`: what an upload or attachment is bound to.
+    pub fn of(session: &Session) -> Self {
+        Self {
+            session_id: session.id.clone(),
+            incarnation: session.incarnation,
+            owner: session.owner.clone(),
+            agent_alias: session.agent_alias.clone(),
+        }
+    }
 }
 
 /// One staged upload.
