@@ -158,7 +158,15 @@ pub(super) async fn prompt(
     }
     let reply_to = req.id.clone();
     req.release_frame();
-    let answered = run_prompt(daemon.clone(), session, conn.clone(), prompt, reply_to).await;
+    let answered = run_prompt(
+        &daemon.sessions,
+        &daemon.config,
+        session,
+        conn.clone(),
+        prompt,
+        reply_to,
+    )
+    .await;
     if notification && !answered.turn_complete_sent {
         if let Err(e) = &answered.result {
             fail_notified(&conn, &id, e, &answered.content).await;
