@@ -74,7 +74,7 @@ async fn attach(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
         (Binding::of(&session), read_entries(entries)?)
     };
     let stored = files::store_all(
-        &daemon,
+        daemon.file_handles(),
         &conn,
         req.binding()?,
         &bound,
@@ -266,7 +266,7 @@ async fn commit(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     let bound = u.bound.clone();
     drop(u);
     let mut stored = files::store_all(
-        &daemon,
+        daemon.file_handles(),
         &conn,
         req.binding()?,
         &bound,

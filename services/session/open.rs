@@ -130,7 +130,7 @@ pub(super) async fn prompt(
         let stored = async {
             let incoming = read_entries(attachments)?;
             files::store_all(
-                &daemon,
+                daemon.file_handles(),
                 &conn,
                 req.binding()?,
                 &Binding::of(&session),

@@ -19,13 +19,14 @@ pub mod naming;
 pub mod staging;
 pub mod write;
 
-use crate::authz::Binding as AuthBinding;
+use crate::authz::{AuthzState, Binding as AuthBinding};
 use crate::config::{Grant, Resource, Verb};
 use crate::context::Conn;
 use crate::error::{Forbidden, RpcError};
-use crate::faults::FaultPoint;
+use crate::faults::{FaultPoint, Faults};
+use crate::live_config::LiveConfig;
 use crate::session::lifecycle::{agent_workspace, agent_workspace_path, check_agent, check_owner};
-use crate::state::Daemon;
+use crate::session::Sessions;
 
 pub use staging::Binding;
 
@@ -74,11 +75,24 @@ fn session_changed() -> RpcError {
     RpcError::session_gone("Session changed since the upload began", "session_changed")
 }
 
+/// The daemon's parts the store step reads, and nothing else of it: the
+/// session and its lock, the live policy, the fault points, the agents'
+/// workspaces.
+#[derive(Debug, Clone, Copy)]
+pub struct Handles<'a> {
+    pub sessions: &'a Sessions,
+    pub authz: &'a AuthzState,
+    pub faults: &'a Faults,
+    pub config: &'a LiveConfig,
+    /// Where relative agent workspaces are resolved from.
+    pub config_dir: &'a Path,
+}
+
 /// Stores `files` in order through the store step; the first failure fails
 /// the whole call, and files already stored stay stored. Shared by
 /// `file/attach`, an upload's commit and a prompt's attachments.
 pub async fn store_all(
-    daemon: &Daemon,
+    daemon: Handles<'_>,
     conn: &Conn,
     binding: &Arc<AuthBinding>,
     bound: &Binding,
@@ -95,14 +109,14 @@ pub async fn store_all(
 /// The store step (§8.18.4): check again under both locks, then write and index.
 /// `method` names the request in a missing-grant error.
 async fn store(
-    daemon: &Daemon,
+    daemon: Handles<'_>,
     conn: &Conn,
     binding: &Arc<AuthBinding>,
     bound: &Binding,
     mut file: Incoming,
     method: &str,
 ) -> Result<FileResult, RpcError> {
-    let sessions = &daemon.sessions;
+    let sessions = daemon.sessions;
     // 1. The same live session as recorded, under its lock.
     let _session_lock = sessions.locks.lock(&bound.session_id).await;
     let session = sessions
@@ -134,7 +148,7 @@ async fn store(
     }
     let config = daemon.config.current();
     let uploads: PathBuf =
-        agent_workspace(&config, &daemon.paths.config_dir, &session.agent_alias)?.join("uploads");
+        agent_workspace(&config, daemon.config_dir, &session.agent_alias)?.join("uploads");
     let sha = match file.sha256.take() {
         Some(sha) => sha,
         None => sha256_hex(&file.bytes),

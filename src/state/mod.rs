@@ -72,6 +72,17 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// What the files' store step needs of the daemon.
+    pub fn file_handles(&self) -> crate::files::Handles<'_> {
+        crate::files::Handles {
+            sessions: &self.sessions,
+            authz: &self.authz,
+            faults: &self.faults,
+            config: &self.config,
+            config_dir: &self.paths.config_dir,
+        }
+    }
+
     /// A daemon with no connections yet.
     pub fn new(
         paths: Paths,
