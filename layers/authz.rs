@@ -73,7 +73,7 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
         };
         // A binding of the current policy generation passes as it is (the
         // common case: no clone); an older one is re-resolved.
-        let renewed = match self.state.refresh_if_stale(&self.conn, bound) {
+        let renewed = match self.conn.refresh_binding_if_stale(&self.state, bound) {
             Ok(renewed) => renewed,
             Err(e) => return Gate::reject(e),
         };

@@ -144,7 +144,7 @@ pub fn may_update_config(
     conn: &Conn,
     req: &Request,
 ) -> Result<Arc<config::Principal>, RpcError> {
-    let binding = daemon.authz.refresh(conn, req.binding()?)?;
+    let binding = conn.refresh_binding(&daemon.authz, req.binding()?)?;
     let g = Grant(Resource::Config, Verb::Update);
     if !binding.principal.has(g) {
         return Err(RpcError::Forbidden(Forbidden::MissingGrant {

@@ -129,7 +129,7 @@ async fn store(
         .ok_or_else(session_changed)?;
     // 2. Credentials and grants under the policy in effect now, held across the write.
     let _policy_lock = daemon.authz.state_lock.read().await;
-    let current = daemon.authz.refresh(conn, binding)?;
+    let current = conn.refresh_binding(daemon.authz, binding)?;
     let principal = &current.principal;
     let g = Grant(Resource::Files, Verb::Create);
     if !principal.has(g) {
