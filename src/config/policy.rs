@@ -6,12 +6,9 @@
 //! authorization question without looking at the config again. `Policy` is `Eq`, so the daemon
 //! can compare the old and new policy at commit time to decide whether to bump the generation.
 
-use std::collections::BTreeSet;
-
-use sha2::{Digest, Sha256};
-
 pub use super::grant::{Grant, GrantSet, Resource, Verb};
 use super::schema::Config;
+use std::collections::BTreeSet;
 
 /// Which agents a principal may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,7 +207,7 @@ impl Policy {
 
 /// SHA-256 over the whole token (`zc_` included), as 64 lowercase hex digits (§6.7).
 pub fn token_digest(token: &str) -> String {
-    crate::hex::lower(&Sha256::digest(token.as_bytes()))
+    crate::hex::sha256(token.as_bytes())
 }
 
 /// Whether `token` is paired in `config` (digests compared case-insensitively).

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 pub mod attach;
 pub mod naming;
@@ -64,11 +63,6 @@ pub fn remove_crash_temporaries(config: &crate::config::Config, config_dir: &Pat
         let uploads = agent_workspace_path(config, config_dir, alias).join("uploads");
         write::remove_stale_temporaries(&uploads);
     }
-}
-
-/// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    crate::hex::lower(&Sha256::digest(bytes))
 }
 
 fn session_changed() -> RpcError {
@@ -151,7 +145,7 @@ async fn store(
         agent_workspace(&config, daemon.config_dir, &session.agent_alias)?.join("uploads");
     let sha = match file.sha256.take() {
         Some(sha) => sha,
-        None => sha256_hex(&file.bytes),
+        None => crate::hex::sha256(&file.bytes),
     };
     let ext = naming::extension(&file.filename);
     let indexed = session.indexed_upload(&sha);
