@@ -346,15 +346,16 @@ pub async fn complete(
         content,
         reason,
     };
-    notify(
-        conn,
-        &Update {
-            session_id: &session.id,
-            event,
-        },
-        cancel,
-    )
-    .await;
+    send_event(conn, session, event, cancel).await;
+}
+
+/// Sends one `session/update` of `session` to `conn`.
+async fn send_event(conn: &Conn, session: &Session, event: Event<'_>, cancel: &CancellationToken) {
+    let update = Update {
+        session_id: &session.id,
+        event,
+    };
+    notify(conn, &update, cancel).await;
 }
 
 /// A turn that produced more text than this hands freed heap back to the
@@ -433,13 +434,5 @@ async fn compact(
         retained,
         boundary_seq: boundary,
     };
-    notify(
-        conn,
-        &Update {
-            session_id: &session.id,
-            event,
-        },
-        cancel,
-    )
-    .await;
+    send_event(conn, session, event, cancel).await;
 }
