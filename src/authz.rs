@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::config::Resolution;
+use crate::config::{Grant, Resolution};
 pub use crate::config::{Policy, Principal, SHARED_OPERATOR_ID};
 use crate::error::{AuthReason, Forbidden, RpcError};
 
@@ -141,4 +141,18 @@ impl AuthzState {
             credential: binding.credential.clone(),
         })))
     }
+}
+
+/// The one grant check (§6.3): `principal` holds `grant`, or the
+/// `missing_grant` refusal naming it and `method`. The authz layer asks it
+/// for every method's grant; the verbs that must check again under the
+/// policy lock (a config write, a file's store step) ask it too.
+pub fn require_grant(principal: &Principal, grant: Grant, method: &str) -> Result<(), Forbidden> {
+    if principal.has(grant) {
+        return Ok(());
+    }
+    Err(Forbidden::MissingGrant {
+        required: grant.to_string(),
+        method: method.to_owned(),
+    })
 }

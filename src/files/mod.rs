@@ -18,10 +18,10 @@ pub mod naming;
 pub mod staging;
 pub mod write;
 
-use crate::authz::{AuthzState, Binding as AuthBinding};
+use crate::authz::{require_grant, AuthzState, Binding as AuthBinding};
 use crate::config::{Grant, Resource, Verb};
 use crate::context::Conn;
-use crate::error::{Forbidden, RpcError};
+use crate::error::RpcError;
 use crate::faults::{FaultPoint, Faults};
 use crate::live_config::LiveConfig;
 use crate::session::lifecycle::{agent_workspace, agent_workspace_path, check_agent, check_owner};
@@ -126,12 +126,7 @@ async fn store(
     let current = conn.refresh_binding(daemon.authz, binding)?;
     let principal = &current.principal;
     let g = Grant(Resource::Files, Verb::Create);
-    if !principal.has(g) {
-        return Err(RpcError::Forbidden(Forbidden::MissingGrant {
-            required: g.to_string(),
-            method: method.to_owned(),
-        }));
-    }
+    require_grant(principal, g, method).map_err(RpcError::Forbidden)?;
     check_owner(principal, &session.owner)?;
     check_agent(principal, &session.agent_alias)?;
     // 3. Write and index.
