@@ -15,7 +15,7 @@ use crate::context::Conn;
 use crate::error::{ErrorData, RpcError};
 use crate::files::attach::{check_entries, file_too_large, read_entries, FileEntry};
 use crate::files::naming::MAX_FILENAME_BYTES;
-use crate::files::staging::{Binding, Upload};
+use crate::files::staging::{Upload, UploadTarget};
 use crate::files::{self, Incoming};
 use crate::jsonrpc::Payload;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
@@ -71,7 +71,7 @@ async fn attach(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
         check_entries(&entries, conn.transport, principal)?;
         let id = session_id(p.session_id)?;
         let session = target(&daemon, principal, &id)?;
-        (Binding::of(&session), read_entries(entries)?)
+        (UploadTarget::of(&session), read_entries(entries)?)
     };
     let stored = files::store_all(
         daemon.file_handles(),
@@ -120,7 +120,7 @@ fn begin(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<Payload, RpcErro
     };
     let session = target(daemon, &req.binding()?.principal, &id)?;
     let upload = Upload {
-        bound: Binding::of(&session),
+        bound: UploadTarget::of(&session),
         size,
         filename,
         sha256,

@@ -9,7 +9,7 @@ use super::{payload, session_id};
 use crate::context::Conn;
 use crate::error::{Forbidden, RpcError};
 use crate::files::attach::{check_entries, read_entries, FileEntry};
-use crate::files::{self, Binding};
+use crate::files::{self, UploadTarget};
 use crate::jsonrpc::Payload;
 use crate::request::Request;
 use crate::session::lifecycle::{self, NewRequest};
@@ -133,7 +133,7 @@ pub(super) async fn prompt(
                 daemon.file_handles(),
                 &conn,
                 req.binding()?,
-                &Binding::of(&session),
+                &UploadTarget::of(&session),
                 incoming,
                 req.method.name,
             )

@@ -27,7 +27,7 @@ use crate::live_config::LiveConfig;
 use crate::session::lifecycle::{agent_workspace, agent_workspace_path, check_agent, check_owner};
 use crate::session::Sessions;
 
-pub use staging::Binding;
+pub use staging::UploadTarget;
 
 /// One stored file, as `file/attach` and commit report it.
 #[derive(Debug, Clone, Serialize)]
@@ -89,7 +89,7 @@ pub async fn store_all(
     daemon: Handles<'_>,
     conn: &Conn,
     binding: &Arc<AuthBinding>,
-    bound: &Binding,
+    bound: &UploadTarget,
     files: Vec<Incoming>,
     method: &str,
 ) -> Result<Vec<FileResult>, RpcError> {
@@ -106,7 +106,7 @@ async fn store(
     daemon: Handles<'_>,
     conn: &Conn,
     binding: &Arc<AuthBinding>,
-    bound: &Binding,
+    bound: &UploadTarget,
     mut file: Incoming,
     method: &str,
 ) -> Result<FileResult, RpcError> {

@@ -22,16 +22,17 @@ pub const STAGED_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// Fixed cost charged per upload on top of its size and metadata.
 pub const UPLOAD_OVERHEAD: usize = 256;
 
-/// What an upload is bound to at begin (SPEC §8.18.1).
+/// What an upload or attachment is bound to at begin (SPEC §8.18.1): one
+/// incarnation of one session. Not `authz::Binding` (who the caller is).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Binding {
+pub struct UploadTarget {
     pub session_id: String,
     pub incarnation: u64,
     pub owner: String,
     pub agent_alias: String,
 }
 
-impl Binding {
+impl UploadTarget {
     /// This incarnation of `session`: what an upload or attachment is bound to.
     pub fn of(session: &Session) -> Self {
         Self {
@@ -46,7 +47,7 @@ impl Binding {
 /// One staged upload.
 #[derive(Debug)]
 pub struct Upload {
-    pub bound: Binding,
+    pub bound: UploadTarget,
     pub size: usize,
     pub filename: String,
     pub sha256: Option<String>,
@@ -209,7 +210,7 @@ mod tests {
 
     fn upload(size: usize) -> Upload {
         Upload {
-            bound: Binding {
+            bound: UploadTarget {
                 session_id: "s".into(),
                 incarnation: 1,
                 owner: "o".into(),
