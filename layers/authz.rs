@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use tower::{Layer, Service};
 
 use super::Gate;
-use crate::authz::AuthzState;
+use crate::authz::{require_grant, AuthzState};
 use crate::context::Conn;
 use crate::error::{AuthReason, Forbidden, RpcError};
 use crate::jsonrpc::Payload;
@@ -73,7 +73,7 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
         };
         // A binding of the current policy generation passes as it is (the
         // common case: no clone); an older one is re-resolved.
-        let renewed = match self.state.refresh_if_stale(&self.conn, bound) {
+        let renewed = match self.conn.refresh_binding_if_stale(&self.state, bound) {
             Ok(renewed) => renewed,
             Err(e) => return Gate::reject(e),
         };
@@ -85,14 +85,9 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
         };
         let principal = &binding.principal;
         let denied = match access {
-            Access::Grant(g) if !principal.has(g) => Some((
-                Forbidden::MissingGrant {
-                    required: g.to_string(),
-                    method: req.method.name.to_owned(),
-                },
-                g.0.as_str(),
-                g.1.as_str(),
-            )),
+            Access::Grant(g) => require_grant(principal, g, req.method.name)
+                .err()
+                .map(|why| (why, g.0.as_str(), g.1.as_str())),
             Access::Admin if !principal.admin => Some((
                 Forbidden::AdminOnly {
                     method: req.method.name.to_owned(),

@@ -4,14 +4,14 @@
 //! because reading must never pause: the frame after it may be the answer
 //! to a daemon→client request that a running handler is waiting for.
 //!
-//! The counters live in the connection's state, created at accept, so the
-//! bound holds across every request of the connection. An admitted frame is
+//! The counters (`crate::context::InFlight`) live in the connection's
+//! state, created at accept, so the bound holds across every request of
+//! the connection. An admitted frame is
 //! also charged to the daemon-wide memory budget (`crate::memory`): over it,
 //! the request is answered `-32004` `{"limit":"memory"}`.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use tower::{Layer, Service};
@@ -20,50 +20,8 @@ use super::{Gate, Reply};
 use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
-use crate::limits::{MAX_IN_FLIGHT_BYTES, MAX_IN_FLIGHT_REQUESTS};
 use crate::memory;
 use crate::request::Request;
-
-/// A connection's in-flight counters.
-#[derive(Debug, Default)]
-pub struct InFlight {
-    requests: AtomicUsize,
-    bytes: AtomicUsize,
-}
-
-impl InFlight {
-    /// Takes one slot and `bytes`, or names the bound that is reached.
-    fn try_acquire(&self, bytes: usize) -> Result<(), RpcError> {
-        let n = self.requests.fetch_add(1, Ordering::AcqRel);
-        if n >= MAX_IN_FLIGHT_REQUESTS {
-            self.requests.fetch_sub(1, Ordering::AcqRel);
-            return Err(RpcError::LimitExceeded {
-                limit: "requests_in_flight",
-                max: MAX_IN_FLIGHT_REQUESTS as u64,
-            });
-        }
-        let b = self.bytes.fetch_add(bytes, Ordering::AcqRel);
-        if b + bytes > MAX_IN_FLIGHT_BYTES {
-            self.bytes.fetch_sub(bytes, Ordering::AcqRel);
-            self.requests.fetch_sub(1, Ordering::AcqRel);
-            return Err(RpcError::LimitExceeded {
-                limit: "request_bytes_in_flight",
-                max: MAX_IN_FLIGHT_BYTES as u64,
-            });
-        }
-        Ok(())
-    }
-
-    fn release(&self, bytes: usize) {
-        self.bytes.fetch_sub(bytes, Ordering::AcqRel);
-        self.requests.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// Requests in flight now.
-    pub fn requests(&self) -> usize {
-        self.requests.load(Ordering::Acquire)
-    }
-}
 
 /// Adds the in-flight bound of one connection.
 #[derive(Debug, Clone)]
@@ -174,6 +132,7 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
 mod tests {
     use super::*;
     use crate::layers::testing::{conn, mock_inner, request};
+    use crate::limits::MAX_IN_FLIGHT_REQUESTS;
     use tower::ServiceExt;
 
     #[tokio::test]
@@ -208,20 +167,5 @@ mod tests {
         assert_eq!(conn.in_flight.requests(), 63);
         drop(held);
         assert_eq!(conn.in_flight.requests(), 0);
-    }
-
-    #[test]
-    fn the_byte_bound_is_checked_too() {
-        let f = InFlight::default();
-        f.try_acquire(MAX_IN_FLIGHT_BYTES - 10).unwrap();
-        assert_eq!(
-            f.try_acquire(11).unwrap_err(),
-            RpcError::LimitExceeded {
-                limit: "request_bytes_in_flight",
-                max: MAX_IN_FLIGHT_BYTES as u64
-            }
-        );
-        assert_eq!(f.requests(), 1);
-        f.try_acquire(10).unwrap();
     }
 }

@@ -10,7 +10,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::error::RpcError;
-use crate::jsonrpc::Payload;
 
 pub mod authz;
 pub mod envelope;
@@ -19,8 +18,9 @@ pub mod limit;
 pub mod trace;
 pub mod transport;
 
-/// What a method (or a gate in front of it) answers.
-pub type Reply = Result<Payload, RpcError>;
+/// What a method (or a gate in front of it) answers; defined with the
+/// frames so the services below the layers can name it too.
+pub use crate::jsonrpc::Reply;
 
 pin_project_lite::pin_project! {
     /// A gate's future: either its inner service's future, or a rejection

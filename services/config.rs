@@ -12,12 +12,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::RouteFuture;
+use crate::authz::require_grant;
 use crate::config::{
     self, check_write_path, check_write_paths, effective_json, stage_many, stage_one, Grant,
     Policy, Resource, Verb,
 };
 use crate::context::Conn;
-use crate::error::{ErrorData, Forbidden, RpcError};
+use crate::error::{ErrorData, RpcError};
 use crate::jsonrpc::Payload;
 use crate::methods::Method;
 use crate::request::Request;
@@ -144,14 +145,9 @@ pub fn may_update_config(
     conn: &Conn,
     req: &Request,
 ) -> Result<Arc<config::Principal>, RpcError> {
-    let binding = daemon.authz.refresh(conn, req.binding()?)?;
+    let binding = conn.refresh_binding(&daemon.authz, req.binding()?)?;
     let g = Grant(Resource::Config, Verb::Update);
-    if !binding.principal.has(g) {
-        return Err(RpcError::Forbidden(Forbidden::MissingGrant {
-            required: g.to_string(),
-            method: req.method.name.to_owned(),
-        }));
-    }
+    require_grant(&binding.principal, g, req.method.name).map_err(RpcError::Forbidden)?;
     Ok(binding.principal.clone())
 }
 

@@ -15,8 +15,8 @@ use crate::context::Conn;
 use crate::error::{ErrorData, RpcError};
 use crate::files::attach::{check_entries, file_too_large, read_entries, FileEntry};
 use crate::files::naming::MAX_FILENAME_BYTES;
-use crate::files::staging::{Binding, Upload};
-use crate::files::{self, FileResult, Incoming};
+use crate::files::staging::{Upload, UploadTarget};
+use crate::files::{self, Incoming};
 use crate::jsonrpc::Payload;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
 use crate::methods::Method;
@@ -54,33 +54,6 @@ pub fn target(
     Ok(s)
 }
 
-/// What an upload or attachment is bound to: this incarnation of the session.
-pub fn binding_of(s: &Session) -> Binding {
-    Binding {
-        session_id: s.id.clone(),
-        incarnation: s.incarnation,
-        owner: s.owner.clone(),
-        agent_alias: s.agent_alias.clone(),
-    }
-}
-
-/// Stores `files` in order through the store step; the first failure fails
-/// the whole call, and files already stored stay stored.
-pub async fn store_all(
-    daemon: &Daemon,
-    conn: &Conn,
-    req: &Request,
-    bound: &Binding,
-    files: Vec<Incoming>,
-) -> Result<Vec<FileResult>, RpcError> {
-    let binding = req.binding()?;
-    let mut out = Vec::with_capacity(files.len());
-    for f in files {
-        out.push(files::store(daemon, conn, binding, bound, f, req.method.name).await?);
-    }
-    Ok(out)
-}
-
 #[derive(Deserialize)]
 struct AttachParams<'a> {
     session_id: Option<String>,
@@ -98,9 +71,17 @@ async fn attach(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
         check_entries(&entries, conn.transport, principal)?;
         let id = session_id(p.session_id)?;
         let session = target(&daemon, principal, &id)?;
-        (binding_of(&session), read_entries(entries)?)
+        (UploadTarget::of(&session), read_entries(entries)?)
     };
-    let stored = store_all(&daemon, &conn, &req, &bound, incoming).await?;
+    let stored = files::store_all(
+        daemon.file_handles(),
+        &conn,
+        req.binding()?,
+        &bound,
+        incoming,
+        req.method.name,
+    )
+    .await?;
     Payload::new(&json!({ "files": stored }), Default::default())
 }
 
@@ -139,7 +120,7 @@ fn begin(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<Payload, RpcErro
     };
     let session = target(daemon, &req.binding()?.principal, &id)?;
     let upload = Upload {
-        bound: binding_of(&session),
+        bound: UploadTarget::of(&session),
         size,
         filename,
         sha256,
@@ -284,7 +265,15 @@ async fn commit(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     };
     let bound = u.bound.clone();
     drop(u);
-    let mut stored = store_all(&daemon, &conn, &req, &bound, vec![incoming]).await?;
+    let mut stored = files::store_all(
+        daemon.file_handles(),
+        &conn,
+        req.binding()?,
+        &bound,
+        vec![incoming],
+        req.method.name,
+    )
+    .await?;
     let result = stored
         .pop()
         .ok_or_else(|| RpcError::internal("nothing stored", None))?;

@@ -17,8 +17,7 @@ use tower::Service;
 
 use crate::context::Conn;
 use crate::error::RpcError;
-use crate::jsonrpc::Payload;
-use crate::layers::Reply;
+use crate::jsonrpc::{Payload, Reply};
 use crate::methods::Method;
 use crate::request::Request;
 use crate::state::Daemon;

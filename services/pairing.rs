@@ -42,7 +42,7 @@ struct RevokeParams {
 
 /// Step 3 for pairing: the caller must still resolve to an admin.
 fn still_admin(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<(), RpcError> {
-    let binding = daemon.authz.refresh(conn, req.binding()?)?;
+    let binding = conn.refresh_binding(&daemon.authz, req.binding()?)?;
     if binding.principal.admin {
         Ok(())
     } else {

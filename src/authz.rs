@@ -8,9 +8,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::config::Resolution;
+use crate::config::{Grant, Resolution};
 pub use crate::config::{Policy, Principal, SHARED_OPERATOR_ID};
-use crate::context::ConnCtx;
 use crate::error::{AuthReason, Forbidden, RpcError};
 
 /// What a connection authenticated with; replayed when the policy changes.
@@ -120,56 +119,40 @@ impl AuthzState {
         Ok(principal)
     }
 
-    /// `binding` under the current policy (§6.5 steps 1–2): unchanged when
-    /// the generation did not move, else the credential replayed. A binding
-    /// that no longer resolves to the same principal is dropped from `conn`.
-    pub fn refresh(
-        &self,
-        conn: &ConnCtx,
-        binding: &Arc<Binding>,
-    ) -> Result<Arc<Binding>, RpcError> {
-        Ok(self
-            .refresh_if_stale(conn, binding)?
-            .unwrap_or_else(|| binding.clone()))
-    }
-
-    /// [`AuthzState::refresh`], answering `None` when `binding` is current.
-    pub fn refresh_if_stale(
-        &self,
-        conn: &ConnCtx,
-        binding: &Arc<Binding>,
-    ) -> Result<Option<Arc<Binding>>, RpcError> {
+    /// `binding` under the current policy (§6.5 steps 1–2): `None` when the
+    /// generation did not move, else the credential replayed into a renewed
+    /// binding, or the error that revokes it. The connection applies the
+    /// verdict (`ConnCtx::refresh_binding`): this state never edits one.
+    pub fn renew(&self, binding: &Binding) -> Result<Option<Arc<Binding>>, RpcError> {
         if binding.generation == self.generation() {
             return Ok(None);
         }
         let snap = self.snapshot();
-        let fresh = match self.resolve(&snap, &binding.credential) {
-            Ok(p) if p.id == binding.principal.id => Ok(p),
+        let principal = match self.resolve(&snap, &binding.credential) {
+            Ok(p) if p.id == binding.principal.id => p,
             Err(_) if matches!(binding.credential, Credential::Token(_)) => {
-                Err(RpcError::Auth(AuthReason::TokenRevoked))
+                return Err(RpcError::Auth(AuthReason::TokenRevoked))
             }
-            _ => Err(RpcError::Forbidden(Forbidden::Revoked)),
+            _ => return Err(RpcError::Forbidden(Forbidden::Revoked)),
         };
-        match fresh {
-            Ok(principal) => {
-                let renewed = Arc::new(Binding {
-                    principal: Arc::new(principal),
-                    generation: snap.generation,
-                    credential: binding.credential.clone(),
-                });
-                conn.replace_binding_if(binding, renewed.clone());
-                Ok(Some(renewed))
-            }
-            Err(e) => {
-                tracing::info!(
-                    event = "binding_dropped",
-                    peer = %conn.peer.label,
-                    principal_id = %binding.principal.id,
-                    reason = if matches!(e, RpcError::Auth(_)) { "token_revoked" } else { "revoked" },
-                );
-                conn.drop_binding_if(binding);
-                Err(e)
-            }
-        }
+        Ok(Some(Arc::new(Binding {
+            principal: Arc::new(principal),
+            generation: snap.generation,
+            credential: binding.credential.clone(),
+        })))
     }
+}
+
+/// The one grant check (§6.3): `principal` holds `grant`, or the
+/// `missing_grant` refusal naming it and `method`. The authz layer asks it
+/// for every method's grant; the verbs that must check again under the
+/// policy lock (a config write, a file's store step) ask it too.
+pub fn require_grant(principal: &Principal, grant: Grant, method: &str) -> Result<(), Forbidden> {
+    if principal.has(grant) {
+        return Ok(());
+    }
+    Err(Forbidden::MissingGrant {
+        required: grant.to_string(),
+        method: method.to_owned(),
+    })
 }

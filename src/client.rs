@@ -333,7 +333,7 @@ pub async fn upload(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "upload".into())
     });
-    let sha = crate::files::sha256_hex(&bytes);
+    let sha = crate::hex::sha256(&bytes);
     let progress = std::io::stderr().is_terminal();
     let work = async {
         let mut client = Client::connect(config_dir).await?;

@@ -9,9 +9,9 @@ use std::borrow::Cow;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value};
 
+use crate::bounded::bound_text;
 use crate::limits::{MAX_ECHOED_NAME_BYTES, MAX_ERROR_DATA_MEMBER_BYTES, MAX_FRAME_BYTES};
 use crate::storage_fault::StorageFault;
-use crate::store::bound_text;
 
 /// The `data` member of an error: an object whose members keep the order
 /// they were given in (`reason` first, as the spec writes them).

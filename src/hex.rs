@@ -12,6 +12,14 @@ pub fn lower(bytes: &[u8]) -> String {
     s
 }
 
+/// Lowercase hex SHA-256 of `bytes`: the name of a stored file, the digest
+/// of a pairing token. Here, below the files and the config, so the CLI
+/// client hashes an upload the way the daemon checks it without using either.
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    lower(&Sha256::digest(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod authz;
+pub mod bounded;
 pub mod client;
 pub mod codec;
 pub mod config;
@@ -38,3 +39,7 @@ pub mod store;
 pub mod layers;
 #[path = "../services/mod.rs"]
 pub mod services;
+
+// Checks the arrows between the modules above (docs/architecture.md).
+#[cfg(test)]
+mod architecture_tests;

@@ -39,3 +39,5 @@ pub const MAX_ECHOED_NAME_BYTES: usize = 256;
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 64 * 1024;
 /// Longest peer-supplied `error.data` member written.
 pub const MAX_ERROR_DATA_MEMBER_BYTES: usize = 1024;
+/// Tool outputs are persisted bounded at this many bytes (§9.3).
+pub const TOOL_OUTPUT_MAX: usize = 16 * 1024;

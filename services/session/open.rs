@@ -9,9 +9,9 @@ use super::{payload, session_id};
 use crate::context::Conn;
 use crate::error::{Forbidden, RpcError};
 use crate::files::attach::{check_entries, read_entries, FileEntry};
+use crate::files::{self, UploadTarget};
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::services::file::{binding_of, store_all};
 use crate::session::lifecycle::{self, NewRequest};
 use crate::session::turn::run_prompt;
 use crate::session::update::Outcome;
@@ -129,7 +129,15 @@ pub(super) async fn prompt(
     if !attachments.is_empty() {
         let stored = async {
             let incoming = read_entries(attachments)?;
-            store_all(&daemon, &conn, &req, &binding_of(&session), incoming).await
+            files::store_all(
+                daemon.file_handles(),
+                &conn,
+                req.binding()?,
+                &UploadTarget::of(&session),
+                incoming,
+                req.method.name,
+            )
+            .await
         };
         match stored.await {
             Ok(files) => {
@@ -150,7 +158,15 @@ pub(super) async fn prompt(
     }
     let reply_to = req.id.clone();
     req.release_frame();
-    let answered = run_prompt(daemon.clone(), session, conn.clone(), prompt, reply_to).await;
+    let answered = run_prompt(
+        &daemon.sessions,
+        &daemon.config,
+        session,
+        conn.clone(),
+        prompt,
+        reply_to,
+    )
+    .await;
     if notification && !answered.turn_complete_sent {
         if let Err(e) = &answered.result {
             fail_notified(&conn, &id, e, &answered.content).await;

@@ -10,7 +10,7 @@ use crate::config::Principal;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::session::lifecycle::{check_owner, RPC_SURFACE};
+use crate::session::lifecycle::check_owner;
 use crate::session::{ChatMode, Sessions};
 use crate::state::Daemon;
 use crate::store::{AcpRow, ChatRow};
@@ -181,16 +181,7 @@ pub(super) async fn messages(daemon: Arc<Daemon>, req: Request) -> Result<Payloa
         ChatMode::Acp => {
             let row = acp.ok_or_else(RpcError::session_not_found)?;
             check_owner(&principal, &row.owner_principal_id)?;
-            if live.as_ref().is_none_or(|s| s.mode != ChatMode::Acp)
-                && row.killed_at.is_none()
-                && row.interaction_surface == RPC_SURFACE
-            {
-                // No live owner: recover a leftover checkpoint first, under the session lock.
-                let _lock = sessions.locks.lock(&id).await;
-                if sessions.get(&id).is_none_or(|s| s.mode != ChatMode::Acp) {
-                    store.recover(row.row).await?;
-                }
-            }
+            sessions.recover_unowned(&id, &row).await?;
             store.acp_messages(row.row, p.before_index, n).await?
         }
         ChatMode::Chat => {

@@ -19,7 +19,7 @@ use super::directive::{parse_line, Line, ToolCall, MAX_PRODUCED_BYTES};
 use super::emit::{Emitter, Stop, Stream};
 use super::sink::{ApprovalDecision, AskOutcome, EventSink};
 use super::{TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
-use crate::store::TRUNCATION_SUFFIX;
+use crate::bounded::TRUNCATION_SUFFIX;
 
 /// The schema of every `::ask` (§10.3).
 pub const ASK_SCHEMA: &str = r#"{"type":"object","properties":{"answer":{"type":"string","title":"Answer"}},"required":["answer"]}"#;

@@ -8,6 +8,7 @@
 //! JSON-RPC: every error is a [`ConfigError`] whose message is the spec's wording.
 
 pub mod error;
+mod grant;
 mod paths;
 pub mod policy;
 pub mod props;

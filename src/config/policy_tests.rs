@@ -1,6 +1,7 @@
 //! Unit tests of `policy.rs`: the §5.2 rows, grants, selectors, admin-only props, tokens.
 
 use super::*;
+use crate::config::grant::{RESOURCES, VERBS};
 
 fn config(extra: &str) -> Config {
     let text = format!(

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 
 use super::error::ConfigError;
+use super::grant::{Resource, Verb};
 use super::paths::{self, is_valid_name, Kind, Node};
-use super::policy::{Resource, Verb};
 use super::schema::Config;
 
 /// One failing check: the path it is about and why.

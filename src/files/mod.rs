@@ -12,22 +12,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 pub mod attach;
 pub mod naming;
 pub mod staging;
 pub mod write;
 
-use crate::authz::Binding as AuthBinding;
+use crate::authz::{require_grant, AuthzState, Binding as AuthBinding};
 use crate::config::{Grant, Resource, Verb};
 use crate::context::Conn;
-use crate::error::{Forbidden, RpcError};
-use crate::faults::FaultPoint;
+use crate::error::RpcError;
+use crate::faults::{FaultPoint, Faults};
+use crate::live_config::LiveConfig;
 use crate::session::lifecycle::{agent_workspace, agent_workspace_path, check_agent, check_owner};
-use crate::state::Daemon;
+use crate::session::Sessions;
 
-pub use staging::Binding;
+pub use staging::UploadTarget;
 
 /// One stored file, as `file/attach` and commit report it.
 #[derive(Debug, Clone, Serialize)]
@@ -65,26 +65,52 @@ pub fn remove_crash_temporaries(config: &crate::config::Config, config_dir: &Pat
     }
 }
 
-/// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    crate::hex::lower(&Sha256::digest(bytes))
-}
-
 fn session_changed() -> RpcError {
     RpcError::session_gone("Session changed since the upload began", "session_changed")
 }
 
-/// The store step (§8.18.4): check again under both locks, then write and index.
-/// `method` names the request in a missing-grant error.
-pub async fn store(
-    daemon: &Daemon,
+/// The daemon's parts the store step reads, and nothing else of it: the
+/// session and its lock, the live policy, the fault points, the agents'
+/// workspaces.
+#[derive(Debug, Clone, Copy)]
+pub struct Handles<'a> {
+    pub sessions: &'a Sessions,
+    pub authz: &'a AuthzState,
+    pub faults: &'a Faults,
+    pub config: &'a LiveConfig,
+    /// Where relative agent workspaces are resolved from.
+    pub config_dir: &'a Path,
+}
+
+/// Stores `files` in order through the store step; the first failure fails
+/// the whole call, and files already stored stay stored. Shared by
+/// `file/attach`, an upload's commit and a prompt's attachments.
+pub async fn store_all(
+    daemon: Handles<'_>,
     conn: &Conn,
     binding: &Arc<AuthBinding>,
-    bound: &Binding,
+    bound: &UploadTarget,
+    files: Vec<Incoming>,
+    method: &str,
+) -> Result<Vec<FileResult>, RpcError> {
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        out.push(store(daemon, conn, binding, bound, f, method).await?);
+    }
+    Ok(out)
+}
+
+/// The store step (§8.18.4): check again under both locks, then write and index.
+/// `method` names the request in a missing-grant error.
+async fn store(
+    daemon: Handles<'_>,
+    conn: &Conn,
+    binding: &Arc<AuthBinding>,
+    bound: &UploadTarget,
     mut file: Incoming,
     method: &str,
 ) -> Result<FileResult, RpcError> {
-    let sessions = &daemon.sessions;
+    let sessions = daemon.sessions;
     // 1. The same live session as recorded, under its lock.
     let _session_lock = sessions.locks.lock(&bound.session_id).await;
     let session = sessions
@@ -97,15 +123,10 @@ pub async fn store(
         .ok_or_else(session_changed)?;
     // 2. Credentials and grants under the policy in effect now, held across the write.
     let _policy_lock = daemon.authz.state_lock.read().await;
-    let current = daemon.authz.refresh(conn, binding)?;
+    let current = conn.refresh_binding(daemon.authz, binding)?;
     let principal = &current.principal;
     let g = Grant(Resource::Files, Verb::Create);
-    if !principal.has(g) {
-        return Err(RpcError::Forbidden(Forbidden::MissingGrant {
-            required: g.to_string(),
-            method: method.to_owned(),
-        }));
-    }
+    require_grant(principal, g, method).map_err(RpcError::Forbidden)?;
     check_owner(principal, &session.owner)?;
     check_agent(principal, &session.agent_alias)?;
     // 3. Write and index.
@@ -116,10 +137,10 @@ pub async fn store(
     }
     let config = daemon.config.current();
     let uploads: PathBuf =
-        agent_workspace(&config, &daemon.paths.config_dir, &session.agent_alias)?.join("uploads");
+        agent_workspace(&config, daemon.config_dir, &session.agent_alias)?.join("uploads");
     let sha = match file.sha256.take() {
         Some(sha) => sha,
-        None => sha256_hex(&file.bytes),
+        None => crate::hex::sha256(&file.bytes),
     };
     let ext = naming::extension(&file.filename);
     let indexed = session.indexed_upload(&sha);

@@ -15,25 +15,39 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use crate::error::{ErrorData, RpcError};
 use crate::limits::MAX_STAGED_UPLOADS;
+use crate::session::Session;
 
 /// Bytes of staged data (payload + retained metadata) daemon-wide.
 pub const STAGED_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// Fixed cost charged per upload on top of its size and metadata.
 pub const UPLOAD_OVERHEAD: usize = 256;
 
-/// What an upload is bound to at begin (SPEC §8.18.1).
+/// What an upload or attachment is bound to at begin (SPEC §8.18.1): one
+/// incarnation of one session. Not `authz::Binding` (who the caller is).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Binding {
+pub struct UploadTarget {
     pub session_id: String,
     pub incarnation: u64,
     pub owner: String,
     pub agent_alias: String,
 }
 
+impl UploadTarget {
+    /// This incarnation of `session`: what an upload or attachment is bound to.
+    pub fn of(session: &Session) -> Self {
+        Self {
+            session_id: session.id.clone(),
+            incarnation: session.incarnation,
+            owner: session.owner.clone(),
+            agent_alias: session.agent_alias.clone(),
+        }
+    }
+}
+
 /// One staged upload.
 #[derive(Debug)]
 pub struct Upload {
-    pub bound: Binding,
+    pub bound: UploadTarget,
     pub size: usize,
     pub filename: String,
     pub sha256: Option<String>,
@@ -196,7 +210,7 @@ mod tests {
 
     fn upload(size: usize) -> Upload {
         Upload {
-            bound: Binding {
+            bound: UploadTarget {
                 session_id: "s".into(),
                 incarnation: 1,
                 owner: "o".into(),

@@ -4,10 +4,10 @@
 
 use serde::Serialize;
 
+use crate::bounded::bound_text;
 use crate::dialect::{write_json, Dialect};
 use crate::error::RpcError;
 use crate::limits::MAX_ERROR_MESSAGE_BYTES;
-use crate::store::bound_text;
 
 const RESULT_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","result":"#;
 

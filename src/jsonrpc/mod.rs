@@ -282,6 +282,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
 mod frames;
 pub use frames::{error_frame, notification_frame, request_frame, Payload};
 
+/// What a method (or a gate in front of it) answers: a result payload or
+/// the error its frame carries.
+pub type Reply = Result<Payload, RpcError>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

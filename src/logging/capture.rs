@@ -248,7 +248,7 @@ struct Fields<'a>(&'a mut Record);
 impl Fields<'_> {
     fn text(&mut self, field: &Field, mut s: String) {
         if s.len() > MAX_TEXT {
-            let cut = crate::store::bound_text(&s, MAX_TEXT).into_owned();
+            let cut = crate::bounded::bound_text(&s, MAX_TEXT).into_owned();
             s = cut;
         }
         let r = &mut *self.0;

@@ -17,8 +17,7 @@ use crate::context::Conn;
 use crate::error::{ErrorData, Forbidden, RpcError};
 use crate::store::AcpRow;
 
-/// The only `interaction_surface` this daemon recovers (§9.7).
-pub const RPC_SURFACE: &str = "rpc";
+pub use crate::store::RPC_SURFACE;
 
 /// Ownership (§6.6): admins pass, others must own.
 pub fn check_owner(principal: &Principal, owner: &str) -> Result<(), RpcError> {

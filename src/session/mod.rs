@@ -28,7 +28,7 @@ pub mod update;
 pub use live::Session;
 pub use locks::{SessionGuard, SessionLocks};
 
-use crate::store::Store;
+use crate::store::{AcpRow, Store, StoreError, RPC_SURFACE};
 
 /// Most live sessions daemon-wide (SPEC §4).
 pub const MAX_LIVE_SESSIONS: usize = 64;
@@ -81,6 +81,21 @@ impl Sessions {
     /// The live session with this id.
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
         self.table().get(id).cloned()
+    }
+
+    /// Before `id`'s ACP history is read (`row` is its stored row): when no
+    /// live incarnation owns it, recovers the checkpoint its last one left
+    /// (§9.7), under the session lock, so a read never shows half a turn.
+    pub async fn recover_unowned(&self, id: &str, row: &AcpRow) -> Result<(), StoreError> {
+        let unowned = || self.get(id).is_none_or(|s| s.mode != ChatMode::Acp);
+        if !unowned() || row.killed_at.is_some() || row.interaction_surface != RPC_SURFACE {
+            return Ok(());
+        }
+        let _lock = self.locks.lock(id).await;
+        if unowned() {
+            self.store.recover(row.row).await?;
+        }
+        Ok(())
     }
 
     /// Number of live sessions.

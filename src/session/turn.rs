@@ -15,19 +15,19 @@ use tokio_util::sync::CancellationToken;
 use super::live::{context_bytes, message_bytes, End, Session, TurnSignals};
 use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
 use super::update::{bounded, notify, Event, Outcome, Update, MAX_CONTENT_BYTES};
-use super::{new_uuid, ChatMode};
+use super::{new_uuid, ChatMode, Sessions};
 use crate::agent::{
     self, AgentSettings, Backend, CompactionRequest, ContextMessage, InputMode, Kind, Role,
     TurnInput, TurnOutcome,
 };
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, Config};
 use crate::context::Conn;
 use crate::error::{InternalReason, RpcError};
 use crate::jsonrpc::{error_frame, Payload};
 use crate::limits::SHUTDOWN_GRACE;
+use crate::live_config::LiveConfig;
 use crate::request::IdText;
-use crate::state::Daemon;
-use crate::store::provider_safe;
+use crate::store::{provider_safe, Store};
 
 /// After a soft cancel, how long the backend may take to stop.
 pub const CANCEL_GRACE: Duration = SHUTDOWN_GRACE;
@@ -68,7 +68,8 @@ impl Answered {
 /// start, so a turn's updates, its `turn_complete` and its answer are never
 /// overtaken by the next turn's (§8.4 step 4).
 pub async fn run_prompt(
-    daemon: Arc<Daemon>,
+    sessions: &Sessions,
+    config: &LiveConfig,
     session: Arc<Session>,
     conn: Conn,
     prompt: String,
@@ -84,9 +85,8 @@ pub async fn run_prompt(
     };
     // A turn starts only if this incarnation is still live and not ending.
     let signals = {
-        let _lock = daemon.sessions.locks.lock(&session.id).await;
-        let live = daemon
-            .sessions
+        let _lock = sessions.locks.lock(&session.id).await;
+        let live = sessions
             .get(&session.id)
             .is_some_and(|s| Arc::ptr_eq(&s, &session));
         match session.ending() {
@@ -94,10 +94,13 @@ pub async fn run_prompt(
             ending => return Answered::early(ending.unwrap_or(End::Closed).error()),
         }
     };
+    // The configuration in effect when the turn starts (after the turns
+    // queued before it), and the store: all the turn's task needs.
+    let (config, store) = (config.current(), sessions.store.clone());
     let task = tokio::spawn({
         let session = session.clone();
         async move {
-            let mut out = execute(&daemon, &session, &conn, &prompt, &signals).await;
+            let mut out = execute((&store, &config), &session, &conn, &prompt, &signals).await;
             if let Some(id) = reply_to {
                 let frame = match &out.result {
                     Ok(r) => Payload::new(r, Default::default()).map(|p| p.into_frame(id.as_str())),
@@ -144,14 +147,13 @@ fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
 }
 
 async fn execute(
-    daemon: &Arc<Daemon>,
+    (store, config): (&Arc<Store>, &Config),
     session: &Arc<Session>,
     conn: &Conn,
     prompt: &str,
     signals: &TurnSignals,
 ) -> Answered {
     let not_sent = Answered::early;
-    let config = daemon.config.current();
     let Some(agent) = config.agents.get(&session.agent_alias) else {
         return not_sent(RpcError::internal(
             format!("agent {} is not configured", session.agent_alias),
@@ -159,7 +161,6 @@ async fn execute(
         ));
     };
     let (backend, settings) = settings_of(agent);
-    let store = &daemon.sessions.store;
     let acp_row = session.acp_row;
 
     // 1. A checkpoint left by a failed append or finalization is recovered first.
@@ -183,7 +184,7 @@ async fn execute(
     } else {
         CompactionRequest::None
     };
-    compact(daemon, session, (conn, &signals.soft), agent, forced).await;
+    compact(store, session, (conn, &signals.soft), agent, forced).await;
 
     // 3. The begin transaction.
     let turn_id = new_uuid();
@@ -345,15 +346,16 @@ pub async fn complete(
         content,
         reason,
     };
-    notify(
-        conn,
-        &Update {
-            session_id: &session.id,
-            event,
-        },
-        cancel,
-    )
-    .await;
+    send_event(conn, session, event, cancel).await;
+}
+
+/// Sends one `session/update` of `session` to `conn`.
+async fn send_event(conn: &Conn, session: &Session, event: Event<'_>, cancel: &CancellationToken) {
+    let update = Update {
+        session_id: &session.id,
+        event,
+    };
+    notify(conn, &update, cancel).await;
 }
 
 /// A turn that produced more text than this hands freed heap back to the
@@ -368,7 +370,7 @@ pub const MAX_RETAINED_CONTEXT_BYTES: usize = 64 * 1024 * 1024;
 
 /// Auto or forced compaction (§9.5). A failed snapshot write discards it silently.
 async fn compact(
-    daemon: &Daemon,
+    store: &Store,
     session: &Session,
     (conn, cancel): (&Conn, &CancellationToken),
     agent: &AgentConfig,
@@ -408,7 +410,6 @@ async fn compact(
             (c, n)
         }
     };
-    let store = &daemon.sessions.store;
     let boundary = match (session.mode, session.acp_row) {
         (ChatMode::Acp, Some(row)) => {
             let written = async {
@@ -433,13 +434,5 @@ async fn compact(
         retained,
         boundary_seq: boundary,
     };
-    notify(
-        conn,
-        &Update {
-            session_id: &session.id,
-            event,
-        },
-        cancel,
-    )
-    .await;
+    send_event(conn, session, event, cancel).await;
 }

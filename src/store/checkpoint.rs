@@ -21,9 +21,7 @@ use crate::faults::FaultPoint;
 use super::fold::{fold_checkpoint, Touch};
 use super::projection::TranscriptRow;
 use super::{bound_text, utc_now, Store, StoreError};
-
-/// Tool outputs are persisted bounded at this many bytes (§9.3).
-pub const TOOL_OUTPUT_MAX: usize = 16 * 1024;
+use crate::limits::TOOL_OUTPUT_MAX;
 
 /// One visible event of a running turn, appended before its notification.
 #[derive(Debug, Clone)]

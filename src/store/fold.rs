@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use sqlx::SqliteConnection;
 
-use super::checkpoint::TOOL_OUTPUT_MAX;
 use super::projection::TranscriptRow;
 use super::{bound_text, utc_now, StoreError, TRUNCATION_SUFFIX};
+use crate::limits::TOOL_OUTPUT_MAX;
 
 /// The stored payload as it is read back: a flat object (an internally
 /// tagged enum cannot carry a `RawValue` through deserialization).

@@ -24,7 +24,6 @@
 //! Every operation that has a fault point (§8.20) checks it first and then
 //! fails with [`StoreError::Injected`] before touching the database.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -53,15 +52,14 @@ mod testing;
 
 pub use acp::AcpRow;
 pub use chat::ChatRow;
-pub use checkpoint::{CheckpointEvent, TOOL_OUTPUT_MAX};
+pub use checkpoint::CheckpointEvent;
 pub use paging::{MessageEntry, MessagesPage, PAGE_CONTENT_MAX, PAGE_JSON_MAX};
 pub use projection::{provider_safe, TranscriptRow};
 
 /// The one `interaction_surface` this daemon writes and recovers (§9.7).
 pub const RPC_SURFACE: &str = "rpc";
 
-/// What `bound_text` appends when it cuts (§3.1).
-pub const TRUNCATION_SUFFIX: &str = "…[truncated]";
+pub use crate::bounded::{bound_text, TRUNCATION_SUFFIX};
 
 /// A storage failure. The RPC layer maps every variant to `-32603` with
 /// `data.reason = "storage"`, or the reason of its [`StorageFault`] class
@@ -232,22 +230,6 @@ fn rfc3339(secs: u64) -> String {
     )
 }
 
-/// "Bounded at `max`" (§3.1): the longest prefix of at most `max` bytes that
-/// ends on a UTF-8 boundary, followed by `…[truncated]` when anything was cut.
-pub fn bound_text(s: &str, max: usize) -> Cow<'_, str> {
-    if s.len() <= max {
-        return Cow::Borrowed(s);
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut out = String::with_capacity(end + TRUNCATION_SUFFIX.len());
-    out.push_str(&s[..end]);
-    out.push_str(TRUNCATION_SUFFIX);
-    Cow::Owned(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::testing::TempDir;
@@ -262,17 +244,6 @@ mod tests {
         let now = utc_now();
         assert_eq!(now.len(), 20);
         assert!(now.ends_with('Z') && now.as_bytes()[10] == b'T');
-    }
-
-    #[test]
-    fn bound_text_cuts_on_char_boundaries() {
-        assert!(matches!(bound_text("abc", 3), Cow::Borrowed("abc")));
-        assert_eq!(bound_text("abcd", 3), "abc…[truncated]");
-        // "é" is two bytes: a cut inside it backs off to before it.
-        assert_eq!(bound_text("aé", 2), "a…[truncated]");
-        assert_eq!(bound_text("aé", 3), "aé");
-        assert_eq!(bound_text("€€", 4), "€…[truncated]");
-        assert_eq!(bound_text("€", 0), "…[truncated]");
     }
 
     #[cfg(unix)]

@@ -6,11 +6,14 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::authz::Binding;
+use crate::authz::{AuthzState, Binding};
 use crate::dialect::Dialect;
-use crate::layers::limit::InFlight;
+use crate::error::RpcError;
 use crate::outbound::Outbound;
 use crate::peer::PeerRequests;
+
+mod in_flight;
+pub use in_flight::InFlight;
 
 /// Which transport carries the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,13 +96,51 @@ impl ConnCtx {
         *self.binding.lock().unwrap_or_else(|p| p.into_inner()) = binding;
     }
 
+    /// `binding` under the current policy (§6.5 steps 1–2): unchanged when
+    /// the generation did not move, else renewed on this connection; one
+    /// that no longer resolves to the same principal is dropped from it.
+    pub fn refresh_binding(
+        &self,
+        authz: &AuthzState,
+        binding: &Arc<Binding>,
+    ) -> Result<Arc<Binding>, RpcError> {
+        Ok(self
+            .refresh_binding_if_stale(authz, binding)?
+            .unwrap_or_else(|| binding.clone()))
+    }
+
+    /// [`ConnCtx::refresh_binding`], answering `None` when `binding` is current.
+    pub fn refresh_binding_if_stale(
+        &self,
+        authz: &AuthzState,
+        binding: &Arc<Binding>,
+    ) -> Result<Option<Arc<Binding>>, RpcError> {
+        match authz.renew(binding) {
+            Ok(Some(renewed)) => {
+                self.replace_binding_if(binding, renewed.clone());
+                Ok(Some(renewed))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => {
+                tracing::info!(
+                    event = "binding_dropped",
+                    peer = %self.peer.label,
+                    principal_id = %binding.principal.id,
+                    reason = if matches!(e, RpcError::Auth(_)) { "token_revoked" } else { "revoked" },
+                );
+                self.drop_binding_if(binding);
+                Err(e)
+            }
+        }
+    }
+
     /// Drops the binding only if it is still `expected` (a concurrent `initialize` wins).
-    pub fn drop_binding_if(&self, expected: &Arc<Binding>) {
+    fn drop_binding_if(&self, expected: &Arc<Binding>) {
         self.swap_binding_if(expected, None);
     }
 
     /// Replaces the binding only if it is still `expected`.
-    pub fn replace_binding_if(&self, expected: &Arc<Binding>, new: Arc<Binding>) {
+    fn replace_binding_if(&self, expected: &Arc<Binding>, new: Arc<Binding>) {
         self.swap_binding_if(expected, Some(new));
     }
 

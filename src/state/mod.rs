@@ -14,9 +14,11 @@ use crate::config::{Config, ConfigStore, Policy};
 use crate::faults::Faults;
 use crate::files::staging::Staging;
 use crate::live_config::LiveConfig;
-use crate::services::status::StatusTemplate;
 use crate::session::Sessions;
 use crate::store::Store;
+
+mod status_template;
+pub use status_template::StatusTemplate;
 
 /// Resolved locations (SPEC §2.1, §2.2), as `status` reports them.
 #[derive(Debug, Clone)]
@@ -70,6 +72,17 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// What the files' store step needs of the daemon.
+    pub fn file_handles(&self) -> crate::files::Handles<'_> {
+        crate::files::Handles {
+            sessions: &self.sessions,
+            authz: &self.authz,
+            faults: &self.faults,
+            config: &self.config,
+            config_dir: &self.paths.config_dir,
+        }
+    }
+
     /// A daemon with no connections yet.
     pub fn new(
         paths: Paths,
