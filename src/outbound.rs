@@ -25,8 +25,8 @@ pub struct Closed;
 pub const CANCELLED_WRITE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What the queue may hold: frames and bytes, each counted from the moment
-/// a producer queues a frame until the writer has written it (a frame the
-/// writer is busy writing still counts).
+/// a producer queues a frame until the connection driver takes it out (the
+/// driver then bounds what it holds itself: one output batch).
 #[derive(Debug)]
 struct Budget {
     frames: Semaphore,
@@ -54,7 +54,7 @@ pub struct Outbound {
     closed: CancellationToken,
 }
 
-/// The writer's end of the queue.
+/// The connection driver's end of the queue.
 #[derive(Debug)]
 pub struct WriteQueue {
     rx: mpsc::UnboundedReceiver<Vec<u8>>,
@@ -113,7 +113,7 @@ impl Outbound {
         if !self.try_reserve(n)? {
             self.wait_for_room(n, cancel).await?;
         }
-        // Held for the daemon-wide budget until the writer gives it back.
+        // Held for the daemon-wide budget until the driver takes it out.
         memory::budget().add(n as usize);
         self.tx.send(frame).map_err(|f| {
             memory::budget().sub(charge(&f.0) as usize);
@@ -200,9 +200,7 @@ impl WriteQueue {
     /// taken out no longer counts against the queue: the caller bounds what
     /// it holds itself.
     pub async fn recv(&mut self) -> Option<Vec<u8>> {
-        let f = self.rx.recv().await?;
-        self.budget.give_back(1, charge(&f) as usize);
-        Some(f)
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
     }
 
     /// [`WriteQueue::recv`] as a poll.
@@ -210,18 +208,21 @@ impl WriteQueue {
         &mut self,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Vec<u8>>> {
-        let f = std::task::ready!(self.rx.poll_recv(cx));
-        if let Some(f) = &f {
-            self.budget.give_back(1, charge(f) as usize);
-        }
-        std::task::Poll::Ready(f)
+        std::task::ready!(self.rx.poll_recv(cx))
+            .map(|f| self.taken(f))
+            .into()
     }
 
     /// A queued frame, if one is ready now (see [`WriteQueue::recv`]).
     pub fn try_recv(&mut self) -> Option<Vec<u8>> {
         let f = self.rx.try_recv().ok()?;
+        Some(self.taken(f))
+    }
+
+    /// A frame leaves the queue: its room is given back.
+    fn taken(&self, f: Vec<u8>) -> Vec<u8> {
         self.budget.give_back(1, charge(&f) as usize);
-        Some(f)
+        f
     }
 
     /// Refuses further frames: producers see [`Closed`].

@@ -1,7 +1,7 @@
-//! The write side of a WebSocket session. The connection's bounded write
-//! queue (`outbound::WriteQueue`, SPEC §4) is drained exactly as on the
-//! local endpoint — same budget, same 30 s stall rule, same single writer —
-//! into [`WsWriter`], a byte sink that turns the queue's NDJSON back into
+//! The write side of a WebSocket connection. The connection driver
+//! (`connection::driver`) writes its output exactly as on the local endpoint
+//! — same queue budget, same 30 s stall rule, one batch per write — into
+//! [`WsWriter`], a byte sink that turns the queue's NDJSON back into
 //! WebSocket messages: each `\n`-terminated frame becomes one text message
 //! without its `\n`. Frames are compact JSON, so a `\n` byte only ever ends
 //! one.

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 mod emit_queue;
+mod emitter;
 pub mod lifecycle;
 pub mod live;
 pub mod locks;

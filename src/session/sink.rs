@@ -17,8 +17,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::emit_queue::{Item, Push, Queue};
+use super::emitter::{emit, Emitted};
 use super::live::{Session, TurnSignals};
-use super::update::{notify, split_chunks, Event, Update, MAX_CONTENT_BYTES};
+use super::update::{notify, split_chunks, Event, Update};
 use crate::agent::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 use crate::context::Conn;
 use crate::memory::Charge;
@@ -31,11 +32,6 @@ pub struct Waits {
     pub approval: Duration,
     pub ask: Duration,
 }
-
-/// What an ACP turn's emitter delivered: the text it committed and sent (its
-/// first [`MAX_CONTENT_BYTES`] + 4 bytes, all an answer shows), and the
-/// commit error that stopped it, if one did.
-type Emitted = (String, Result<(), StoreError>);
 
 /// The queue into an ACP turn's emitter task, and the task.
 type Emitter = (Arc<Queue>, JoinHandle<Emitted>);
@@ -336,171 +332,6 @@ fn parse_elicitation(raw: &RawValue) -> AskOutcome {
         Ok(r) if r.action == "decline" => AskOutcome::Decline,
         Ok(r) if r.action == "cancel" => AskOutcome::Cancel,
         _ => AskOutcome::Unavailable("malformed elicitation result".into()),
-    }
-}
-
-/// Where a taken item goes while its batch is committed.
-#[derive(Debug)]
-enum Slot {
-    /// The next committed event; a run of chunks carries where each ends.
-    Committed(Option<Vec<usize>>),
-    /// Notified (or acknowledged) only.
-    Other(Item),
-}
-
-/// Marks the queue closed on the emitter's side however the emitter ends.
-struct ReceiverGuard(Arc<Queue>);
-
-impl Drop for ReceiverGuard {
-    fn drop(&mut self) {
-        self.0.close_receiver();
-    }
-}
-
-/// The emitter of an ACP turn: commit what is ready, then notify it.
-async fn emit(
-    store: Arc<Store>,
-    row: i64,
-    conn: Conn,
-    session_id: String,
-    queue: Arc<Queue>,
-    signals: TurnSignals,
-) -> Emitted {
-    let (hard, cancel) = (signals.hard, signals.soft);
-    let _guard = ReceiverGuard(queue.clone());
-    let mut sent = String::new();
-    let mut batch: Vec<Item> = Vec::with_capacity(64);
-    let mut slots: Vec<Slot> = Vec::with_capacity(64);
-    let mut events: Vec<CheckpointEvent> = Vec::with_capacity(64);
-    while queue.take(&mut batch).await {
-        if hard.is_cancelled() {
-            // Killed or deleted: the turn writes no further checkpoint events.
-            return (sent, Ok(()));
-        }
-        // Take the events out for the commit; they come back for the notifications.
-        for item in batch.drain(..) {
-            match item {
-                Item::Texts { text, ends } => {
-                    slots.push(Slot::Committed(Some(ends)));
-                    events.push(CheckpointEvent::Text(text));
-                }
-                Item::Persist(e) => {
-                    slots.push(Slot::Committed(None));
-                    events.push(e);
-                }
-                other => slots.push(Slot::Other(other)),
-            }
-        }
-        if !events.is_empty() {
-            if let Err(e) = store.checkpoint_append(row, &events).await {
-                return (sent, Err(e));
-            }
-        }
-        let mut committed = events.drain(..);
-        for slot in slots.drain(..) {
-            match slot {
-                Slot::Committed(ends) => {
-                    let Some(e) = committed.next() else { continue };
-                    match (&e, ends) {
-                        (CheckpointEvent::Text(t), Some(ends)) => {
-                            let mut start = 0;
-                            for end in ends {
-                                let piece = t.get(start..end).unwrap_or_default();
-                                start = end;
-                                notify(
-                                    &conn,
-                                    &Update {
-                                        session_id: &session_id,
-                                        event: Event::MessageChunk(piece),
-                                    },
-                                    &cancel,
-                                )
-                                .await;
-                            }
-                            keep_answer_prefix(&mut sent, t);
-                        }
-                        (e, _) => {
-                            notify(
-                                &conn,
-                                &Update {
-                                    session_id: &session_id,
-                                    event: event_of(e),
-                                },
-                                &cancel,
-                            )
-                            .await;
-                            if let CheckpointEvent::Text(t) = e {
-                                keep_answer_prefix(&mut sent, t);
-                            }
-                        }
-                    }
-                }
-                Slot::Other(Item::Thought(t)) => {
-                    notify(
-                        &conn,
-                        &Update {
-                            session_id: &session_id,
-                            event: Event::ThoughtChunk(&t),
-                        },
-                        &cancel,
-                    )
-                    .await
-                }
-                Slot::Other(Item::Approval {
-                    request_id,
-                    tool_name,
-                    summary,
-                    timeout_secs,
-                }) => {
-                    let event = Event::ApprovalRequest {
-                        request_id: &request_id,
-                        tool_name: &tool_name,
-                        summary: &summary,
-                        timeout_secs,
-                    };
-                    notify(
-                        &conn,
-                        &Update {
-                            session_id: &session_id,
-                            event,
-                        },
-                        &cancel,
-                    )
-                    .await;
-                }
-                Slot::Other(Item::Flush(ack)) => {
-                    let _ = ack.send(());
-                }
-                Slot::Other(Item::Texts { .. } | Item::Persist(_)) => {}
-            }
-        }
-    }
-    (sent, Ok(()))
-}
-
-/// Appends to `sent` only what the answer can show: `turn_complete` and the
-/// prompt result carry the text bounded at [`MAX_CONTENT_BYTES`], so a few
-/// bytes past it are enough for the same cut and its `…[truncated]`; the
-/// whole text is in the transcript (issue 13 item 1: one copy less of a
-/// 16 MiB turn).
-fn keep_answer_prefix(sent: &mut String, t: &str) {
-    let room = (MAX_CONTENT_BYTES + 4).saturating_sub(sent.len());
-    if t.len() <= room {
-        sent.push_str(t);
-        return;
-    }
-    let mut end = room;
-    while !t.is_char_boundary(end) {
-        end -= 1;
-    }
-    sent.push_str(&t[..end]);
-}
-
-fn event_of(e: &CheckpointEvent) -> Event<'_> {
-    match e {
-        CheckpointEvent::Text(t) => Event::MessageChunk(t),
-        CheckpointEvent::ToolCall { id, name, input } => Event::ToolCall { id, name, input },
-        CheckpointEvent::ToolResult { id, name, output } => Event::ToolResult { id, name, output },
     }
 }
 

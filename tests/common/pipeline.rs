@@ -183,7 +183,8 @@ pub fn run(
     let stream = UnixStream::connect(socket).expect("connect");
     let reader = stream.try_clone().expect("clone");
     let bytes = script.bytes();
-    let owed = owed_answers(script);
+    // One answer is owed per line, valid or not.
+    let owed = script.lines.len();
     let sched = schedule.clone();
     let writer = std::thread::spawn(move || write_all(stream, &bytes, &sched));
     let lines = read_answers(reader, schedule, owed, timeout);
@@ -216,11 +217,6 @@ fn write_all(mut stream: UnixStream, bytes: &[u8], s: &Schedule) -> UnixStream {
             .expect("shutdown(Write)");
     }
     stream
-}
-
-/// How many answers the script is owed (one per line).
-fn owed_answers(script: &Script) -> usize {
-    script.lines.len()
 }
 
 fn read_answers(
