@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{ConfigError, ConfigStore};
 use crate::connection;
 use crate::endpoint::{self, ClaimOptions, Claimed, EndpointError, LocalStream, PeerInfo};
-use crate::error::RpcError;
+use crate::error::{LimitName, RpcError};
 use crate::faults::Faults;
 use crate::jsonrpc::error_frame;
 use crate::limits::{ACCEPT_BACKOFF, EPHEMERAL_GRACE, MAX_CONNECTIONS, SHUTDOWN_GRACE};
@@ -110,6 +110,7 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
     }
     endpoint::ensure_dirs(&dirs, None)?;
     let (store, config) = ConfigStore::open(&dirs.config_dir).map_err(StartError::Config)?;
+    crate::memory::apply_config(config.daemon.memory_budget_mib);
     let endpoint_name = endpoint::resolve_endpoint(&dirs.data_dir, |k| std::env::var_os(k));
     let socket_group = config.security.socket_group.clone();
     #[cfg(unix)]
@@ -276,7 +277,7 @@ fn admit(daemon: &Arc<Daemon>, stream: LocalStream, peer: PeerInfo) {
 async fn turn_away(mut stream: LocalStream) {
     use tokio::io::AsyncWriteExt;
     let e = RpcError::LimitExceeded {
-        limit: "connections",
+        limit: LimitName::Connections,
         max: MAX_CONNECTIONS as u64,
     };
     let write = async {

@@ -14,7 +14,7 @@ use super::live::{End, NewSession, Session};
 use super::{ChatMode, Sessions, MAX_LIVE_SESSIONS};
 use crate::config::{Config, Principal};
 use crate::context::Conn;
-use crate::error::{ErrorData, Forbidden, RpcError};
+use crate::error::{ErrorData, Forbidden, Reason, RpcError};
 use crate::store::AcpRow;
 
 pub use crate::store::RPC_SURFACE;
@@ -43,7 +43,7 @@ fn unsupported(row: &AcpRow) -> RpcError {
     RpcError::SessionNotFound {
         message: "Session not found: unsupported interaction surface".into(),
         data: Some(
-            ErrorData::reason("unsupported_interaction_surface")
+            ErrorData::reason(Reason::UnsupportedInteractionSurface)
                 .with("interaction_surface", row.interaction_surface.as_str()),
         ),
     }

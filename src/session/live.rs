@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::ChatMode;
 use crate::agent::{ApprovalDecision, ContextMessage};
 use crate::context::Conn;
-use crate::error::{ErrorData, RpcError};
+use crate::error::{ErrorData, Reason, RpcError};
 use crate::memory::Charge;
 
 /// Bytes of text a context holds (what the memory budget counts).
@@ -55,9 +55,9 @@ impl End {
     /// The `-32000` a prompt gets from a session that ended this way.
     pub fn error(self) -> RpcError {
         match self {
-            Self::Closed => RpcError::session_gone("Session closed", "closed"),
-            Self::Killed => RpcError::session_gone("Session killed", "killed"),
-            Self::Deleted => RpcError::session_gone("Session deleted", "deleted"),
+            Self::Closed => RpcError::session_gone("Session closed", Reason::Closed),
+            Self::Killed => RpcError::session_gone("Session killed", Reason::Killed),
+            Self::Deleted => RpcError::session_gone("Session deleted", Reason::Deleted),
         }
     }
 }
@@ -166,7 +166,7 @@ impl Session {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             return Err(RpcError::SessionBusy {
                 detail: "queue full",
-                data: ErrorData::reason("queue_full").with("max", MAX_QUEUED_PROMPTS),
+                data: ErrorData::reason(Reason::QueueFull).with("max", MAX_QUEUED_PROMPTS),
             });
         }
         let acquired = tokio::time::timeout(QUEUE_WAIT, self.gate.clone().acquire_owned()).await;
@@ -176,7 +176,8 @@ impl Session {
             Ok(Err(_closed)) => Err(self.ending().unwrap_or(End::Closed).error()),
             Err(_) => Err(RpcError::SessionBusy {
                 detail: "timed out waiting for the session",
-                data: ErrorData::reason("queue_timeout").with("wait_secs", QUEUE_WAIT.as_secs()),
+                data: ErrorData::reason(Reason::QueueTimeout)
+                    .with("wait_secs", QUEUE_WAIT.as_secs()),
             }),
         }
     }
