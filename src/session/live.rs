@@ -45,13 +45,13 @@ pub const QUEUE_WAIT: Duration = Duration::from_secs(30);
 
 /// Why a live session stopped taking turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub enum Ending {
     Closed,
     Killed,
     Deleted,
 }
 
-impl End {
+impl Ending {
     /// The `-32000` a prompt gets from a session that ended this way.
     pub fn error(self) -> RpcError {
         match self {
@@ -79,7 +79,7 @@ struct State {
     always_allowed: HashSet<String>,
     channel: Option<Conn>,
     running: Option<TurnSignals>,
-    ending: Option<End>,
+    ending: Option<Ending>,
     last_activity: Instant,
     /// An earlier checkpoint append or finalization failed: recover before the next turn.
     needs_recovery: bool,
@@ -173,7 +173,7 @@ impl Session {
         self.waiting.fetch_sub(1, Ordering::AcqRel);
         match acquired {
             Ok(Ok(p)) => Ok(p),
-            Ok(Err(_closed)) => Err(self.ending().unwrap_or(End::Closed).error()),
+            Ok(Err(_closed)) => Err(self.ending().unwrap_or(Ending::Closed).error()),
             Err(_) => Err(RpcError::SessionBusy {
                 detail: "timed out waiting for the session",
                 data: ErrorData::reason(Reason::QueueTimeout)
@@ -245,7 +245,7 @@ impl Session {
     }
 
     /// Stops taking turns: waiting prompts fail now, later ones at once.
-    pub fn end(&self, why: End) {
+    pub fn end(&self, why: Ending) {
         self.state().ending.get_or_insert(why);
         self.gate.close();
         // Approvals can no longer be answered through this session.
@@ -256,7 +256,7 @@ impl Session {
     }
 
     /// Why the session stopped taking turns, if it did.
-    pub fn ending(&self) -> Option<End> {
+    pub fn ending(&self) -> Option<Ending> {
         self.state().ending
     }
 

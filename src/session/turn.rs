@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::live::{context_bytes, message_bytes, End, Session, TurnSignals};
+use super::live::{context_bytes, message_bytes, Ending, Session, TurnSignals};
 use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
-use super::update::{bounded, notify, Event, Outcome, Update, MAX_CONTENT_BYTES};
+use super::update::{bounded, notify, Completion, Event, Update, MAX_CONTENT_BYTES};
 use super::{new_uuid, ChatMode, Sessions};
 use crate::agent::{
     self, AgentSettings, Backend, CompactionRequest, ContextMessage, InputMode, Kind, Role,
@@ -91,7 +91,7 @@ pub async fn run_prompt(
             .is_some_and(|s| Arc::ptr_eq(&s, &session));
         match session.ending() {
             None if live => session.start_turn(conn.clone()),
-            ending => return Answered::early(ending.unwrap_or(End::Closed).error()),
+            ending => return Answered::early(ending.unwrap_or(Ending::Closed).error()),
         }
     };
     // The configuration in effect when the turn starts (after the turns
@@ -237,7 +237,7 @@ async fn execute(
     if signals.hard.is_cancelled() {
         return Answered {
             content,
-            ..not_sent(session.ending().unwrap_or(End::Killed).error())
+            ..not_sent(session.ending().unwrap_or(Ending::Killed).error())
         };
     }
 
@@ -276,7 +276,7 @@ async fn execute(
             complete(
                 conn,
                 session,
-                (Outcome::Failed, &content, Some(&err.to_string())),
+                (Completion::Failed, &content, Some(&err.to_string())),
                 &signals.soft,
             )
             .await;
@@ -292,13 +292,13 @@ async fn execute(
 
     // 6. turn_complete, then the answer.
     let (result, out) = match outcome {
-        TurnOutcome::Completed => (Ok("end_turn"), Outcome::Completed),
-        TurnOutcome::Cancelled => (Ok("cancelled"), Outcome::Cancelled),
-        TurnOutcome::Failed(m) => (Err(m), Outcome::Failed),
+        TurnOutcome::Completed => (Ok("end_turn"), Completion::Completed),
+        TurnOutcome::Cancelled => (Ok("cancelled"), Completion::Cancelled),
+        TurnOutcome::Failed(m) => (Err(m), Completion::Failed),
     };
     let reason = match (&result, out) {
         (Err(m), _) => Some(m.as_str()),
-        (_, Outcome::Cancelled) => Some("cancelled"),
+        (_, Completion::Cancelled) => Some("cancelled"),
         _ => None,
     };
     complete(conn, session, (out, &content, reason), &signals.soft).await;
@@ -338,7 +338,7 @@ async fn with_cancellation(
 pub async fn complete(
     conn: &Conn,
     session: &Session,
-    (outcome, content, reason): (Outcome, &str, Option<&str>),
+    (outcome, content, reason): (Completion, &str, Option<&str>),
     cancel: &CancellationToken,
 ) {
     let event = Event::TurnComplete {
