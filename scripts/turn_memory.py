@@ -9,7 +9,7 @@ VmRSS (resident), in MiB and as multiples of the content.
 
     scripts/turn_memory.py [--bin PATH] [--mode acp|chat] [--runs N] [--turns T]
 """
-import argparse, json, os, shutil, socket, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
 
 def status_kib(pid, key):
     with open(f"/proc/{pid}/status") as f:
@@ -43,6 +43,7 @@ class Client:
         while True:
             line = self.line()
             if line.startswith(b'{"jsonrpc":"2.0","method"'):
+                self.last_update = time.monotonic()
                 continue  # updates: skipped unparsed
             v = json.loads(line)
             if v.get("id") == rid:
@@ -65,10 +66,27 @@ def run(bin_path, mode, prompt, turns):
         r = c.call("session/new", {"agent_alias": "echo", "session_id": "m", "chat_mode": mode})
         assert "result" in r, r
         base = status_kib(p.pid, "VmRSS")
+        # VmRSS sampled every 2 ms: the peak while the chunks stream, and
+        # between the last chunk and the answer (finalization).
+        samples, stop = [], threading.Event()
+        def sample():
+            while not stop.is_set():
+                samples.append((time.monotonic(), status_kib(p.pid, "VmRSS")))
+                time.sleep(0.002)
+        t = threading.Thread(target=sample)
+        t.start()
         for _ in range(turns):
             a = c.call("session/prompt", {"session_id": "m", "prompt": prompt})
             assert "result" in a, a
+        answered = time.monotonic()
+        stop.set()
+        t.join()
         hwm = status_kib(p.pid, "VmHWM")
+        last = getattr(c, "last_update", answered)
+        streaming = max([k for (ts, k) in samples if ts <= last] or [0])
+        finalizing = max([k for (ts, k) in samples if last < ts <= answered] or [0])
+        print(f"  sampled RSS peak: streaming {streaming // 1024} MiB, "
+              f"after the last chunk {finalizing // 1024} MiB")
         time.sleep(1)
         rss = status_kib(p.pid, "VmRSS")
         return base, hwm, rss

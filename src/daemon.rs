@@ -103,6 +103,7 @@ pub async fn run(opts: Options) -> i32 {
 
 /// Steps 1–5 of §2.3, with the config loaded between directory creation and the claim.
 async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartError> {
+    crate::memory::tune_allocator();
     crate::memory::configure_from_env().map_err(StartError::Other)?;
     let dirs = endpoint::resolve_dirs_from_env(opts.config_dir.as_deref())?;
     if let Some(w) = &dirs.warning {

@@ -185,6 +185,24 @@ impl Drop for Charge {
     }
 }
 
+/// Allocations from this size up get a mapping of their own.
+const MMAP_THRESHOLD_BYTES: i32 = 128 * 1024;
+
+/// Makes every large buffer (a turn's text, a chunk, a frame, SQLite's
+/// copies) a mapping of its own, returned to the kernel when freed. glibc
+/// otherwise raises its mmap threshold to 32 MiB after the first large free,
+/// and then each of its arenas (about one per thread) keeps the freed
+/// buffers resident: one 16 MB ACP turn peaked at ~220 MiB for ~70 MiB in
+/// use (issue 13 item 1, docs/reliability.md). Called once at startup.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a malloc parameter; a fixed threshold also
+    // turns off glibc's dynamic adjustment of it.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES);
+    }
+}
+
 /// Hands memory freed by a large turn back to the kernel: glibc keeps freed
 /// heap in its arenas, so a 16 MiB turn would otherwise stay resident
 /// (issue 13 item 1: ~240 MB after one `::repeat` turn).

@@ -73,7 +73,8 @@ pub struct TurnSignals {
 
 #[derive(Debug)]
 struct State {
-    context: Vec<ContextMessage>,
+    /// Shared with the running turn, which borrows it instead of copying it.
+    context: Arc<Vec<ContextMessage>>,
     /// The retained context's bytes, charged to the daemon's memory budget.
     context_charge: Charge,
     always_allowed: HashSet<String>,
@@ -137,7 +138,7 @@ impl Session {
             idle: watch::Sender::new(true),
             state: Mutex::new(State {
                 context_charge: charged(&n.context),
-                context: n.context,
+                context: Arc::new(n.context),
                 always_allowed: HashSet::new(),
                 channel: Some(n.channel),
                 running: None,
@@ -279,15 +280,16 @@ impl Session {
         self.state().channel = None;
     }
 
-    /// A copy of the retained context.
-    pub fn context(&self) -> Vec<ContextMessage> {
+    /// The retained context, shared (not copied: issue 13 item 1). Drop it
+    /// before [`Session::extend_context`], which copies a context still shared.
+    pub fn context(&self) -> Arc<Vec<ContextMessage>> {
         self.state().context.clone()
     }
 
     /// Replaces the retained context.
     pub fn set_context(&self, context: Vec<ContextMessage>) {
         let mut st = self.state();
-        st.context = context;
+        st.context = Arc::new(context);
         let bytes = context_bytes(&st.context);
         st.context_charge.set(bytes);
     }
@@ -295,7 +297,7 @@ impl Session {
     /// Appends to the retained context.
     pub fn extend_context(&self, more: Vec<ContextMessage>) {
         let mut st = self.state();
-        st.context.extend(more);
+        Arc::make_mut(&mut st.context).extend(more);
         let bytes = context_bytes(&st.context);
         st.context_charge.set(bytes);
     }

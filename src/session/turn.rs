@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::emitter::keep_answer_prefix;
 use super::live::{context_bytes, message_bytes, Ending, Session, TurnSignals};
 use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
 use super::update::{bounded, notify, Completion, Event, Update, MAX_CONTENT_BYTES};
@@ -224,7 +225,10 @@ async fn execute(
         signals,
     )
     .await;
-    let (content, emitted) = sink.finish().await;
+    // The turn's borrow of the context ends here, so extending it below
+    // does not copy it.
+    drop(context);
+    let (mut content, emitted) = sink.finish().await;
     let outcome = if sink.overflowed() {
         TurnOutcome::Failed(format!(
             "the turn's output exceeds {MAX_TURN_OUTPUT_BYTES} bytes"
@@ -248,22 +252,24 @@ async fn execute(
     };
     let persisted = match (emitted, acp_row) {
         (Err(e), _) => Err(e),
-        (Ok(()), Some(row)) => store
-            .turn_finalize(row, failure)
-            .await
-            .map(|rows| provider_safe(&rows)),
+        (Ok(()), Some(row)) => store.turn_finalize(row, failure).await.map(provider_safe),
         (Ok(()), None) => {
             let reply = (!content.is_empty()).then_some(content.as_str());
-            store
-                .chat_append_turn(&session.id, prompt, reply)
-                .await
-                .map(|()| {
+            match store.chat_append_turn(&session.id, prompt, reply).await {
+                Ok(()) => {
                     let mut added = vec![ContextMessage::text(Role::User, prompt)];
-                    if let Some(r) = reply {
-                        added.push(ContextMessage::text(Role::Assistant, r));
+                    if !content.is_empty() {
+                        // The reply moves into the context; the answer keeps
+                        // only what it shows (as an ACP turn's emitter does).
+                        let mut shown = String::new();
+                        keep_answer_prefix(&mut shown, &content);
+                        let reply = std::mem::replace(&mut content, shown);
+                        added.push(ContextMessage::text(Role::Assistant, reply));
                     }
-                    added
-                })
+                    Ok(added)
+                }
+                Err(e) => Err(e),
+            }
         }
     };
     let added = match persisted {
@@ -394,7 +400,7 @@ async fn compact(
     let (new_context, compacted) = match forced {
         CompactionRequest::CompactEmpty => (Vec::new(), context.len()),
         CompactionRequest::None if !due => return,
-        _ if n == 0 => (context.clone(), 0),
+        _ if n == 0 => (context.to_vec(), 0),
         _ => {
             let summary = ContextMessage {
                 role: Role::User,
