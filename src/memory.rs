@@ -20,14 +20,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::error::{LimitName, RpcError};
 
-/// The default budget: 1 GiB.
-pub const DEFAULT_BUDGET_MIB: u32 = 1024;
+use crate::limits::{BUDGET_MIB_RANGE, BUDGET_MIB_RULE, DEFAULT_BUDGET_MIB};
+
 const DEFAULT_BUDGET_BYTES: usize = DEFAULT_BUDGET_MIB as usize * MIB;
 const MIB: usize = 1024 * 1024;
-/// The budgets `daemon.memory_budget_mib` and [`BUDGET_ENV`] accept (1 MiB to 1 TiB).
-pub const BUDGET_MIB_RANGE: std::ops::RangeInclusive<u32> = 1..=1024 * 1024;
-/// What a value outside [`BUDGET_MIB_RANGE`] is told.
-pub const BUDGET_MIB_RULE: &str = "must be 1-1048576 (MiB)";
 /// The environment variable that sets the budget, in MiB (at startup); it
 /// overrides `daemon.memory_budget_mib` for the process's life.
 pub const BUDGET_ENV: &str = "ZEROCLAW_MEMORY_BUDGET_MIB";

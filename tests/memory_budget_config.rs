@@ -50,6 +50,20 @@ fn assert_memory(v: &Value, mib: u64) {
     );
 }
 
+/// `daemon.memory_budget_mib` as `config/get` reads it.
+fn budget_key(c: &mut Client) -> Value {
+    ok(c, "config/get", json!({"prop": "daemon.memory_budget_mib"}))["value"].clone()
+}
+
+/// `config/set` of `daemon.memory_budget_mib`; the result.
+fn set_budget(c: &mut Client, mib: u64) -> Value {
+    ok(
+        c,
+        "config/set",
+        json!({"prop": "daemon.memory_budget_mib", "value": mib}),
+    )
+}
+
 fn session(d: &Daemon) -> Client {
     let mut c = d.client();
     new_session(&mut c, "s", "chat");
@@ -60,31 +74,16 @@ fn session(d: &Daemon) -> Client {
 fn the_config_key_sets_the_budget_and_config_set_applies_it_live() {
     let d = start(&config_with("[daemon]\nmemory_budget_mib = 4\n"));
     let mut c = session(&d);
-    assert_eq!(
-        ok(
-            &mut c,
-            "config/get",
-            json!({"prop": "daemon.memory_budget_mib"})
-        )["value"],
-        4
-    );
+    assert_eq!(budget_key(&mut c), 4);
     // Two chunks (2 MiB) stay staged on c; the third's frame and bytes do not fit.
     assert_memory(&first_refused_chunk(&mut c), 4);
     // Raised live: 3 MiB more fit beside them.
-    let r = ok(
-        &mut c,
-        "config/set",
-        json!({"prop": "daemon.memory_budget_mib", "value": 64}),
-    );
+    let r = set_budget(&mut c, 64);
     assert_eq!(r, json!({"prop": "daemon.memory_budget_mib", "set": true}));
     let mut c2 = d.client();
     three_mib_fit(&mut c2);
     // Lowered live: refused again, with the new budget named.
-    ok(
-        &mut c,
-        "config/set",
-        json!({"prop": "daemon.memory_budget_mib", "value": 3}),
-    );
+    set_budget(&mut c, 3);
     assert_memory(&first_refused_chunk(&mut c2), 3);
 }
 
@@ -92,14 +91,7 @@ fn the_config_key_sets_the_budget_and_config_set_applies_it_live() {
 fn out_of_range_values_are_refused_by_config_set_and_at_startup() {
     let d = start(&config_with(""));
     let mut c = d.client();
-    assert_eq!(
-        ok(
-            &mut c,
-            "config/get",
-            json!({"prop": "daemon.memory_budget_mib"})
-        )["value"],
-        1024
-    );
+    assert_eq!(budget_key(&mut c), 1024);
     for bad in [0u64, 1024 * 1024 + 1] {
         let v = call(
             &mut c,
@@ -113,14 +105,7 @@ fn out_of_range_values_are_refused_by_config_set_and_at_startup() {
             Some(json!({"path": "daemon.memory_budget_mib"})),
         );
     }
-    assert_eq!(
-        ok(
-            &mut c,
-            "config/get",
-            json!({"prop": "daemon.memory_budget_mib"})
-        )["value"],
-        1024
-    );
+    assert_eq!(budget_key(&mut c), 1024);
     let dir = TestDir::new();
     let text = config_with("[daemon]\nmemory_budget_mib = 0\n");
     write_config(&dir.config_dir(), &text);
@@ -150,10 +135,6 @@ fn the_environment_overrides_the_config_key_even_after_config_set() {
     let d = Env { daemon, dir };
     let mut c = session(&d);
     assert_memory(&first_refused_chunk(&mut c), 4);
-    ok(
-        &mut c,
-        "config/set",
-        json!({"prop": "daemon.memory_budget_mib", "value": 128}),
-    );
+    set_budget(&mut c, 128);
     assert_memory(&first_refused_chunk(&mut c), 4);
 }

@@ -291,8 +291,8 @@ impl RepeatBlock {
         Self {
             block: text.repeat(copies),
             copies,
-            full_blocks: if copies == 0 { 0 } else { times / copies },
-            tail_copies: if copies == 0 { 0 } else { times % copies },
+            full_blocks: times.checked_div(copies).unwrap_or(0),
+            tail_copies: times.checked_rem(copies).unwrap_or(0),
             text_len: text.len(),
         }
     }

@@ -181,7 +181,7 @@ impl Default for DaemonConfig {
             approval_timeout_secs: 120,
             ask_timeout_secs: 120,
             upload_idle_secs: 300,
-            memory_budget_mib: crate::memory::DEFAULT_BUDGET_MIB,
+            memory_budget_mib: crate::limits::DEFAULT_BUDGET_MIB,
             advertised_server_version: None,
         }
     }
