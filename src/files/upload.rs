@@ -233,3 +233,56 @@ impl Taken {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upload(size: u64) -> Upload {
+        let bound = UploadTarget {
+            session_id: "s".into(),
+            incarnation: 1,
+            owner: "o".into(),
+            agent_alias: "echo".into(),
+        };
+        Upload::declare(Some(size), None, None).unwrap().to(bound)
+    }
+
+    #[test]
+    fn the_charge_follows_the_staged_bytes_and_release_gives_it_back() {
+        let mut u = upload(5);
+        assert_eq!(u.append(0, b"abc"), Ok(Appended::Accepted { received: 3 }));
+        assert_eq!(u.charge.bytes(), 3);
+        // A retry changes nothing, charges nothing.
+        assert_eq!(u.append(1, b"bc"), Ok(Appended::Duplicate { received: 3 }));
+        assert_eq!(u.charge.bytes(), 3);
+        assert_eq!(u.append(1, b"xy"), Err(offset_mismatch(3)));
+        assert_eq!(
+            u.append(3, b"xyz").unwrap_err().data().unwrap().0[0].1,
+            "exceeds_declared_size"
+        );
+        // Incomplete: refused, the upload as it was.
+        assert!(u.take().is_err());
+        assert_eq!((u.data.len(), u.charge.bytes()), (3, 3));
+        // Expiry or a closed connection: the bytes and their charge go.
+        u.release();
+        assert_eq!((u.data.capacity(), u.charge.bytes()), (0, 0));
+        assert_eq!(u.append(3, b"de"), Err(unknown()));
+    }
+
+    #[test]
+    fn a_taken_upload_keeps_its_charge_until_verified() {
+        let mut u = upload(2);
+        u.append(0, b"hi").unwrap();
+        let taken = u.take().unwrap();
+        assert_eq!(u.charge.bytes(), 0, "moved to the taken upload");
+        assert_eq!(taken._charge.bytes(), 2);
+        let (_, incoming) = taken.verify().unwrap();
+        assert_eq!(incoming.bytes, b"hi");
+        assert_eq!(
+            incoming.sha256.as_deref(),
+            Some(crate::hex::sha256(b"hi").as_str())
+        );
+        assert_eq!(u.take().unwrap_err(), unknown(), "taken once");
+    }
+}
