@@ -215,15 +215,7 @@ mod tests {
     use super::*;
 
     fn upload(size: usize) -> Upload {
-        let bound = UploadTarget {
-            session_id: "s".into(),
-            incarnation: 1,
-            owner: "o".into(),
-            agent_alias: "echo".into(),
-        };
-        Upload::declare(Some(size as u64), None, None)
-            .unwrap()
-            .to(bound)
+        super::super::upload::tests::upload(size as u64)
     }
 
     #[test]

@@ -235,10 +235,11 @@ impl Taken {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn upload(size: u64) -> Upload {
+    /// An upload of `size` bytes to session `s` (owner `o`, agent `echo`).
+    pub(in crate::files) fn upload(size: u64) -> Upload {
         let bound = UploadTarget {
             session_id: "s".into(),
             incarnation: 1,
