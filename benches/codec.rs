@@ -12,7 +12,7 @@ use serde::Serialize;
 use tokio_util::codec::Decoder;
 use zeroclaw::codec::FrameCodec;
 use zeroclaw::dialect::Dialect;
-use zeroclaw::error::RpcError;
+use zeroclaw::error::{LimitName, RpcError};
 use zeroclaw::jsonrpc::{classify, error_frame, Classified, Payload};
 
 const STATUS: &str = r#"{"jsonrpc":"2.0","method":"status","id":17}"#;
@@ -142,7 +142,7 @@ fn write_frames(c: &mut Criterion) {
     };
     let method_not_found = RpcError::MethodNotFound("session/frobnicate".into());
     let limit = RpcError::LimitExceeded {
-        limit: "requests_in_flight",
+        limit: LimitName::RequestsInFlight,
         max: 64,
     };
 

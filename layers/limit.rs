@@ -154,7 +154,7 @@ mod tests {
         assert_eq!(
             err,
             RpcError::LimitExceeded {
-                limit: "requests_in_flight",
+                limit: crate::error::LimitName::RequestsInFlight,
                 max: 64
             }
         );

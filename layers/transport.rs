@@ -13,21 +13,21 @@ use crate::request::Request;
 
 /// Adds the local-only check for connections of `transport`.
 #[derive(Debug, Clone, Copy)]
-pub struct TransportLayer {
+pub struct LocalityLayer {
     transport: Transport,
 }
 
-impl TransportLayer {
+impl LocalityLayer {
     /// The check for one connection's transport.
     pub fn new(transport: Transport) -> Self {
         Self { transport }
     }
 }
 
-impl<S> Layer<S> for TransportLayer {
-    type Service = TransportGate<S>;
+impl<S> Layer<S> for LocalityLayer {
+    type Service = Locality<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        TransportGate {
+        Locality {
             inner,
             transport: self.transport,
         }
@@ -36,13 +36,13 @@ impl<S> Layer<S> for TransportLayer {
 
 /// The local-only check.
 #[derive(Debug, Clone)]
-pub struct TransportGate<S> {
+pub struct Locality<S> {
     inner: S,
     transport: Transport,
 }
 
 impl<S: Service<Request, Response = crate::jsonrpc::Payload, Error = RpcError>> Service<Request>
-    for TransportGate<S>
+    for Locality<S>
 {
     type Response = crate::jsonrpc::Payload;
     type Error = RpcError;

@@ -58,13 +58,9 @@ fn get(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     match p.prop {
         None => Payload::new(&effective_view(daemon), Default::default()),
         Some(prop) => {
+            // Masked by `props::get`, the one place that masks paired tokens.
             let value = config::props::get(&running, &prop)
                 .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-            let value = if prop == "gateway.paired_tokens" {
-                mask(value)
-            } else {
-                value
-            };
             Payload::new(&json!({"prop": prop, "value": value}), Default::default())
         }
     }
@@ -89,17 +85,6 @@ fn fill_workspaces(tree: &mut Value, running: &config::Config, config_dir: &std:
             let dir = crate::session::lifecycle::agent_workspace_path(running, config_dir, alias);
             *slot = Value::from(dir.to_string_lossy().into_owned());
         }
-    }
-}
-
-fn mask(v: Value) -> Value {
-    match v {
-        Value::Array(a) => Value::Array(
-            a.into_iter()
-                .map(|_| Value::from(config::props::MASK))
-                .collect(),
-        ),
-        other => other,
     }
 }
 

@@ -33,7 +33,7 @@ pub struct Binding {
 
 /// One accepted authorization state.
 #[derive(Debug)]
-pub struct Snapshot {
+pub struct AuthzSnapshot {
     pub generation: u64,
     pub policy: Policy,
     /// SHA-256 digests of the paired tokens (lowercase hex).
@@ -47,7 +47,7 @@ pub struct AuthzState {
     /// a store step, for writing while a new policy is installed.
     pub state_lock: tokio::sync::RwLock<()>,
     generation: AtomicU64,
-    current: RwLock<Arc<Snapshot>>,
+    current: RwLock<Arc<AuthzSnapshot>>,
     daemon_uid: Option<u32>,
 }
 
@@ -58,7 +58,7 @@ impl AuthzState {
         Self {
             state_lock: tokio::sync::RwLock::new(()),
             generation: AtomicU64::new(1),
-            current: RwLock::new(Arc::new(Snapshot {
+            current: RwLock::new(Arc::new(AuthzSnapshot {
                 generation: 1,
                 policy,
                 tokens,
@@ -73,7 +73,7 @@ impl AuthzState {
     }
 
     /// The current snapshot.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
+    pub fn snapshot(&self) -> Arc<AuthzSnapshot> {
         self.current
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -85,7 +85,7 @@ impl AuthzState {
         let tokens = tokens.into_iter().map(|t| t.to_ascii_lowercase()).collect();
         let mut cur = self.current.write().unwrap_or_else(|p| p.into_inner());
         let generation = cur.generation + 1;
-        *cur = Arc::new(Snapshot {
+        *cur = Arc::new(AuthzSnapshot {
             generation,
             policy,
             tokens,
@@ -94,7 +94,11 @@ impl AuthzState {
     }
 
     /// Maps a credential to a principal under `snap` (the table of §5.2).
-    pub fn resolve(&self, snap: &Snapshot, credential: &Credential) -> Result<Principal, RpcError> {
+    pub fn resolve(
+        &self,
+        snap: &AuthzSnapshot,
+        credential: &Credential,
+    ) -> Result<Principal, RpcError> {
         let resolution = match credential {
             Credential::Token(digest) if snap.tokens.iter().any(|t| t == digest) => {
                 Resolution::Bound(Principal::shared_operator())

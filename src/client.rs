@@ -57,7 +57,7 @@ pub struct Client {
 
 /// What the daemon said to one request.
 #[derive(Debug)]
-pub enum Outcome {
+pub enum Answer {
     Result(Value),
     Error(Value),
 }
@@ -83,8 +83,8 @@ impl Client {
             .call("initialize", params, &Answers::default(), |_| {})
             .await?
         {
-            Outcome::Result(_) => Ok(client),
-            Outcome::Error(e) => Err(Failure::new(exit::RPC_ERROR, e.to_string())),
+            Answer::Result(_) => Ok(client),
+            Answer::Error(e) => Err(Failure::new(exit::RPC_ERROR, e.to_string())),
         }
     }
 
@@ -105,7 +105,7 @@ impl Client {
         params: Value,
         answers: &Answers,
         mut on_message: impl FnMut(&str),
-    ) -> Result<Outcome, Failure> {
+    ) -> Result<Answer, Failure> {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params, "id": id}))
@@ -133,8 +133,8 @@ impl Client {
             if msg.get("method").is_none() {
                 if msg.get("id") == Some(&json!(id)) {
                     return Ok(match msg.get("error") {
-                        Some(e) => Outcome::Error(e.clone()),
-                        None => Outcome::Result(msg.get("result").cloned().unwrap_or(Value::Null)),
+                        Some(e) => Answer::Error(e.clone()),
+                        None => Answer::Result(msg.get("result").cloned().unwrap_or(Value::Null)),
                     });
                 }
                 continue; // an answer to one of our approvals
@@ -217,13 +217,13 @@ pub async fn rpc(
 
 /// Prints an outcome the way every client command does (SPEC §13): the
 /// result on stdout, an error object or a failure on stderr; the exit status.
-fn report(outcome: Result<Outcome, Failure>) -> i32 {
+fn report(outcome: Result<Answer, Failure>) -> i32 {
     match outcome {
-        Ok(Outcome::Result(v)) => {
+        Ok(Answer::Result(v)) => {
             println!("{v}");
             exit::OK
         }
-        Ok(Outcome::Error(e)) => {
+        Ok(Answer::Error(e)) => {
             eprintln!("{e}");
             exit::RPC_ERROR
         }
@@ -244,7 +244,7 @@ pub async fn status(config_dir: Option<&std::ffi::OsStr>, raw: bool) -> i32 {
     }
     .await;
     match outcome {
-        Ok(Outcome::Result(v)) if !raw => {
+        Ok(Answer::Result(v)) if !raw => {
             print!("{}", render_status(&v));
             exit::OK
         }
@@ -343,12 +343,12 @@ pub async fn upload(
             .call("file/upload/begin", begin, &none, |_| {})
             .await?
         {
-            Outcome::Result(r) => r
+            Answer::Result(r) => r
                 .get("upload_id")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
-            e @ Outcome::Error(_) => return Ok(e),
+            e @ Answer::Error(_) => return Ok(e),
         };
         let chunk = crate::limits::UPLOAD_CHUNK_BYTES;
         for (i, piece) in bytes.chunks(chunk).enumerate() {
@@ -370,8 +370,8 @@ pub async fn upload(
                 }
             }
             match answered {
-                Some(Outcome::Result(_)) => {}
-                Some(e @ Outcome::Error(_)) => return Ok(e),
+                Some(Answer::Result(_)) => {}
+                Some(e @ Answer::Error(_)) => return Ok(e),
                 None => {
                     return Err(Failure::new(
                         exit::RPC_ERROR,

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{ConfigError, ConfigStore};
 use crate::connection;
 use crate::endpoint::{self, ClaimOptions, Claimed, EndpointError, LocalStream, PeerInfo};
-use crate::error::RpcError;
+use crate::error::{LimitName, RpcError};
 use crate::faults::Faults;
 use crate::jsonrpc::error_frame;
 use crate::limits::{ACCEPT_BACKOFF, EPHEMERAL_GRACE, MAX_CONNECTIONS, SHUTDOWN_GRACE};
@@ -103,6 +103,7 @@ pub async fn run(opts: Options) -> i32 {
 
 /// Steps 1–5 of §2.3, with the config loaded between directory creation and the claim.
 async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartError> {
+    crate::memory::tune_allocator();
     crate::memory::configure_from_env().map_err(StartError::Other)?;
     let dirs = endpoint::resolve_dirs_from_env(opts.config_dir.as_deref())?;
     if let Some(w) = &dirs.warning {
@@ -110,6 +111,7 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
     }
     endpoint::ensure_dirs(&dirs, None)?;
     let (store, config) = ConfigStore::open(&dirs.config_dir).map_err(StartError::Config)?;
+    crate::memory::apply_config(config.daemon.memory_budget_mib);
     let endpoint_name = endpoint::resolve_endpoint(&dirs.data_dir, |k| std::env::var_os(k));
     let socket_group = config.security.socket_group.clone();
     #[cfg(unix)]
@@ -276,7 +278,7 @@ fn admit(daemon: &Arc<Daemon>, stream: LocalStream, peer: PeerInfo) {
 async fn turn_away(mut stream: LocalStream) {
     use tokio::io::AsyncWriteExt;
     let e = RpcError::LimitExceeded {
-        limit: "connections",
+        limit: LimitName::Connections,
         max: MAX_CONNECTIONS as u64,
     };
     let write = async {

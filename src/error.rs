@@ -20,8 +20,8 @@ pub struct ErrorData(pub Vec<(&'static str, Value)>);
 
 impl ErrorData {
     /// `{"reason": reason}`.
-    pub fn reason(reason: &'static str) -> Self {
-        Self(vec![("reason", Value::from(reason))])
+    pub fn reason(reason: impl Into<Reason>) -> Self {
+        Self(vec![("reason", Value::from(reason.into().as_str()))])
     }
 
     /// Adds one member. A member echoing what the peer sent is bounded
@@ -61,6 +61,119 @@ impl Serialize for ErrorData {
     }
 }
 
+/// Every `data.reason` the daemon answers with (SPEC §7.2), mapped to its
+/// wire value here and nowhere else. The reasons of `-32010` and `-32603`
+/// keep their own enums (they also choose the message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Auth(AuthReason),
+    Internal(InternalReason),
+    // -32600
+    InvalidEnvelope,
+    Batch,
+    FrameTooLarge,
+    // -32602
+    UnknownUpload,
+    OffsetMismatch,
+    ExceedsDeclaredSize,
+    Incomplete,
+    Sha256Mismatch,
+    FileTooLarge,
+    RequestTooLarge,
+    PathNotAllowed,
+    UnsupportedInteractionSurface,
+    // -32000
+    Closed,
+    Killed,
+    Deleted,
+    SessionChanged,
+    // -32002
+    QueueFull,
+    QueueTimeout,
+    NoActiveTurn,
+    // -32012
+    MissingGrant,
+    AdminOnly,
+    Agent,
+    ConfigPath,
+    Revoked,
+    LocalOnly,
+    NoGrants,
+}
+
+impl Reason {
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auth(r) => r.as_str(),
+            Self::Internal(r) => r.as_str(),
+            Self::InvalidEnvelope => "invalid_envelope",
+            Self::Batch => "batch",
+            Self::FrameTooLarge => "frame_too_large",
+            Self::UnknownUpload => "unknown_upload",
+            Self::OffsetMismatch => "offset_mismatch",
+            Self::ExceedsDeclaredSize => "exceeds_declared_size",
+            Self::Incomplete => "incomplete",
+            Self::Sha256Mismatch => "sha256_mismatch",
+            Self::FileTooLarge => "file_too_large",
+            Self::RequestTooLarge => "request_too_large",
+            Self::PathNotAllowed => "path_not_allowed",
+            Self::UnsupportedInteractionSurface => "unsupported_interaction_surface",
+            Self::Closed => "closed",
+            Self::Killed => "killed",
+            Self::Deleted => "deleted",
+            Self::SessionChanged => "session_changed",
+            Self::QueueFull => "queue_full",
+            Self::QueueTimeout => "queue_timeout",
+            Self::NoActiveTurn => "no_active_turn",
+            Self::MissingGrant => "missing_grant",
+            Self::AdminOnly => "admin_only",
+            Self::Agent => "agent",
+            Self::ConfigPath => "config_path",
+            Self::Revoked => "revoked",
+            Self::LocalOnly => "local_only",
+            Self::NoGrants => "no_grants",
+        }
+    }
+}
+
+impl From<AuthReason> for Reason {
+    fn from(r: AuthReason) -> Self {
+        Self::Auth(r)
+    }
+}
+
+impl From<InternalReason> for Reason {
+    fn from(r: InternalReason) -> Self {
+        Self::Internal(r)
+    }
+}
+
+/// The limit names of `-32004` (SPEC §7.2, plus `memory`: docs/reliability.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitName {
+    Connections,
+    Memory,
+    RequestBytesInFlight,
+    RequestsInFlight,
+    StagedBytes,
+    UploadsPerConnection,
+}
+
+impl LimitName {
+    /// The wire value of `data.limit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Connections => "connections",
+            Self::Memory => "memory",
+            Self::RequestBytesInFlight => "request_bytes_in_flight",
+            Self::RequestsInFlight => "requests_in_flight",
+            Self::StagedBytes => "staged_bytes",
+            Self::UploadsPerConnection => "uploads_per_connection",
+        }
+    }
+}
+
 /// Reasons of `-32010` (SPEC §7.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthReason {
@@ -73,7 +186,7 @@ pub enum AuthReason {
 }
 
 impl AuthReason {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::NotInitialized => "not_initialized",
             Self::CredentialRejected => "credential_rejected",
@@ -190,7 +303,7 @@ pub enum RpcError {
     NotOwned,
     /// `-32004`: `limit` is the §7.2 limit name.
     #[error("{}", limit_message(limit))]
-    LimitExceeded { limit: &'static str, max: u64 },
+    LimitExceeded { limit: LimitName, max: u64 },
     #[error("{}", .0.message())]
     Auth(AuthReason),
     #[error("Protocol version mismatch: server=1, client={requested}")]
@@ -199,10 +312,10 @@ pub enum RpcError {
     Forbidden(Forbidden),
 }
 
-fn limit_message(limit: &str) -> Cow<'static, str> {
+fn limit_message(limit: &LimitName) -> Cow<'static, str> {
     match limit {
-        "connections" => Cow::Borrowed("Too many connections"),
-        other => Cow::Owned(format!("{other} exceeded")),
+        LimitName::Connections => Cow::Borrowed("Too many connections"),
+        other => Cow::Owned(format!("{} exceeded", other.as_str())),
     }
 }
 
@@ -262,22 +375,26 @@ impl RpcError {
 
     /// The `data` member (SPEC §7.2), if this error has one.
     pub fn data(&self) -> Option<ErrorData> {
-        let reason = ErrorData::reason;
+        fn reason(r: impl Into<Reason>) -> ErrorData {
+            ErrorData::reason(r)
+        }
         match self {
             Self::Parse(_) | Self::MethodNotFound(_) | Self::NotOwned => None,
-            Self::InvalidEnvelope(_) => Some(reason("invalid_envelope")),
-            Self::Batch => Some(reason("batch")),
+            Self::InvalidEnvelope(_) => Some(reason(Reason::InvalidEnvelope)),
+            Self::Batch => Some(reason(Reason::Batch)),
             Self::FrameTooLarge => {
-                Some(reason("frame_too_large").with("max_frame_bytes", MAX_FRAME_BYTES))
+                Some(reason(Reason::FrameTooLarge).with("max_frame_bytes", MAX_FRAME_BYTES))
             }
             Self::InvalidParams { data, .. } | Self::SessionNotFound { data, .. } => data.clone(),
-            Self::Internal { reason: r, .. } => r.map(|r| reason(r.as_str())),
+            Self::Internal { reason: r, .. } => r.map(reason),
             Self::SessionLimit { max } => Some(ErrorData::default().with("max", *max)),
             Self::SessionBusy { data, .. } => Some(data.clone()),
-            Self::LimitExceeded { limit, max } => {
-                Some(ErrorData::default().with("limit", *limit).with("max", *max))
-            }
-            Self::Auth(r) => Some(reason(r.as_str())),
+            Self::LimitExceeded { limit, max } => Some(
+                ErrorData::default()
+                    .with("limit", limit.as_str())
+                    .with("max", *max),
+            ),
+            Self::Auth(r) => Some(reason(*r)),
             Self::VersionMismatch { requested } => Some(
                 ErrorData::default()
                     .with("supported", json!([1]))
@@ -285,24 +402,24 @@ impl RpcError {
             ),
             Self::Forbidden(f) => Some(match f {
                 Forbidden::MissingGrant { required, .. } => {
-                    reason("missing_grant").with("required", required.as_str())
+                    reason(Reason::MissingGrant).with("required", required.as_str())
                 }
                 Forbidden::AdminOnly { .. } | Forbidden::AdminOnlyParam { .. } => {
-                    reason("admin_only")
+                    reason(Reason::AdminOnly)
                 }
-                Forbidden::Agent { alias } => reason("agent").with("agent", alias.as_str()),
+                Forbidden::Agent { alias } => reason(Reason::Agent).with("agent", alias.as_str()),
                 Forbidden::ConfigPath {
                     index: Some(i),
                     prop,
-                } => reason("config_path")
+                } => reason(Reason::ConfigPath)
                     .with("index", *i)
                     .with("prop", prop.as_str()),
                 Forbidden::ConfigPath { index: None, prop } => {
-                    reason("config_path").with("prop", prop.as_str())
+                    reason(Reason::ConfigPath).with("prop", prop.as_str())
                 }
-                Forbidden::Revoked => reason("revoked"),
-                Forbidden::LocalOnly { .. } => reason("local_only"),
-                Forbidden::NoGrants => reason("no_grants"),
+                Forbidden::Revoked => reason(Reason::Revoked),
+                Forbidden::LocalOnly { .. } => reason(Reason::LocalOnly),
+                Forbidden::NoGrants => reason(Reason::NoGrants),
             }),
         }
     }
@@ -361,7 +478,7 @@ impl RpcError {
     }
 
     /// `-32000` with a `data.reason`.
-    pub fn session_gone(message: &'static str, reason: &'static str) -> Self {
+    pub fn session_gone(message: &'static str, reason: Reason) -> Self {
         Self::SessionNotFound {
             message: Cow::Borrowed(message),
             data: Some(ErrorData::reason(reason)),
@@ -432,7 +549,7 @@ mod tests {
         );
         assert_eq!(
             RpcError::LimitExceeded {
-                limit: "connections",
+                limit: LimitName::Connections,
                 max: 256
             }
             .to_string(),

@@ -41,3 +41,12 @@ pub const MAX_ERROR_MESSAGE_BYTES: usize = 64 * 1024;
 pub const MAX_ERROR_DATA_MEMBER_BYTES: usize = 1024;
 /// Tool outputs are persisted bounded at this many bytes (§9.3).
 pub const TOOL_OUTPUT_MAX: usize = 16 * 1024;
+
+/// The default daemon-wide memory budget (`daemon.memory_budget_mib`,
+/// src/memory.rs): 1 GiB.
+pub const DEFAULT_BUDGET_MIB: u32 = 1024;
+/// The budgets `daemon.memory_budget_mib` and `ZEROCLAW_MEMORY_BUDGET_MIB`
+/// accept, in MiB (1 MiB to 1 TiB).
+pub const BUDGET_MIB_RANGE: std::ops::RangeInclusive<u32> = 1..=1024 * 1024;
+/// What a budget outside [`BUDGET_MIB_RANGE`] is told.
+pub const BUDGET_MIB_RULE: &str = "must be 1-1048576 (MiB)";

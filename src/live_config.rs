@@ -85,6 +85,7 @@ impl LiveConfig {
             &mut *self.running.write().unwrap_or_else(|p| p.into_inner()),
             candidate.clone(),
         );
+        crate::memory::apply_config(candidate.daemon.memory_budget_mib);
         let tokens_changed = previous.gateway.paired_tokens != candidate.gateway.paired_tokens;
         if tokens_changed || Policy::from_config(&previous) != policy {
             // Lock (3), for writing, only to install (§6.8).

@@ -7,22 +7,29 @@
 //! for the request's life), outbound frames queued for writing (from
 //! `Outbound::send` until the writer takes them), the text a running turn
 //! has produced (until the turn ends), and every live session's retained
-//! context. Staged uploads have their own 256 MiB cap (§4), counted inside
-//! the default's headroom. A charge that backs work already admitted (an
+//! context, and staged uploads (their metadata from begin, each chunk as it
+//! is accepted, until commit, expiry or their connection's close; inside
+//! §4's own 256 MiB cap). A charge that backs work already admitted (an
 //! answer, a notification, a turn's next chunk) is never refused: the
 //! counter may go over the budget, and only new work is turned away.
 //!
 //! One budget per process, like the allocator it protects, so every layer
 //! reaches it without plumbing: [`budget`].
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::error::RpcError;
+use crate::error::{LimitName, RpcError};
 
-/// The default budget: 1 GiB.
-pub const DEFAULT_BUDGET_BYTES: usize = 1024 * 1024 * 1024;
-/// The environment variable that sets the budget, in MiB (at startup).
+use crate::limits::{BUDGET_MIB_RANGE, BUDGET_MIB_RULE, DEFAULT_BUDGET_MIB};
+
+const DEFAULT_BUDGET_BYTES: usize = DEFAULT_BUDGET_MIB as usize * MIB;
+const MIB: usize = 1024 * 1024;
+/// The environment variable that sets the budget, in MiB (at startup); it
+/// overrides `daemon.memory_budget_mib` for the process's life.
 pub const BUDGET_ENV: &str = "ZEROCLAW_MEMORY_BUDGET_MIB";
+
+/// Set once [`BUDGET_ENV`] has set the budget: the config no longer does.
+static PINNED_BY_ENV: AtomicBool = AtomicBool::new(false);
 
 /// The bytes held for clients, and the most new work may bring it to.
 #[derive(Debug)]
@@ -41,20 +48,35 @@ pub fn budget() -> &'static Budget {
     &BUDGET
 }
 
-/// Reads [`BUDGET_ENV`] (a positive number of MiB); `Err` names a bad value.
+/// Reads [`BUDGET_ENV`] (MiB in [`BUDGET_MIB_RANGE`]) at startup; set, it
+/// pins the budget against the config. `Err` names a bad value.
 pub fn configure_from_env() -> Result<(), String> {
     let Some(raw) = std::env::var_os(BUDGET_ENV) else {
         return Ok(());
     };
     let mib = raw
         .to_str()
-        .and_then(|s| s.parse::<usize>().ok())
-        .filter(|m| *m > 0)
-        .ok_or_else(|| format!("{BUDGET_ENV} must be a positive number of MiB, got {raw:?}"))?;
+        .and_then(|s| s.parse::<u32>().ok())
+        .filter(|m| BUDGET_MIB_RANGE.contains(m))
+        .ok_or_else(|| format!("{BUDGET_ENV} {BUDGET_MIB_RULE}, got {raw:?}"))?;
+    set_limit_mib(mib);
+    PINNED_BY_ENV.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Applies `daemon.memory_budget_mib` (at startup and after every config
+/// commit: live), unless [`BUDGET_ENV`] pinned the budget. Lowered below
+/// what is held, new work is refused until it drains; nothing admitted is cut.
+pub fn apply_config(mib: u32) {
+    if !PINNED_BY_ENV.load(Ordering::Relaxed) {
+        set_limit_mib(mib);
+    }
+}
+
+fn set_limit_mib(mib: u32) {
     BUDGET
         .limit
-        .store(mib.saturating_mul(1024 * 1024), Ordering::Relaxed);
-    Ok(())
+        .store((mib as usize).saturating_mul(MIB), Ordering::Relaxed);
 }
 
 impl Budget {
@@ -79,12 +101,18 @@ impl Budget {
 
     /// Admits `n` more bytes of new work, or refuses it with `-32004` `memory`.
     pub fn try_charge(&'static self, n: usize) -> Result<Charge, RpcError> {
+        self.admit(n)?;
+        Ok(Charge { budget: self, n })
+    }
+
+    /// Counts `n` bytes of new work if they fit, else counts nothing.
+    fn admit(&self, n: usize) -> Result<(), RpcError> {
         let before = self.used.fetch_add(n, Ordering::AcqRel);
         if before.saturating_add(n) > self.limit() {
             self.used.fetch_sub(n, Ordering::AcqRel);
             return Err(self.exceeded());
         }
-        Ok(Charge { budget: self, n })
+        Ok(())
     }
 
     /// Counts `n` bytes that back work already admitted (never refused).
@@ -99,7 +127,7 @@ impl Budget {
 
     fn exceeded(&self) -> RpcError {
         RpcError::LimitExceeded {
-            limit: "memory",
+            limit: LimitName::Memory,
             max: self.limit() as u64,
         }
     }
@@ -132,9 +160,42 @@ impl Charge {
     }
 }
 
+impl Charge {
+    /// Charges `n` more bytes of new work, or refuses them with `-32004`
+    /// `memory` and leaves the charge as it was.
+    pub fn try_grow(&mut self, n: usize) -> Result<(), RpcError> {
+        self.budget.admit(n)?;
+        self.n += n;
+        Ok(())
+    }
+
+    /// Bytes charged now.
+    pub fn bytes(&self) -> usize {
+        self.n
+    }
+}
+
 impl Drop for Charge {
     fn drop(&mut self) {
         self.budget.sub(self.n);
+    }
+}
+
+/// Allocations from this size up get a mapping of their own.
+const MMAP_THRESHOLD_BYTES: i32 = 128 * 1024;
+
+/// Makes every large buffer (a turn's text, a chunk, a frame, SQLite's
+/// copies) a mapping of its own, returned to the kernel when freed. glibc
+/// otherwise raises its mmap threshold to 32 MiB after the first large free,
+/// and then each of its arenas (about one per thread) keeps the freed
+/// buffers resident: one 16 MB ACP turn peaked at ~220 MiB for ~70 MiB in
+/// use (issue 13 item 1, docs/reliability.md). Called once at startup.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a malloc parameter; a fixed threshold also
+    // turns off glibc's dynamic adjustment of it.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES);
     }
 }
 

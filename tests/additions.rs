@@ -177,6 +177,7 @@ fn sections_templates_map_keys_and_list_have_exact_shapes() {
             "daemon.advertised_server_version",
             "daemon.approval_timeout_secs",
             "daemon.ask_timeout_secs",
+            "daemon.memory_budget_mib",
             "daemon.session_idle_secs",
             "daemon.upload_idle_secs"
         ]

@@ -504,7 +504,7 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
     let all = ok(&mut c, "config/get", json!({}));
     assert_eq!(
         all["daemon"],
-        json!({"session_idle_secs": 1800, "approval_timeout_secs": 120, "ask_timeout_secs": 7, "upload_idle_secs": 300, "advertised_server_version": null})
+        json!({"session_idle_secs": 1800, "approval_timeout_secs": 120, "ask_timeout_secs": 7, "upload_idle_secs": 300, "memory_budget_mib": 1024, "advertised_server_version": null})
     );
     assert_eq!(all["schema_version"], 1);
     assert_eq!(all["gateway"]["port"], 42617);

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{payload, session_id, SessionRef};
 use crate::agent::ApprovalDecision;
 use crate::context::Conn;
-use crate::error::{ErrorData, RpcError};
+use crate::error::{ErrorData, Reason, RpcError};
 use crate::jsonrpc::Payload;
 use crate::request::Request;
 use crate::session::lifecycle::{self, check_owner};
@@ -22,7 +22,7 @@ pub(super) fn cancel(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError
     let principal = &req.binding()?.principal;
     let no_turn = || RpcError::SessionNotFound {
         message: "No active turn for this session".into(),
-        data: Some(ErrorData::reason("no_active_turn")),
+        data: Some(ErrorData::reason(Reason::NoActiveTurn)),
     };
     let s = daemon.sessions.get(&id).ok_or_else(no_turn)?;
     check_owner(principal, &s.owner)?;

@@ -14,7 +14,7 @@ use crate::jsonrpc::Payload;
 use crate::request::Request;
 use crate::session::lifecycle::{self, NewRequest};
 use crate::session::turn::run_prompt;
-use crate::session::update::Outcome;
+use crate::session::update::Completion;
 use crate::session::{new_uuid, ChatMode};
 use crate::state::Daemon;
 
@@ -181,7 +181,7 @@ pub(super) async fn prompt(
 /// The `turn_complete` owed to a prompt sent as a notification that ended without one.
 async fn fail_notified(conn: &Conn, session_id: &str, e: &RpcError, content: &str) {
     let event = crate::session::update::Event::TurnComplete {
-        outcome: Outcome::Failed,
+        outcome: Completion::Failed,
         content,
         reason: Some(&e.to_string()),
     };

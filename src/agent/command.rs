@@ -43,7 +43,7 @@ pub async fn run_command<S: EventSink>(
     run_with_grace(input, sink, cancel, KILL_GRACE).await
 }
 
-enum End {
+enum ChildEnd {
     Exited(std::io::Result<ExitStatus>),
     Cancelled,
     TimedOut,
@@ -121,13 +121,13 @@ async fn run_with_grace<S: EventSink>(
     let end = loop {
         if stdout.is_none() && stderr.is_none() {
             if let Some(status) = status.take() {
-                break End::Exited(status);
+                break ChildEnd::Exited(status);
             }
         }
         tokio::select! {
             biased;
-            () = cancel.cancelled() => break End::Cancelled,
-            () = &mut deadline => break End::TimedOut,
+            () = cancel.cancelled() => break ChildEnd::Cancelled,
+            () = &mut deadline => break ChildEnd::TimedOut,
             () = &mut write_stdin, if !stdin_done => stdin_done = true,
             read = read_some(&mut stdout, &mut out_buf) => {
                 let at_end = !matches!(read, Ok(n) if n > 0);
@@ -138,7 +138,7 @@ async fn run_with_grace<S: EventSink>(
                     stdout = None;
                 }
                 if emit_lines(&mut pending, sink, at_end).await.is_err() {
-                    break End::SinkClosed;
+                    break ChildEnd::SinkClosed;
                 }
             }
             read = read_some(&mut stderr, &mut err_buf) => match read {
@@ -150,21 +150,21 @@ async fn run_with_grace<S: EventSink>(
     };
 
     let outcome = match end {
-        End::Exited(Ok(status)) => {
+        ChildEnd::Exited(Ok(status)) => {
             guard.disarm();
             exit_outcome(status, &tail)
         }
-        End::Exited(Err(e)) => {
+        ChildEnd::Exited(Err(e)) => {
             guard.kill_now(&mut child).await;
             TurnOutcome::Failed(format!("cannot wait for agent command `{program}`: {e}"))
         }
-        End::Cancelled => {
+        ChildEnd::Cancelled => {
             // The output received so far, an unterminated line included.
             let _ = emit_lines(&mut pending, sink, true).await;
             guard.terminate(&mut child, grace).await;
             TurnOutcome::Cancelled
         }
-        End::TimedOut => {
+        ChildEnd::TimedOut => {
             let _ = emit_lines(&mut pending, sink, true).await;
             guard.terminate(&mut child, grace).await;
             TurnOutcome::Failed(format!(
@@ -172,7 +172,7 @@ async fn run_with_grace<S: EventSink>(
                 settings.timeout_secs
             ))
         }
-        End::SinkClosed => {
+        ChildEnd::SinkClosed => {
             guard.kill_now(&mut child).await;
             TurnOutcome::Failed(SINK_CLOSED_MESSAGE.to_owned())
         }

@@ -83,8 +83,14 @@ impl<'a> EchoTurn<'_, 'a, '_> {
                 Line::Delay(ms) => self.emitter.set_delay_ms(ms),
                 Line::Chunk(n) => self.emitter.set_chunk_chars(n),
                 Line::Repeat { times, text } => {
-                    let segment = self.repeat_segment(text, times);
-                    self.emitter.emit(sink, Stream::Message, &segment).await?;
+                    let prefix = self.item_prefix();
+                    let block = RepeatBlock::new(text, times);
+                    let pieces: Vec<&str> = std::iter::once(prefix.as_str())
+                        .chain(block.pieces())
+                        .collect();
+                    self.emitter
+                        .emit_pieces(sink, Stream::Message, &pieces)
+                        .await?;
                 }
                 Line::Context => {
                     // Bounded like `::repeat` (16 MiB): a context fed back
@@ -128,26 +134,6 @@ impl<'a> EchoTurn<'_, 'a, '_> {
         } else {
             String::new()
         }
-    }
-
-    /// `::repeat`: built once, prefix included, by doubling (a one-byte TEXT
-    /// repeated 16 Mi times is 24 copies, not 16 Mi pushes).
-    fn repeat_segment(&mut self, text: &str, times: usize) -> String {
-        let mut bytes = self.item_prefix().into_bytes();
-        let body_start = bytes.len();
-        let body_len = text.len().saturating_mul(times);
-        bytes.reserve_exact(body_len);
-        if body_len > 0 {
-            bytes.extend_from_slice(text.as_bytes());
-            while bytes.len() - body_start < body_len {
-                let have = bytes.len() - body_start;
-                let take = have.min(body_len - have);
-                bytes.extend_from_within(body_start..body_start + take);
-            }
-        }
-        // Concatenated copies of a `str` are valid UTF-8.
-        String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 
     async fn tool_call<S: EventSink>(
@@ -284,6 +270,40 @@ fn accepted_answer(content: &RawValue) -> Cow<'_, str> {
 }
 
 /// The output of an approved or plain tool: the compact input, or for `big`
+/// `::repeat N TEXT` as pieces: a block of whole copies of TEXT of about
+/// [`REPEAT_BLOCK_BYTES`], repeated, then a shorter tail of it. A 16 MiB item
+/// is never built whole (issue 13 item 1: the echo segment's copy).
+struct RepeatBlock {
+    block: String,
+    copies: usize,
+    full_blocks: usize,
+    tail_copies: usize,
+    text_len: usize,
+}
+
+/// The size a `::repeat` block aims at.
+const REPEAT_BLOCK_BYTES: usize = 1024 * 1024;
+
+impl RepeatBlock {
+    fn new(text: &str, times: usize) -> Self {
+        let copies = (REPEAT_BLOCK_BYTES / text.len().max(1)).clamp(1, times.max(1));
+        let copies = if text.is_empty() { 0 } else { copies };
+        Self {
+            block: text.repeat(copies),
+            copies,
+            full_blocks: times.checked_div(copies).unwrap_or(0),
+            tail_copies: times.checked_rem(copies).unwrap_or(0),
+            text_len: text.len(),
+        }
+    }
+
+    fn pieces(&self) -> impl Iterator<Item = &str> {
+        let tail = &self.block[..self.tail_copies * self.text_len];
+        debug_assert!(self.tail_copies < self.copies.max(1));
+        std::iter::repeat_n(self.block.as_str(), self.full_blocks).chain(std::iter::once(tail))
+    }
+}
+
 /// `"x"` repeated `input.bytes` times.
 fn tool_output<'c>(call: &'c ToolCall<'_>) -> Cow<'c, str> {
     match call.big_bytes {

@@ -137,6 +137,48 @@ impl<'c> Emitter<'c> {
         self.chunk(sink, stream, &segment[start..]).await
     }
 
+    /// Emits the segment made of `pieces` back to back, chunk for chunk as
+    /// [`Emitter::emit`] would emit it whole, holding at most one chunk
+    /// besides the pieces: a long segment need never exist in one piece.
+    pub async fn emit_pieces<S: EventSink>(
+        &self,
+        sink: &mut S,
+        stream: Stream,
+        pieces: &[&str],
+    ) -> Result<(), Stop> {
+        let n = self.chunk_chars;
+        // The start of a chunk that straddles two pieces.
+        let (mut carry, mut carry_chars) = (String::new(), 0);
+        for &piece in pieces {
+            let mut rest = piece;
+            if carry_chars > 0 {
+                let (head, chars) = split_chars(rest, n - carry_chars);
+                carry.push_str(head);
+                carry_chars += chars;
+                rest = &rest[head.len()..];
+                if carry_chars < n {
+                    continue;
+                }
+                self.chunk(sink, stream, &carry).await?;
+                (carry_chars, _) = (0, carry.clear());
+            }
+            while !rest.is_empty() {
+                let (head, chars) = split_chars(rest, n);
+                if chars < n {
+                    carry.push_str(head);
+                    carry_chars = chars;
+                    break;
+                }
+                self.chunk(sink, stream, head).await?;
+                rest = &rest[head.len()..];
+            }
+        }
+        if carry_chars > 0 {
+            self.chunk(sink, stream, &carry).await?;
+        }
+        Ok(())
+    }
+
     async fn chunk<S: EventSink>(
         &self,
         sink: &mut S,
@@ -149,6 +191,18 @@ impl<'c> Emitter<'c> {
             Stream::Thought => sink.thought_chunk(text).await?,
         }
         Ok(())
+    }
+}
+
+/// The first `k` scalar values of `s` (all of it if shorter), and how many there are.
+fn split_chars(s: &str, k: usize) -> (&str, usize) {
+    let ascii_end = s.len().min(k);
+    if s.as_bytes()[..ascii_end].is_ascii() {
+        return (&s[..ascii_end], ascii_end);
+    }
+    match s.char_indices().nth(k) {
+        Some((i, _)) => (&s[..i], k),
+        None => (s, s.chars().count()),
     }
 }
 
@@ -177,6 +231,30 @@ mod tests {
         assert!(chunks(4, "").await.is_empty());
         assert_eq!(chunks(0, "ab").await, ["msg:a", "msg:b"]);
         assert_eq!(chunks(u32::MAX, "ab").await, ["msg:ab"]);
+    }
+
+    #[tokio::test]
+    async fn pieces_are_chunked_as_the_whole_segment() {
+        let cancel = CancellationToken::new();
+        for chars in [1u32, 2, 3, 4, 7, 100] {
+            for pieces in [
+                vec!["ab", "cdé", "", "fgh😀i", "j"],
+                vec!["", "abcdefghij"],
+                vec!["a", "b", "c", "d", "e", "f"],
+                vec![],
+            ] {
+                let mut sink = RecordingSink::default();
+                Emitter::new(chars, 0, &cancel)
+                    .emit_pieces(&mut sink, Stream::Message, &pieces)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    sink.lines(),
+                    chunks(chars, &pieces.concat()).await,
+                    "{chars} {pieces:?}"
+                );
+            }
+        }
     }
 
     #[tokio::test]

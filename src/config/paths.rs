@@ -51,6 +51,7 @@ pub(crate) const DAEMON: &[Field] = &[
     ("advertised_server_version", Kind::Str),
     ("approval_timeout_secs", U32),
     ("ask_timeout_secs", U32),
+    ("memory_budget_mib", U32),
     ("session_idle_secs", U32),
     ("upload_idle_secs", U32),
 ];

@@ -81,6 +81,8 @@ pub fn is_admin_only_prop(prop: &str) -> bool {
     let segments: Vec<&str> = prop.split('.').collect();
     match segments.as_slice() {
         ["security" | "users" | "permission_profiles" | "gateway", ..] => true,
+        // One client must not shrink the memory every other client shares.
+        ["daemon", "memory_budget_mib"] => true,
         ["agents", _, field, ..] => {
             matches!(*field, "backend" | "command" | "env" | "workspace_dir")
         }

@@ -171,6 +171,7 @@ fn admin_only_props() {
         "agents.echo.command",
         "agents.echo.env",
         "agents.echo.workspace_dir",
+        "daemon.memory_budget_mib",
     ] {
         assert!(is_admin_only_prop(p), "{p}");
     }

@@ -52,6 +52,9 @@ pub struct DaemonConfig {
     pub ask_timeout_secs: u32,
     /// Staged upload idle limit.
     pub upload_idle_secs: u32,
+    /// The daemon-wide memory budget in MiB (src/memory.rs); applied live,
+    /// unless `ZEROCLAW_MEMORY_BUDGET_MIB` pins it at startup.
+    pub memory_budget_mib: u32,
     /// The `server_version` a snake-dialect `initialize` reports instead of
     /// the package version, for clients that refuse any other version
     /// (docs/protocol-additions.md); unset = the true version.
@@ -178,6 +181,7 @@ impl Default for DaemonConfig {
             approval_timeout_secs: 120,
             ask_timeout_secs: 120,
             upload_idle_secs: 300,
+            memory_budget_mib: crate::limits::DEFAULT_BUDGET_MIB,
             advertised_server_version: None,
         }
     }

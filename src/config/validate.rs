@@ -82,6 +82,12 @@ pub fn validate(config: &Config) -> Result<(), Failure> {
     );
     r.at_least_one("daemon.ask_timeout_secs".into(), d.ask_timeout_secs);
     r.at_least_one("daemon.upload_idle_secs".into(), d.upload_idle_secs);
+    if !crate::limits::BUDGET_MIB_RANGE.contains(&d.memory_budget_mib) {
+        r.fail(
+            "daemon.memory_budget_mib".into(),
+            crate::limits::BUDGET_MIB_RULE,
+        );
+    }
     if let Some(v) = &d.advertised_server_version {
         if !is_version_text(v) {
             r.fail(

@@ -23,7 +23,7 @@ use crate::context::{Conn, ConnCtx, PeerInfo, Transport};
 use crate::layers::{
     authz::AuthzLayer, envelope::EnvelopeLayer, handshake::HandshakeLayer, limit::LimitLayer,
 };
-use crate::layers::{trace::TraceLayer, transport::TransportLayer};
+use crate::layers::{trace::TraceLayer, transport::LocalityLayer};
 use crate::outbound::{write_queue, WriteQueue};
 use crate::services::Router;
 use crate::state::{ConnectionGuard, Daemon};
@@ -36,7 +36,7 @@ pub use wire::{ByteStream, ByteWire, Inbound, Wire};
 /// The per-connection tower stack: frame in, frame (or nothing) out.
 pub type Stack = crate::layers::envelope::Envelope<
     crate::layers::trace::Trace<
-        crate::layers::transport::TransportGate<
+        crate::layers::transport::Locality<
             crate::layers::handshake::Handshake<
                 crate::layers::limit::Limit<crate::layers::authz::Authz<Router>>,
             >,
@@ -49,7 +49,7 @@ pub fn build_stack(daemon: &Arc<Daemon>, conn: &Conn) -> Stack {
     ServiceBuilder::new()
         .layer(EnvelopeLayer::new(conn.clone(), daemon.test_faults))
         .layer(TraceLayer::new(conn.clone()))
-        .layer(TransportLayer::new(conn.transport))
+        .layer(LocalityLayer::new(conn.transport))
         .layer(HandshakeLayer::new(conn.clone()))
         .layer(LimitLayer::new(conn.clone()))
         .layer(AuthzLayer::new(conn.clone(), daemon.authz.clone()))

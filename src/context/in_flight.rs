@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::error::RpcError;
+use crate::error::{LimitName, RpcError};
 use crate::limits::{MAX_IN_FLIGHT_BYTES, MAX_IN_FLIGHT_REQUESTS};
 
 /// A connection's in-flight counters.
@@ -22,7 +22,7 @@ impl InFlight {
         if n >= MAX_IN_FLIGHT_REQUESTS {
             self.requests.fetch_sub(1, Ordering::AcqRel);
             return Err(RpcError::LimitExceeded {
-                limit: "requests_in_flight",
+                limit: LimitName::RequestsInFlight,
                 max: MAX_IN_FLIGHT_REQUESTS as u64,
             });
         }
@@ -31,7 +31,7 @@ impl InFlight {
             self.bytes.fetch_sub(bytes, Ordering::AcqRel);
             self.requests.fetch_sub(1, Ordering::AcqRel);
             return Err(RpcError::LimitExceeded {
-                limit: "request_bytes_in_flight",
+                limit: LimitName::RequestBytesInFlight,
                 max: MAX_IN_FLIGHT_BYTES as u64,
             });
         }
@@ -60,7 +60,7 @@ mod tests {
         assert_eq!(
             f.try_acquire(11).unwrap_err(),
             RpcError::LimitExceeded {
-                limit: "request_bytes_in_flight",
+                limit: LimitName::RequestBytesInFlight,
                 max: MAX_IN_FLIGHT_BYTES as u64
             }
         );

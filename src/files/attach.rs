@@ -12,7 +12,7 @@ use super::naming::{guess_mime, MAX_FILENAME_BYTES};
 use super::Incoming;
 use crate::config::Principal;
 use crate::context::Transport;
-use crate::error::{ErrorData, Forbidden, RpcError};
+use crate::error::{ErrorData, Forbidden, Reason, RpcError};
 use crate::limits::UPLOAD_MAX_BYTES;
 
 /// Decoded bytes of one `file/attach` request.
@@ -33,7 +33,7 @@ pub struct FileEntry<'a> {
 pub fn file_too_large(n: u64) -> RpcError {
     RpcError::invalid_params_reason(
         format!("File exceeds 10 MB limit ({n} bytes)"),
-        ErrorData::reason("file_too_large").with("max_bytes", UPLOAD_MAX_BYTES),
+        ErrorData::reason(Reason::FileTooLarge).with("max_bytes", UPLOAD_MAX_BYTES),
     )
 }
 
@@ -44,7 +44,7 @@ const READ_BLOCK: usize = 64 * 1024;
 fn request_too_large(total: u64) -> RpcError {
     RpcError::invalid_params_reason(
         format!("Request exceeds 20 MB limit ({total} bytes)"),
-        ErrorData::reason("request_too_large").with("max_bytes", REQUEST_MAX_BYTES),
+        ErrorData::reason(Reason::RequestTooLarge).with("max_bytes", REQUEST_MAX_BYTES),
     )
 }
 
@@ -144,7 +144,7 @@ pub fn check_entries(
             if transport != Transport::Local {
                 return Err(RpcError::invalid_params_reason(
                     format!("files[{i}]: path is only available on local connections"),
-                    ErrorData::reason("path_not_allowed"),
+                    ErrorData::reason(Reason::PathNotAllowed),
                 ));
             }
             if !principal.admin {

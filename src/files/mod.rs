@@ -16,12 +16,13 @@ use serde::Serialize;
 pub mod attach;
 pub mod naming;
 pub mod staging;
+pub mod upload;
 pub mod write;
 
 use crate::authz::{require_grant, AuthzState, Binding as AuthBinding};
 use crate::config::{Grant, Resource, Verb};
 use crate::context::Conn;
-use crate::error::RpcError;
+use crate::error::{Reason, RpcError};
 use crate::faults::{FaultPoint, Faults};
 use crate::live_config::LiveConfig;
 use crate::session::lifecycle::{agent_workspace, agent_workspace_path, check_agent, check_owner};
@@ -66,7 +67,10 @@ pub fn remove_crash_temporaries(config: &crate::config::Config, config_dir: &Pat
 }
 
 fn session_changed() -> RpcError {
-    RpcError::session_gone("Session changed since the upload began", "session_changed")
+    RpcError::session_gone(
+        "Session changed since the upload began",
+        Reason::SessionChanged,
+    )
 }
 
 /// The daemon's parts the store step reads, and nothing else of it: the

@@ -13,8 +13,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex as AsyncMutex;
 
-use crate::error::{ErrorData, RpcError};
+use super::upload::{unknown, Appended, Upload};
+use super::Incoming;
+use crate::error::{LimitName, RpcError};
 use crate::limits::MAX_STAGED_UPLOADS;
+use crate::memory::{budget, Charge};
 use crate::session::Session;
 
 /// Bytes of staged data (payload + retained metadata) daemon-wide.
@@ -44,24 +47,12 @@ impl UploadTarget {
     }
 }
 
-/// One staged upload.
-#[derive(Debug)]
-pub struct Upload {
-    pub bound: UploadTarget,
-    pub size: usize,
-    pub filename: String,
-    pub sha256: Option<String>,
-    pub data: Vec<u8>,
-    /// SHA-256 of `data` so far, fed chunk by chunk: a commit only finishes it.
-    pub hasher: sha2::Sha256,
-    /// Set once committed or dropped: the id is unknown from then on.
-    pub released: bool,
-}
-
 #[derive(Debug)]
 struct Entry {
     conn: u64,
     charge: usize,
+    /// The metadata's share of the memory budget (the upload charges its bytes).
+    _memory: Charge,
     last_active: Instant,
     upload: Arc<AsyncMutex<Upload>>,
 }
@@ -78,34 +69,25 @@ pub struct Staging {
     state: Mutex<State>,
 }
 
-fn unknown() -> RpcError {
-    RpcError::invalid_params_reason("unknown upload", ErrorData::reason("unknown_upload"))
-}
-
 impl Staging {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a new upload of connection `conn` (SPEC §8.18.1: count, then budget).
+    /// Registers a new upload of connection `conn` (SPEC §8.18.1: count,
+    /// then budget, then the daemon-wide memory budget); its id.
     pub fn begin(
         &self,
         conn: u64,
         upload: Upload,
         idle_limit: Duration,
     ) -> Result<String, RpcError> {
-        let b = &upload.bound;
-        let charge = upload.size
-            + b.session_id.len()
-            + b.owner.len()
-            + b.agent_alias.len()
-            + upload.filename.len()
-            + upload.sha256.as_ref().map_or(0, String::len)
-            + UPLOAD_OVERHEAD;
+        let metadata = upload.metadata_bytes() + UPLOAD_OVERHEAD;
+        let charge = upload.size() + metadata;
         let mut st = self.state();
         if st.entries.values().filter(|e| e.conn == conn).count() >= MAX_STAGED_UPLOADS {
             return Err(RpcError::LimitExceeded {
-                limit: "uploads_per_connection",
+                limit: LimitName::UploadsPerConnection,
                 max: MAX_STAGED_UPLOADS as u64,
             });
         }
@@ -115,10 +97,11 @@ impl Staging {
         }
         if st.charged + charge > STAGED_BYTES_MAX {
             return Err(RpcError::LimitExceeded {
-                limit: "staged_bytes",
+                limit: LimitName::StagedBytes,
                 max: STAGED_BYTES_MAX as u64,
             });
         }
+        let memory = budget().try_charge(metadata)?;
         let id = new_upload_id();
         st.charged += charge;
         st.entries.insert(
@@ -126,6 +109,7 @@ impl Staging {
             Entry {
                 conn,
                 charge,
+                _memory: memory,
                 last_active: Instant::now(),
                 upload: Arc::new(AsyncMutex::new(upload)),
             },
@@ -133,24 +117,47 @@ impl Staging {
         Ok(id)
     }
 
+    /// Appends a chunk to upload `id` of connection `conn` (§8.18.2). An
+    /// accepted or duplicate chunk is activity; a refused one is not.
+    pub async fn append(
+        &self,
+        conn: u64,
+        id: &str,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<Appended, RpcError> {
+        let upload = self.get(conn, id)?;
+        let appended = upload.lock().await.append(offset, bytes)?;
+        self.touch(id);
+        Ok(appended)
+    }
+
+    /// Commits upload `id` of connection `conn` (§8.18.3): once complete it
+    /// leaves the registry whatever follows; what it is bound to and the file
+    /// to store, if its hash matches.
+    pub async fn commit(&self, conn: u64, id: &str) -> Result<(UploadTarget, Incoming), RpcError> {
+        let upload = self.get(conn, id)?;
+        let taken = upload.lock().await.take()?;
+        self.release(id);
+        taken.verify()
+    }
+
     /// The upload `id` of connection `conn`. Looking it up is not activity:
     /// only begin and accepted (or duplicate) chunks are (§8.18.1).
-    pub fn get(&self, conn: u64, id: &str) -> Result<Arc<AsyncMutex<Upload>>, RpcError> {
+    fn get(&self, conn: u64, id: &str) -> Result<Arc<AsyncMutex<Upload>>, RpcError> {
         match self.state().entries.get(id) {
             Some(e) if e.conn == conn => Ok(e.upload.clone()),
             _ => Err(unknown()),
         }
     }
 
-    /// Marks `id` active (an accepted or duplicate chunk).
-    pub fn touch(&self, id: &str) {
+    fn touch(&self, id: &str) {
         if let Some(e) = self.state().entries.get_mut(id) {
             e.last_active = Instant::now();
         }
     }
 
-    /// Releases `id`: its bytes leave the budget and its id becomes unknown.
-    pub fn release(&self, id: &str) {
+    fn release(&self, id: &str) {
         let mut st = self.state();
         if let Some(e) = st.entries.remove(id) {
             st.charged -= e.charge;
@@ -184,8 +191,7 @@ impl Staging {
                 st.charged -= e.charge;
                 // A chunk or commit holding the upload's lock sees it released.
                 if let Ok(mut u) = e.upload.try_lock() {
-                    u.released = true;
-                    u.data = Vec::new();
+                    u.release();
                 }
             }
         }
@@ -209,20 +215,7 @@ mod tests {
     use super::*;
 
     fn upload(size: usize) -> Upload {
-        Upload {
-            bound: UploadTarget {
-                session_id: "s".into(),
-                incarnation: 1,
-                owner: "o".into(),
-                agent_alias: "echo".into(),
-            },
-            size,
-            filename: "upload".into(),
-            sha256: None,
-            data: Vec::new(),
-            hasher: Default::default(),
-            released: false,
-        }
+        super::super::upload::tests::upload(size as u64)
     }
 
     #[test]
@@ -236,7 +229,7 @@ mod tests {
         assert_eq!(
             s.begin(1, upload(10), idle).unwrap_err(),
             RpcError::LimitExceeded {
-                limit: "uploads_per_connection",
+                limit: LimitName::UploadsPerConnection,
                 max: 4
             }
         );
@@ -256,21 +249,23 @@ mod tests {
     #[test]
     fn over_budget_reclaims_idle_uploads_first() {
         let s = Staging::default();
-        let big = STAGED_BYTES_MAX / 2;
-        s.begin(1, upload(big), Duration::from_secs(300)).unwrap();
-        s.begin(2, upload(big - 1000), Duration::from_secs(300))
-            .unwrap();
+        let big = crate::limits::UPLOAD_MAX_BYTES;
+        // One 10 MiB upload on each of 25 connections: 250 MiB and metadata.
+        for conn in 0..25 {
+            s.begin(conn, upload(big), Duration::from_secs(300))
+                .unwrap();
+        }
         assert_eq!(
-            s.begin(3, upload(big), Duration::from_secs(300))
+            s.begin(30, upload(big), Duration::from_secs(300))
                 .unwrap_err(),
             RpcError::LimitExceeded {
-                limit: "staged_bytes",
+                limit: LimitName::StagedBytes,
                 max: STAGED_BYTES_MAX as u64
             }
         );
         // With a zero idle limit every existing upload is idle: they are reclaimed.
         std::thread::sleep(Duration::from_millis(5));
-        s.begin(3, upload(big), Duration::ZERO).unwrap();
+        s.begin(30, upload(big), Duration::ZERO).unwrap();
         assert_eq!(s.sweep(Duration::from_secs(300)), 0);
     }
 }

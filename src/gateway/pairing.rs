@@ -42,7 +42,7 @@ pub(super) fn new_code() -> Result<String, RpcError> {
 
 /// What one `/pair` request gets.
 #[derive(Debug)]
-pub(super) enum Outcome {
+pub(super) enum PairOutcome {
     /// The new token (shown only here).
     Paired(String),
     /// The IP is locked out for this much longer.
@@ -83,9 +83,14 @@ impl Pairing {
     }
 
     /// Redeems `given` for a token on behalf of `ip`.
-    pub(super) async fn redeem(&self, daemon: &Daemon, ip: IpAddr, given: Option<&str>) -> Outcome {
+    pub(super) async fn redeem(
+        &self,
+        daemon: &Daemon,
+        ip: IpAddr,
+        given: Option<&str>,
+    ) -> PairOutcome {
         if let Some(left) = self.locked_out(ip, Instant::now()) {
-            return Outcome::LockedOut(left);
+            return PairOutcome::LockedOut(left);
         }
         let mut slot = self.code.lock().await;
         let open = daemon.config.current().gateway.require_pairing;
@@ -94,18 +99,18 @@ impl Pairing {
                 match commit_new_token(daemon).await {
                     Ok(token) => {
                         *slot = None;
-                        Outcome::Paired(token)
+                        PairOutcome::Paired(token)
                     }
-                    Err(e) => Outcome::Failed(e),
+                    Err(e) => PairOutcome::Failed(e),
                 }
             }
-            (Some(_), _) if open => Outcome::Rejected,
-            _ => Outcome::Unavailable,
+            (Some(_), _) if open => PairOutcome::Rejected,
+            _ => PairOutcome::Unavailable,
         };
         drop(slot);
         match &outcome {
-            Outcome::Paired(_) => self.succeeded(ip),
-            Outcome::Rejected | Outcome::Unavailable => {
+            PairOutcome::Paired(_) => self.succeeded(ip),
+            PairOutcome::Rejected | PairOutcome::Unavailable => {
                 self.failed(ip, Instant::now());
             }
             _ => {}

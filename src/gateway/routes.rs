@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
 
-use super::pairing::{Outcome, PAIRING_CODE_HEADER};
+use super::pairing::{PairOutcome, PAIRING_CODE_HEADER};
 use super::{peer_label, ws_connection, Shared, WS_MESSAGE_LIMIT};
 
 /// The WebSocket library's read buffer per session.
@@ -79,11 +79,11 @@ async fn pair(
         .redeem(&shared.daemon, addr.ip(), given)
         .await
     {
-        Outcome::Paired(token) => {
+        PairOutcome::Paired(token) => {
             tracing::info!(event = "pairing_redeemed", peer = %peer);
             json_response(StatusCode::OK, json!({ "token": token }))
         }
-        Outcome::LockedOut(left) => {
+        PairOutcome::LockedOut(left) => {
             let secs = left.as_secs_f64().ceil() as u64;
             tracing::info!(event = "pairing_refused", peer = %peer, reason = "locked_out");
             let mut r = json_response(
@@ -94,21 +94,21 @@ async fn pair(
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
             r
         }
-        Outcome::Unavailable => {
+        PairOutcome::Unavailable => {
             tracing::info!(event = "pairing_refused", peer = %peer, reason = "unavailable");
             json_response(
                 StatusCode::FORBIDDEN,
                 json!({"error": "pairing_unavailable"}),
             )
         }
-        Outcome::Rejected => {
+        PairOutcome::Rejected => {
             tracing::info!(event = "pairing_refused", peer = %peer, reason = "invalid_code");
             json_response(
                 StatusCode::UNAUTHORIZED,
                 json!({"error": "invalid_pairing_code"}),
             )
         }
-        Outcome::Failed(e) => {
+        PairOutcome::Failed(e) => {
             tracing::warn!(event = "pairing_failed", peer = %peer, error = %e);
             json_response(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -161,7 +161,7 @@ pub(super) async fn emit(
 /// bytes past it are enough for the same cut and its `…[truncated]`; the
 /// whole text is in the transcript (issue 13 item 1: one copy less of a
 /// 16 MiB turn).
-fn keep_answer_prefix(sent: &mut String, t: &str) {
+pub(super) fn keep_answer_prefix(sent: &mut String, t: &str) {
     let room = (MAX_CONTENT_BYTES + 4).saturating_sub(sent.len());
     if t.len() <= room {
         sent.push_str(t);

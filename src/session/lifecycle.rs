@@ -10,11 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::live::{End, NewSession, Session};
+use super::live::{Ending, NewSession, Session};
 use super::{ChatMode, Sessions, MAX_LIVE_SESSIONS};
 use crate::config::{Config, Principal};
 use crate::context::Conn;
-use crate::error::{ErrorData, Forbidden, RpcError};
+use crate::error::{ErrorData, Forbidden, Reason, RpcError};
 use crate::store::AcpRow;
 
 pub use crate::store::RPC_SURFACE;
@@ -43,14 +43,14 @@ fn unsupported(row: &AcpRow) -> RpcError {
     RpcError::SessionNotFound {
         message: "Session not found: unsupported interaction surface".into(),
         data: Some(
-            ErrorData::reason("unsupported_interaction_surface")
+            ErrorData::reason(Reason::UnsupportedInteractionSurface)
                 .with("interaction_surface", row.interaction_surface.as_str()),
         ),
     }
 }
 
 fn killed() -> RpcError {
-    End::Killed.error()
+    Ending::Killed.error()
 }
 
 /// Where an agent's sessions work: its `workspace_dir`, or
@@ -279,7 +279,7 @@ pub async fn close_live(
     why: &'static str,
     by: Actor<'_>,
 ) {
-    session.end(End::Closed);
+    session.end(Ending::Closed);
     session.soft_cancel();
     session.wait_idle().await;
     session.clear_channel();
@@ -354,7 +354,7 @@ pub async fn resolve_for_prompt(
 }
 
 /// Tears a live session down after a kill or delete.
-fn tear_down(sessions: &Sessions, s: &Arc<Session>, why: End) {
+fn tear_down(sessions: &Sessions, s: &Arc<Session>, why: Ending) {
     s.end(why);
     s.clear_channel();
     sessions.remove(&s.id, s.incarnation);
@@ -385,7 +385,7 @@ pub async fn kill(
     // 1. Cancellation first: a running turn is hard-cancelled and its live owner torn down now.
     if let Some(s) = &live {
         if s.hard_cancel() {
-            tear_down(sessions, s, End::Killed);
+            tear_down(sessions, s, Ending::Killed);
         }
     }
     // 2. Storage.
@@ -396,7 +396,7 @@ pub async fn kill(
     }
     // 3. Success.
     if let Some(s) = &live {
-        tear_down(sessions, s, End::Killed);
+        tear_down(sessions, s, Ending::Killed);
     }
     tracing::info!(event = "session_killed", session_id = %id, principal_id = %principal.id, peer = %conn.peer.label);
     Ok(true)
@@ -430,7 +430,7 @@ pub async fn delete(
     check_owner(principal, &owner)?;
     if let Some(s) = &live {
         if s.hard_cancel() {
-            tear_down(sessions, s, End::Deleted);
+            tear_down(sessions, s, Ending::Deleted);
         }
     }
     let deleted = match mode {
@@ -438,7 +438,7 @@ pub async fn delete(
         ChatMode::Chat => store.chat_delete(id).await,
     }?;
     if let Some(s) = &live {
-        tear_down(sessions, s, End::Deleted);
+        tear_down(sessions, s, Ending::Deleted);
     }
     tracing::info!(event = "session_deleted", session_id = %id, principal_id = %principal.id, peer = %conn.peer.label, chat_mode = mode.as_str());
     Ok(deleted || live.is_some())
@@ -476,7 +476,7 @@ pub async fn reclaim_idle(sessions: &Sessions, idle: std::time::Duration) {
 pub async fn shut_down(sessions: &Sessions, grace: std::time::Duration) {
     let all = sessions.all();
     for s in &all {
-        s.end(End::Closed);
+        s.end(Ending::Closed);
         s.soft_cancel();
     }
     let idle = futures_util::future::join_all(all.iter().map(|s| s.wait_idle()));

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::ChatMode;
 use crate::agent::{ApprovalDecision, ContextMessage};
 use crate::context::Conn;
-use crate::error::{ErrorData, RpcError};
+use crate::error::{ErrorData, Reason, RpcError};
 use crate::memory::Charge;
 
 /// Bytes of text a context holds (what the memory budget counts).
@@ -45,19 +45,19 @@ pub const QUEUE_WAIT: Duration = Duration::from_secs(30);
 
 /// Why a live session stopped taking turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub enum Ending {
     Closed,
     Killed,
     Deleted,
 }
 
-impl End {
+impl Ending {
     /// The `-32000` a prompt gets from a session that ended this way.
     pub fn error(self) -> RpcError {
         match self {
-            Self::Closed => RpcError::session_gone("Session closed", "closed"),
-            Self::Killed => RpcError::session_gone("Session killed", "killed"),
-            Self::Deleted => RpcError::session_gone("Session deleted", "deleted"),
+            Self::Closed => RpcError::session_gone("Session closed", Reason::Closed),
+            Self::Killed => RpcError::session_gone("Session killed", Reason::Killed),
+            Self::Deleted => RpcError::session_gone("Session deleted", Reason::Deleted),
         }
     }
 }
@@ -73,13 +73,14 @@ pub struct TurnSignals {
 
 #[derive(Debug)]
 struct State {
-    context: Vec<ContextMessage>,
+    /// Shared with the running turn, which borrows it instead of copying it.
+    context: Arc<Vec<ContextMessage>>,
     /// The retained context's bytes, charged to the daemon's memory budget.
     context_charge: Charge,
     always_allowed: HashSet<String>,
     channel: Option<Conn>,
     running: Option<TurnSignals>,
-    ending: Option<End>,
+    ending: Option<Ending>,
     last_activity: Instant,
     /// An earlier checkpoint append or finalization failed: recover before the next turn.
     needs_recovery: bool,
@@ -137,7 +138,7 @@ impl Session {
             idle: watch::Sender::new(true),
             state: Mutex::new(State {
                 context_charge: charged(&n.context),
-                context: n.context,
+                context: Arc::new(n.context),
                 always_allowed: HashSet::new(),
                 channel: Some(n.channel),
                 running: None,
@@ -166,17 +167,18 @@ impl Session {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             return Err(RpcError::SessionBusy {
                 detail: "queue full",
-                data: ErrorData::reason("queue_full").with("max", MAX_QUEUED_PROMPTS),
+                data: ErrorData::reason(Reason::QueueFull).with("max", MAX_QUEUED_PROMPTS),
             });
         }
         let acquired = tokio::time::timeout(QUEUE_WAIT, self.gate.clone().acquire_owned()).await;
         self.waiting.fetch_sub(1, Ordering::AcqRel);
         match acquired {
             Ok(Ok(p)) => Ok(p),
-            Ok(Err(_closed)) => Err(self.ending().unwrap_or(End::Closed).error()),
+            Ok(Err(_closed)) => Err(self.ending().unwrap_or(Ending::Closed).error()),
             Err(_) => Err(RpcError::SessionBusy {
                 detail: "timed out waiting for the session",
-                data: ErrorData::reason("queue_timeout").with("wait_secs", QUEUE_WAIT.as_secs()),
+                data: ErrorData::reason(Reason::QueueTimeout)
+                    .with("wait_secs", QUEUE_WAIT.as_secs()),
             }),
         }
     }
@@ -244,7 +246,7 @@ impl Session {
     }
 
     /// Stops taking turns: waiting prompts fail now, later ones at once.
-    pub fn end(&self, why: End) {
+    pub fn end(&self, why: Ending) {
         self.state().ending.get_or_insert(why);
         self.gate.close();
         // Approvals can no longer be answered through this session.
@@ -255,7 +257,7 @@ impl Session {
     }
 
     /// Why the session stopped taking turns, if it did.
-    pub fn ending(&self) -> Option<End> {
+    pub fn ending(&self) -> Option<Ending> {
         self.state().ending
     }
 
@@ -278,15 +280,16 @@ impl Session {
         self.state().channel = None;
     }
 
-    /// A copy of the retained context.
-    pub fn context(&self) -> Vec<ContextMessage> {
+    /// The retained context, shared (not copied: issue 13 item 1). Drop it
+    /// before [`Session::extend_context`], which copies a context still shared.
+    pub fn context(&self) -> Arc<Vec<ContextMessage>> {
         self.state().context.clone()
     }
 
     /// Replaces the retained context.
     pub fn set_context(&self, context: Vec<ContextMessage>) {
         let mut st = self.state();
-        st.context = context;
+        st.context = Arc::new(context);
         let bytes = context_bytes(&st.context);
         st.context_charge.set(bytes);
     }
@@ -294,7 +297,7 @@ impl Session {
     /// Appends to the retained context.
     pub fn extend_context(&self, more: Vec<ContextMessage>) {
         let mut st = self.state();
-        st.context.extend(more);
+        Arc::make_mut(&mut st.context).extend(more);
         let bytes = context_bytes(&st.context);
         st.context_charge.set(bytes);
     }

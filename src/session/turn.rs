@@ -12,9 +12,10 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::live::{context_bytes, message_bytes, End, Session, TurnSignals};
+use super::emitter::keep_answer_prefix;
+use super::live::{context_bytes, message_bytes, Ending, Session, TurnSignals};
 use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
-use super::update::{bounded, notify, Event, Outcome, Update, MAX_CONTENT_BYTES};
+use super::update::{bounded, notify, Completion, Event, Update, MAX_CONTENT_BYTES};
 use super::{new_uuid, ChatMode, Sessions};
 use crate::agent::{
     self, AgentSettings, Backend, CompactionRequest, ContextMessage, InputMode, Kind, Role,
@@ -91,7 +92,7 @@ pub async fn run_prompt(
             .is_some_and(|s| Arc::ptr_eq(&s, &session));
         match session.ending() {
             None if live => session.start_turn(conn.clone()),
-            ending => return Answered::early(ending.unwrap_or(End::Closed).error()),
+            ending => return Answered::early(ending.unwrap_or(Ending::Closed).error()),
         }
     };
     // The configuration in effect when the turn starts (after the turns
@@ -224,7 +225,10 @@ async fn execute(
         signals,
     )
     .await;
-    let (content, emitted) = sink.finish().await;
+    // The turn's borrow of the context ends here, so extending it below
+    // does not copy it.
+    drop(context);
+    let (mut content, emitted) = sink.finish().await;
     let outcome = if sink.overflowed() {
         TurnOutcome::Failed(format!(
             "the turn's output exceeds {MAX_TURN_OUTPUT_BYTES} bytes"
@@ -237,7 +241,7 @@ async fn execute(
     if signals.hard.is_cancelled() {
         return Answered {
             content,
-            ..not_sent(session.ending().unwrap_or(End::Killed).error())
+            ..not_sent(session.ending().unwrap_or(Ending::Killed).error())
         };
     }
 
@@ -248,22 +252,24 @@ async fn execute(
     };
     let persisted = match (emitted, acp_row) {
         (Err(e), _) => Err(e),
-        (Ok(()), Some(row)) => store
-            .turn_finalize(row, failure)
-            .await
-            .map(|rows| provider_safe(&rows)),
+        (Ok(()), Some(row)) => store.turn_finalize(row, failure).await.map(provider_safe),
         (Ok(()), None) => {
             let reply = (!content.is_empty()).then_some(content.as_str());
-            store
-                .chat_append_turn(&session.id, prompt, reply)
-                .await
-                .map(|()| {
+            match store.chat_append_turn(&session.id, prompt, reply).await {
+                Ok(()) => {
                     let mut added = vec![ContextMessage::text(Role::User, prompt)];
-                    if let Some(r) = reply {
-                        added.push(ContextMessage::text(Role::Assistant, r));
+                    if !content.is_empty() {
+                        // The reply moves into the context; the answer keeps
+                        // only what it shows (as an ACP turn's emitter does).
+                        let mut shown = String::new();
+                        keep_answer_prefix(&mut shown, &content);
+                        let reply = std::mem::replace(&mut content, shown);
+                        added.push(ContextMessage::text(Role::Assistant, reply));
                     }
-                    added
-                })
+                    Ok(added)
+                }
+                Err(e) => Err(e),
+            }
         }
     };
     let added = match persisted {
@@ -276,7 +282,7 @@ async fn execute(
             complete(
                 conn,
                 session,
-                (Outcome::Failed, &content, Some(&err.to_string())),
+                (Completion::Failed, &content, Some(&err.to_string())),
                 &signals.soft,
             )
             .await;
@@ -292,13 +298,13 @@ async fn execute(
 
     // 6. turn_complete, then the answer.
     let (result, out) = match outcome {
-        TurnOutcome::Completed => (Ok("end_turn"), Outcome::Completed),
-        TurnOutcome::Cancelled => (Ok("cancelled"), Outcome::Cancelled),
-        TurnOutcome::Failed(m) => (Err(m), Outcome::Failed),
+        TurnOutcome::Completed => (Ok("end_turn"), Completion::Completed),
+        TurnOutcome::Cancelled => (Ok("cancelled"), Completion::Cancelled),
+        TurnOutcome::Failed(m) => (Err(m), Completion::Failed),
     };
     let reason = match (&result, out) {
         (Err(m), _) => Some(m.as_str()),
-        (_, Outcome::Cancelled) => Some("cancelled"),
+        (_, Completion::Cancelled) => Some("cancelled"),
         _ => None,
     };
     complete(conn, session, (out, &content, reason), &signals.soft).await;
@@ -338,7 +344,7 @@ async fn with_cancellation(
 pub async fn complete(
     conn: &Conn,
     session: &Session,
-    (outcome, content, reason): (Outcome, &str, Option<&str>),
+    (outcome, content, reason): (Completion, &str, Option<&str>),
     cancel: &CancellationToken,
 ) {
     let event = Event::TurnComplete {
@@ -394,7 +400,7 @@ async fn compact(
     let (new_context, compacted) = match forced {
         CompactionRequest::CompactEmpty => (Vec::new(), context.len()),
         CompactionRequest::None if !due => return,
-        _ if n == 0 => (context.clone(), 0),
+        _ if n == 0 => (context.to_vec(), 0),
         _ => {
             let summary = ContextMessage {
                 role: Role::User,

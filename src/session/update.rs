@@ -22,13 +22,13 @@ pub const MAX_CONTENT_BYTES: usize = 1024 * 1024;
 
 /// How a turn ended, as `turn_complete.outcome` says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Completion {
     Completed,
     Cancelled,
     Failed,
 }
 
-impl Outcome {
+impl Completion {
     fn as_str(self) -> &'static str {
         match self {
             Self::Completed => "completed",
@@ -65,7 +65,7 @@ pub enum Event<'a> {
         boundary_seq: i64,
     },
     TurnComplete {
-        outcome: Outcome,
+        outcome: Completion,
         content: &'a str,
         reason: Option<&'a str>,
     },
@@ -185,7 +185,7 @@ pub async fn notify(conn: &Conn, update: &Update<'_>, cancel: &CancellationToken
                 outcome, reason, ..
             },
             Dialect::Snake,
-        ) if *outcome != Outcome::Completed => {
+        ) if *outcome != Completion::Completed => {
             notice = ended_notice(*outcome, *reason);
             &Update {
                 session_id: update.session_id,
@@ -208,10 +208,10 @@ pub async fn notify(conn: &Conn, update: &Update<'_>, cancel: &CancellationToken
 /// turn's closing notice and have already shown the streamed text from its
 /// chunks, so `content` carries why the turn ended, as zeroclaw's own
 /// daemon writes it. The camel dialect keeps SPEC §8.5 (the streamed text).
-pub fn ended_notice(outcome: Outcome, reason: Option<&str>) -> String {
+pub fn ended_notice(outcome: Completion, reason: Option<&str>) -> String {
     match (outcome, reason) {
-        (Outcome::Failed, Some(r)) => format!("turn failed: {r}"),
-        (Outcome::Failed, None) => "turn failed".into(),
+        (Completion::Failed, Some(r)) => format!("turn failed: {r}"),
+        (Completion::Failed, None) => "turn failed".into(),
         (_, None | Some("cancelled")) => "turn cancelled".into(),
         (_, Some(r)) => format!("turn cancelled: {r}"),
     }
@@ -231,15 +231,15 @@ mod tests {
     #[test]
     fn the_snake_notice_says_why_the_turn_ended() {
         assert_eq!(
-            ended_notice(Outcome::Failed, Some("boom")),
+            ended_notice(Completion::Failed, Some("boom")),
             "turn failed: boom"
         );
         assert_eq!(
-            ended_notice(Outcome::Cancelled, Some("cancelled")),
+            ended_notice(Completion::Cancelled, Some("cancelled")),
             "turn cancelled"
         );
         assert_eq!(
-            ended_notice(Outcome::Cancelled, Some("session closed")),
+            ended_notice(Completion::Cancelled, Some("session closed")),
             "turn cancelled: session closed"
         );
     }
@@ -270,7 +270,7 @@ mod tests {
             ),
             (
                 Event::TurnComplete {
-                    outcome: Outcome::Cancelled,
+                    outcome: Completion::Cancelled,
                     content: "Hel",
                     reason: Some("cancelled"),
                 },

@@ -173,7 +173,7 @@ impl Store {
             .iter()
             .map(TranscriptRow::from_sql)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(provider_safe(&rows))
+        Ok(provider_safe(rows))
     }
 
     /// The highest history `seq` (0 if none): a Chat compaction's boundary.

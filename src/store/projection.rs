@@ -70,17 +70,6 @@ impl TranscriptRow {
     fn is(&self, role: &str, kind: &str) -> bool {
         self.role == role && self.kind == kind
     }
-
-    fn to_context(&self, role: Role, kind: Kind) -> ContextMessage {
-        ContextMessage {
-            role,
-            kind,
-            content: self.content.clone(),
-            tool_call_id: self.tool_call_id.clone(),
-            tool_name: self.tool_name.clone(),
-            tool_input: self.tool_input.clone(),
-        }
-    }
 }
 
 /// The transcript rows of session `row` with `seq > after`, in order.
@@ -107,12 +96,34 @@ pub(super) async fn transcript_after(
 /// rows keeps only the calls whose result (same `tool_call_id`, first unused
 /// match) is in the run of `tool_result` rows right after it, followed by
 /// those results in their order; everything else is dropped.
-pub fn provider_safe(rows: &[TranscriptRow]) -> Vec<ContextMessage> {
-    let rows: Vec<&TranscriptRow> = rows.iter().filter(|r| r.role != "system").collect();
+pub fn provider_safe(mut rows: Vec<TranscriptRow>) -> Vec<ContextMessage> {
+    kept(&rows)
+        .into_iter()
+        .map(|(i, role, kind)| {
+            let r = &mut rows[i];
+            ContextMessage {
+                role,
+                kind,
+                content: std::mem::take(&mut r.content),
+                tool_call_id: r.tool_call_id.take(),
+                tool_name: r.tool_name.take(),
+                tool_input: r.tool_input.take(),
+            }
+        })
+        .collect()
+}
+
+/// The rows the projection keeps, in its order, each once, as what.
+fn kept(rows: &[TranscriptRow]) -> Vec<(usize, Role, Kind)> {
+    let rows: Vec<(usize, &TranscriptRow)> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.role != "system")
+        .collect();
     let mut out = Vec::with_capacity(rows.len());
     let mut i = 0;
     while i < rows.len() {
-        let r = rows[i];
+        let (at, r) = rows[i];
         if r.is("assistant", "tool_call") {
             let calls_end = run_end(&rows, i, "assistant", "tool_call");
             let results_end = run_end(&rows, calls_end, "tool", "tool_result");
@@ -121,9 +132,9 @@ pub fn provider_safe(rows: &[TranscriptRow]) -> Vec<ContextMessage> {
             continue;
         }
         if r.is("user", "message") {
-            out.push(r.to_context(Role::User, Kind::Message));
+            out.push((at, Role::User, Kind::Message));
         } else if r.is("assistant", "message") {
-            out.push(r.to_context(Role::Assistant, Kind::Message));
+            out.push((at, Role::Assistant, Kind::Message));
         }
         // Anything else (a tool_result not right after calls, a tool
         // message) is not provider-safe.
@@ -132,26 +143,32 @@ pub fn provider_safe(rows: &[TranscriptRow]) -> Vec<ContextMessage> {
     out
 }
 
+/// Rows with their positions in the whole sequence.
+type Indexed<'a> = (usize, &'a TranscriptRow);
+
 /// The end of the run of `role/kind` rows starting at `from`.
-fn run_end(rows: &[&TranscriptRow], from: usize, role: &str, kind: &str) -> usize {
-    from + rows[from..].iter().take_while(|r| r.is(role, kind)).count()
+fn run_end(rows: &[Indexed<'_>], from: usize, role: &str, kind: &str) -> usize {
+    from + rows[from..]
+        .iter()
+        .take_while(|(_, r)| r.is(role, kind))
+        .count()
 }
 
 /// Keeps the calls that have a result in `results`, then those results.
-fn pair_group(calls: &[&TranscriptRow], results: &[&TranscriptRow], out: &mut Vec<ContextMessage>) {
+fn pair_group(calls: &[Indexed<'_>], results: &[Indexed<'_>], out: &mut Vec<(usize, Role, Kind)>) {
     let mut used = vec![false; results.len()];
     let mut kept_calls = Vec::new();
-    for call in calls {
+    for (at, call) in calls {
         let Some(id) = call.tool_call_id.as_deref() else {
             continue;
         };
         let found = results
             .iter()
             .enumerate()
-            .find(|(j, res)| !used[*j] && res.tool_call_id.as_deref() == Some(id));
+            .find(|(j, (_, res))| !used[*j] && res.tool_call_id.as_deref() == Some(id));
         if let Some((j, _)) = found {
             used[j] = true;
-            kept_calls.push(call.to_context(Role::Assistant, Kind::ToolCall));
+            kept_calls.push((*at, Role::Assistant, Kind::ToolCall));
         }
     }
     out.extend(kept_calls);
@@ -160,7 +177,7 @@ fn pair_group(calls: &[&TranscriptRow], results: &[&TranscriptRow], out: &mut Ve
             .iter()
             .zip(&used)
             .filter(|(_, used)| **used)
-            .map(|(res, _)| res.to_context(Role::Tool, Kind::ToolResult)),
+            .map(|((at, _), _)| (*at, Role::Tool, Kind::ToolResult)),
     );
 }
 
@@ -233,7 +250,7 @@ pub(super) mod tests {
             msg(4, "user", "again"),
         ];
         assert_eq!(
-            shape(&provider_safe(&rows)),
+            shape(&provider_safe(rows.to_vec())),
             [
                 "user/message:hi",
                 "assistant/message:hello",
@@ -255,7 +272,7 @@ pub(super) mod tests {
             msg(8, "assistant", "done"),
         ];
         assert_eq!(
-            shape(&provider_safe(&rows)),
+            shape(&provider_safe(rows.to_vec())),
             [
                 "user/message:go",
                 "assistant/tool_call:#a",
@@ -265,7 +282,7 @@ pub(super) mod tests {
                 "assistant/message:done",
             ]
         );
-        let ctx = provider_safe(&rows);
+        let ctx = provider_safe(rows.to_vec());
         assert_eq!(ctx[1].tool_input.as_ref().unwrap().get(), r#"{"id":"a"}"#);
         assert_eq!(ctx[1].tool_name.as_deref(), Some("echo"));
     }
@@ -282,7 +299,7 @@ pub(super) mod tests {
             call(7, "b"),
         ];
         assert_eq!(
-            shape(&provider_safe(&rows)),
+            shape(&provider_safe(rows.to_vec())),
             ["user/message:go", "user/message:next"]
         );
     }
@@ -296,12 +313,12 @@ pub(super) mod tests {
             result(4, "b", "other"),
         ];
         assert_eq!(
-            shape(&provider_safe(&rows)),
+            shape(&provider_safe(rows.to_vec())),
             ["assistant/tool_call:#a", "tool/tool_result:first#a"]
         );
         let rows = [call(1, "a"), result(2, "a", "one"), result(3, "a", "two")];
         assert_eq!(
-            shape(&provider_safe(&rows)),
+            shape(&provider_safe(rows.to_vec())),
             ["assistant/tool_call:#a", "tool/tool_result:one#a"]
         );
     }
@@ -317,7 +334,7 @@ pub(super) mod tests {
             result(6, "a", "A again"),
         ];
         assert_eq!(
-            shape(&provider_safe(&rows)),
+            shape(&provider_safe(rows.to_vec())),
             [
                 "assistant/tool_call:#a",
                 "tool/tool_result:A#a",

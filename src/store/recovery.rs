@@ -57,7 +57,7 @@ impl Store {
         };
         let rows = transcript_after(&mut tx, row, after).await?;
         tx.commit().await?;
-        context.extend(provider_safe(&rows));
+        context.extend(provider_safe(rows));
         Ok(context)
     }
 }

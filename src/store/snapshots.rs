@@ -11,7 +11,7 @@ use super::{utc_now, Store, StoreError};
 
 /// The latest snapshot of a session.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Snapshot {
+pub(super) struct ContextSnapshot {
     /// The last transcript seq it covers.
     pub(super) boundary_seq: i64,
     /// Its messages.
@@ -52,7 +52,7 @@ impl Store {
 pub(super) async fn latest_snapshot(
     conn: &mut SqliteConnection,
     row: i64,
-) -> Result<Option<Snapshot>, StoreError> {
+) -> Result<Option<ContextSnapshot>, StoreError> {
     let found: Option<(i64, String)> = sqlx::query_as(
         "SELECT boundary_seq, messages_json FROM acp_context_snapshots \
          WHERE session_row = ? ORDER BY id DESC LIMIT 1",
@@ -65,7 +65,7 @@ pub(super) async fn latest_snapshot(
     };
     let messages = serde_json::from_str(&json)
         .map_err(|e| StoreError::Corrupt(format!("snapshot {row}/{boundary_seq}: {e}")))?;
-    Ok(Some(Snapshot {
+    Ok(Some(ContextSnapshot {
         boundary_seq,
         messages,
     }))
