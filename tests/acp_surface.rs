@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::acp::*;
-use common::assert::assert_code_reason;
+use common::assert::assert_error;
 use serde_json::json;
 
 const SURFACE: &str = "acp_stdio";
@@ -62,15 +62,15 @@ fn attempts(env: &AcpEnv, sid: &str) {
     let mut rpc = env.rpc();
     let want = json!({"reason": "unsupported_interaction_surface", "interaction_surface": SURFACE});
     let t = rpc.prompt(sid, "resume me");
-    assert_code_reason(t.err(), -32000, Some("unsupported_interaction_surface"));
-    assert_eq!(t.err()["data"], want, "{}", t.err());
-    assert!(t.updates.is_empty(), "{:?}", t.updates);
+    assert_error(t.error(), -32000, Some("unsupported_interaction_surface"));
+    assert_eq!(t.error()["data"], want, "{}", t.error());
+    assert!(t.updates().is_empty(), "{:?}", t.updates());
     for _ in 0..2 {
-        let e = rpc.err(
+        let e = rpc.fails(
             "session/new",
             json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
         );
-        assert_code_reason(&e, -32000, Some("unsupported_interaction_surface"));
+        assert_error(&e, -32000, Some("unsupported_interaction_surface"));
         assert_eq!(e["data"], want, "{e}");
     }
     // As a notification: refused after the ownership check, so a failed turn_complete (§3.5).
@@ -188,7 +188,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
     assert_eq!(old_tail, "NULL");
     assert_ne!(new_tail, "NULL");
     let t = rpc.prompt("stdio-kill", "x");
-    assert_code_reason(t.err(), -32000, Some("killed"));
+    assert_error(t.error(), -32000, Some("killed"));
     assert_eq!(rpc.messages("stdio-kill").len(), 2);
 
     // Delete deletes the row with everything under it, checkpoint included.
@@ -210,7 +210,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
         );
         assert_eq!(n, 0, "{t}");
     }
-    assert_code_reason(
+    assert_error(
         &rpc.messages_mode("stdio-del", None).unwrap_err(),
         -32000,
         None,

@@ -5,12 +5,10 @@
 //! daemon's stderr JSON lines.
 
 mod common;
-use common::sessions;
 use common::start::start_echo;
 
 use common::own_peer_label;
 use serde_json::{json, Value};
-use sessions::*;
 
 const PRINCIPAL: &str = "shared-operator";
 

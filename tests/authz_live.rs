@@ -6,7 +6,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
+use common::assert::{assert_error_exact, err_of};
 use common::rpc::{call, fails, ok};
 use common::start::write_config;
 
@@ -71,14 +71,14 @@ fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
     let mut me = me(&d);
     assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
 
-    assert_error(
+    assert_error_exact(
         &fails(&mut me, "session/new", json!({"agent_alias": "echo"})),
         -32012,
         Some("Principal is not granted sessions:create (required by session/new)"),
         Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
     );
     for m in ["pairing/list", "pairing/create"] {
-        assert_error(
+        assert_error_exact(
             &fails(&mut me, m, json!({})),
             -32012,
             Some(&format!("Principal is not an admin (required by {m})")),
@@ -136,7 +136,7 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
         json!({"prop": "permission_profiles.me.grants.config", "value": ["read"]}),
     );
     let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(2))]);
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32012,
         Some("Principal is not granted config:update (required by config/set-many)"),
@@ -150,14 +150,14 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
         "config/set",
         json!({"prop": "permission_profiles.me.grants", "value": {}}),
     );
-    assert_error(
+    assert_error_exact(
         &fails(&mut me, "config/get", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         revoked(),
     );
     for _ in 0..2 {
-        assert_error(
+        assert_error_exact(
             &fails(&mut me, "config/get", json!({})),
             -32010,
             Some("First call must be 'initialize'"),
@@ -194,7 +194,7 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
     // request is not_initialized rather than revoked.
     me.send_line(r#"{"jsonrpc":"2.0","method":"status","params":{}}"#);
     me.expect_nothing_before_probe();
-    assert_error(
+    assert_error_exact(
         &fails(&mut me, "status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
@@ -223,7 +223,7 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
         v["result"],
         json!({"props": ["security.trust_daemon_uid"], "set": true})
     );
-    assert_error(
+    assert_error_exact(
         &fails(&mut uid_admin, "status", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
@@ -233,7 +233,7 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     // Root included: an unmapped uid is rejected (§5.2).
     let v = initialize(&mut uid_admin, None);
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32010,
         Some("Credential rejected"),
@@ -332,7 +332,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
         "session/new",
         json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32012,
         Some("Principal is not entitled to agent tiny"),
@@ -398,7 +398,7 @@ fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
         "config/set",
         json!({"prop": "permission_profiles.boss.admin", "value": false}),
     );
-    assert_error(
+    assert_error_exact(
         &fails(&mut me, "pairing/list", json!({})),
         -32012,
         Some("Principal is not an admin (required by pairing/list)"),

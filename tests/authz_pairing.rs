@@ -4,7 +4,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
+use common::assert::{assert_error_exact, err_of};
 use common::rpc::{call, fails, ok};
 use common::start::write_config;
 
@@ -69,7 +69,7 @@ fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator(
         "config/set",
         json!({"prop": "gateway.paired_tokens", "value": []}),
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("gateway.paired_tokens: read-only prop; use pairing/*"),
@@ -121,20 +121,20 @@ fn revoking_a_token_fails_the_next_request_of_its_connections() {
         json!({"revoked": true})
     );
     assert_eq!(file_config(&d).gateway.paired_tokens, [digest(&other)]);
-    assert_error(
+    assert_error_exact(
         &fails(&mut t1, "status", json!({})),
         -32010,
         Some("Pairing token revoked: re-pair and re-initialize"),
         Some(json!({"reason": "token_revoked"})),
     );
-    assert_error(
+    assert_error_exact(
         &fails(&mut t1, "status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
     );
     let v = initialize(&mut t1, Some(&token));
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32010,
         Some("Credential rejected"),
@@ -214,7 +214,7 @@ fn bad_credentials_are_rejected_without_falling_back_to_the_uid() {
         // The uid of this connection is trusted, but a presented token is
         // the credential (no fallback, §5.2).
         let mut c = d.connect();
-        assert_error(
+        assert_error_exact(
             &fails(&mut c, "initialize", params.clone()),
             -32010,
             Some(message),

@@ -9,7 +9,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
+use common::assert::{assert_error_exact, err_of};
 use common::rpc::{call, fails, ok};
 use common::start::{traversable_dir, write_config};
 
@@ -199,13 +199,13 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
     // except as the daemon's own uid, which binds the shared operator.
     let mut carol = client_as(&d.socket, &r.carol);
     let v = initialize(&mut carol, None);
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32010,
         Some("Credential rejected"),
         Some(json!({"reason": "credential_rejected"})),
     );
-    assert_error(
+    assert_error_exact(
         &fails(&mut carol, "status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
@@ -215,7 +215,7 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
     // A mapped user whose profiles grant nothing fails initialize.
     let mut bob = client_as(&d.socket, &r.bob);
     let v = initialize(&mut bob, None);
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32012,
         Some("Authenticated, but no permission profile grants this identity anything"),
@@ -251,7 +251,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
 
     // §6.4: a missing grant names the required grant and is audited.
     let v = call(&mut alice, "session/new", json!({"agent_alias": "echo"}));
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32012,
         Some("Principal is not granted sessions:create (required by session/new)"),
@@ -274,7 +274,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         "{denied}"
     );
     for (method, required) in [("config/get", "config:read"), ("status", "system:read")] {
-        assert_error(
+        assert_error_exact(
             &fails(&mut erin, method, json!({})),
             -32012,
             Some(&format!(
@@ -291,7 +291,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ("pairing/revoke", json!({"token_hash": "00".repeat(32)})),
         ("debug/set-faults", json!({"faults": ["config_commit"]})),
     ] {
-        assert_error(
+        assert_error_exact(
             &fails(&mut alice, method, params),
             -32012,
             Some(&format!("Principal is not an admin (required by {method})")),
@@ -328,7 +328,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     let (msg, data) = forbidden_path(2, "users.someone.uid");
-    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
+    assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
 
     // §6.3: admin-only props whatever config_write_paths says (alice has "*").
     let admin_only: Vec<(String, Value)> = vec![
@@ -372,13 +372,13 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
             ],
         );
         let (msg, data) = forbidden_path(1, prop);
-        assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
+        assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
         let v = call(
             &mut alice,
             "config/set",
             json!({"prop": prop, "value": value}),
         );
-        assert_error(
+        assert_error_exact(
             &err_of(&v),
             -32012,
             Some(&format!(
@@ -397,14 +397,14 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     let (msg, data) = forbidden_path(1, "gateway.host");
-    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
+    assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
     // ... and the shape check (step 1) comes before both.
     let v = call(
         &mut alice,
         "config/set-many",
         json!({"sets": [{"prop": "gateway.host", "value": "x"}, 7]}),
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("sets[1]: must be an object"),
@@ -426,10 +426,10 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     let (msg, data) = forbidden_path(1, "daemon.ask_timeout_secs");
-    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
+    assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
     let v = set_many(&mut erin, &[("agents.echo.backend", json!("echo"))]);
     let (msg, data) = forbidden_path(0, "agents.echo.backend");
-    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
+    assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
     assert_eq!(config_bytes(&d.config_dir), before);
 
     // Allowed paths succeed and are persisted.
@@ -492,7 +492,7 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": "permission_profiles.writer.grants.config", "value": []}),
     );
-    assert_error(
+    assert_error_exact(
         &fails(&mut alice, "config/get", json!({})),
         -32012,
         Some("Principal is not granted config:read (required by config/get)"),
@@ -511,7 +511,7 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
     assert_eq!(get(&mut alice, "agents.echo.backend"), "echo");
     // Read but no longer update: set-many is refused by the gate.
     let v = set_many(&mut alice, &[("daemon.ask_timeout_secs", json!(3))]);
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32012,
         Some("Principal is not granted config:update (required by config/set-many)"),
@@ -524,13 +524,13 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": "permission_profiles.writer.grants", "value": {}}),
     );
-    assert_error(
+    assert_error_exact(
         &fails(&mut alice, "status", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         Some(json!({"reason": "revoked"})),
     );
-    assert_error(
+    assert_error_exact(
         &fails(&mut alice, "status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
@@ -546,7 +546,7 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": format!("users.{}.uid", r.erin.name), "value": 3_999_999_999u32}),
     );
-    assert_error(
+    assert_error_exact(
         &fails(&mut erin, "session/list", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
@@ -605,7 +605,7 @@ fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
     // §5.3: a token presented by a roster user is checked, with no fallback
     // to the uid; the failure leaves the connection unbound.
     let v = initialize(&mut alice, Some(&format!("zc_{}", "0".repeat(64))));
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32010,
         Some("Credential rejected"),

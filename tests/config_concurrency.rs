@@ -5,7 +5,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
+use common::assert::{assert_error_exact, err_of};
 use common::rpc::{call, ok};
 use common::start::write_config;
 
@@ -217,7 +217,7 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
     // rejects the whole batch.
     let v = me.recv_json();
     assert_eq!(v["id"], "mine", "{v}");
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32012,
         Some("Principal is not granted config:update (required by config/set-many)"),
@@ -245,7 +245,7 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
     assert_eq!(admin.recv_json()["result"]["set"], true);
     let v = me.recv_json();
     assert_eq!(v["id"], "mine-2", "{v}");
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),

@@ -5,7 +5,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
+use common::assert::{assert_error_exact, err_of};
 use common::rpc::{call, ok};
 
 use std::os::unix::fs::PermissionsExt;
@@ -107,7 +107,7 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
             json!({"prop": "users.other.uid", "value": 1002}),
         )
     });
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("invalid configuration: users.other.permission_profiles: required"),
@@ -117,7 +117,7 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
     let v = unchanged(&d, &mut c, |c| {
         set_many(c, &[("users.other.uid", json!(1002))])
     });
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("invalid configuration: users.other.permission_profiles: required"),
@@ -196,7 +196,7 @@ fn an_invalid_entry_at_index_1_changes_neither_the_file_nor_the_running_config()
     ];
     for (sets, message, data) in cases {
         let v = unchanged(&d, &mut c, |c| set_many(c, &sets));
-        assert_error(&err_of(&v), -32602, Some(message), Some(data));
+        assert_error_exact(&err_of(&v), -32602, Some(message), Some(data));
     }
     // The entries before index 1 were valid on their own.
     let v = set_many(&mut c, &[("daemon.ask_timeout_secs", json!(5))]);
@@ -221,12 +221,12 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
     not_arrays.push(json!({"sets": {"prop": "daemon.ask_timeout_secs", "value": 7}}));
     for params in not_arrays {
         let v = unchanged(&d, &mut c, |c| call(c, "config/set-many", params.clone()));
-        assert_error(&err_of(&v), -32602, Some("sets must be an array"), None);
+        assert_error_exact(&err_of(&v), -32602, Some("sets must be an array"), None);
     }
     let too_many: Vec<Value> = (0..257).map(|_| ok_entry.clone()).collect();
     for sets in [json!([]), Value::Array(too_many)] {
         let v = unchanged(&d, &mut c, |c| set_many_raw(c, sets));
-        assert_error(
+        assert_error_exact(
             &err_of(&v),
             -32602,
             Some("sets must have 1 to 256 entries"),
@@ -259,7 +259,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
         let v = unchanged(&d, &mut c, |c| {
             set_many_raw(c, json!([ok_entry.clone(), entry.clone()]))
         });
-        assert_error(
+        assert_error_exact(
             &err_of(&v),
             -32602,
             Some(&format!("sets[1]: {why}")),
@@ -274,7 +274,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
             json!([{"prop": "nope", "value": 1}, ok_entry.clone(), 3]),
         )
     });
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("sets[2]: must be an object"),
@@ -392,7 +392,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
                 json!([ok_entry.clone(), {"prop": prop, "value": value.clone()}]),
             )
         });
-        assert_error(
+        assert_error_exact(
             &err_of(&v),
             -32602,
             Some(&format!("sets[1]: {prop}: {why}")),
@@ -559,7 +559,7 @@ fn config_set_runs_the_same_pipeline_naming_the_prop() {
     ];
     for (params, message, data) in cases {
         let v = unchanged(&d, &mut c, |c| call(c, "config/set", params.clone()));
-        assert_error(&err_of(&v), -32602, Some(message), Some(data));
+        assert_error_exact(&err_of(&v), -32602, Some(message), Some(data));
     }
     // Missing members fail decoding.
     for params in [

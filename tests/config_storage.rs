@@ -4,7 +4,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
+use common::assert::{assert_error_exact, err_of};
 use common::rpc::{call, ok};
 use common::start::write_config;
 
@@ -20,7 +20,7 @@ fn running(c: &mut Client) -> Value {
 }
 
 fn storage_error(v: &Value) {
-    assert_error(
+    assert_error_exact(
         &err_of(v),
         -32603,
         Some("Config save failed: injected fault: config_commit"),
@@ -29,7 +29,7 @@ fn storage_error(v: &Value) {
 }
 
 fn config_changed(v: &Value) {
-    assert_error(
+    assert_error_exact(
         &err_of(v),
         -32603,
         Some("config.toml changed on disk; restart the daemon"),

@@ -14,7 +14,7 @@ mod common;
 use std::path::Path;
 
 use common::acp::*;
-use common::assert::assert_code_reason;
+use common::assert::assert_error;
 use common::env_ops::*;
 use common::tmpfs::{Filler, Tmpfs};
 use common::{DaemonBuilder, TestDir};
@@ -26,7 +26,7 @@ const SIZE: u64 = 2 * 1024 * 1024;
 const BIG_REPLY: &str = "::repeat 40000 0123456789";
 
 fn assert_full(e: &Value) {
-    assert_code_reason(e, -32603, Some("storage_full"));
+    assert_error(e, -32603, Some("storage_full"));
 }
 
 #[test]
@@ -45,22 +45,22 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     let filler = Filler::fill(&cfg);
 
     let t = rpc.prompt("a1", "no room");
-    assert_full(t.err());
+    assert_full(t.error());
     assert!(
-        t.updates.is_empty(),
+        t.updates().is_empty(),
         "a turn whose begin failed sent updates: {:?}",
-        t.updates
+        t.updates()
     );
 
     let t = rpc.prompt("c1", "no room in chat");
-    assert_full(t.err());
-    assert_eq!(t.complete()["outcome"], "failed");
+    assert_full(t.error());
+    assert_eq!(t.turn_complete()["outcome"], "failed");
 
     assert_config_commit_fails(&mut rpc, "storage_full");
 
     assert_full(&upload(&mut rpc, "a1", &[7u8; 64 * 1024]).unwrap_err());
     assert_full(&attach(&mut rpc, "a1", &[9u8; 32 * 1024]).unwrap_err());
-    let e = rpc.err(
+    let e = rpc.fails(
         "session/new",
         json!({"agent_alias": "echo", "session_id": "a2", "chat_mode": "acp"}),
     );
@@ -78,8 +78,8 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     // first append that does not fit; what the client saw is what was kept.
     filler.leave_free(64 * 1024);
     let t = rpc.prompt("a1", BIG_REPLY);
-    assert_full(t.err());
-    assert_eq!(t.complete()["outcome"], "failed");
+    assert_full(t.error());
+    assert_eq!(t.turn_complete()["outcome"], "failed");
     let sent = t.text();
     assert!(
         !sent.is_empty() && sent.len() < 400_000,
@@ -183,7 +183,7 @@ fn starting_on_a_full_file_system_exits_1_says_why_and_changes_nothing() {
     // A restart with state, once the disk is full again: SQLite cannot
     // create its shared-memory file. The database is left as it was.
     let mut d = DaemonBuilder::new().config_dir(cfg).spawn();
-    let mut rpc = Rpc::new(&d);
+    let mut rpc = d.client();
     rpc.new_session("a1", "acp");
     rpc.prompt_ok("a1", "hello");
     drop(rpc);
@@ -207,6 +207,6 @@ fn starting_on_a_full_file_system_exits_1_says_why_and_changes_nothing() {
     // Space again: the same state serves.
     drop(filler);
     let d = DaemonBuilder::new().config_dir(cfg).spawn();
-    let mut rpc = Rpc::new(&d);
+    let mut rpc = d.client();
     assert_eq!(shape(&rpc.messages("a1")).len(), 2);
 }

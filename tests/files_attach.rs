@@ -7,7 +7,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::rpc::call;
 use common::start::{start_echo, Env};
 
@@ -134,7 +134,7 @@ fn path_mode_reads_the_file_and_image_markers_name_the_original_path() {
         "s1",
         json!([entry(&fresh, Some("f.txt")), {"path": missing.to_str().unwrap()}]),
     ));
-    assert_error(&e, -32602, None, None);
+    assert_error_exact(&e, -32602, None, None);
     assert_eq!(tree(&d.uploads()), before);
 }
 
@@ -156,7 +156,7 @@ fn path_mode_is_admin_only() {
         json!([entry(b"first", Some("first.txt")), {"path": file}]),
     ] {
         let e = err_of(&attach(&mut u, "mine", files));
-        assert_error(
+        assert_error_exact(
             &e,
             -32012,
             Some("Parameter path is admin-only"),
@@ -166,7 +166,7 @@ fn path_mode_is_admin_only() {
     }
     // The same entry as a prompt attachment: refused, the prompt does not run.
     let p = prompt(&mut u, "mine", "hello", Some(json!([{"path": file}])));
-    assert_error(
+    assert_error_exact(
         &err_of(&p.answer),
         -32012,
         Some("Parameter path is admin-only"),
@@ -191,7 +191,7 @@ fn path_mode_is_admin_only() {
         "theirs",
         json!([entry(b"intruder", Some("i.txt"))]),
     ));
-    assert_error(&e, -32003, Some("Caller does not own this session"), None);
+    assert_error_exact(&e, -32003, Some("Caller does not own this session"), None);
     assert_files(&d.uploads(), &[(&pm, b"mine")]);
     // The admin may use path mode on the same file.
     let got = attach_ok(&mut admin, "theirs", json!([{"path": file}]));
@@ -231,7 +231,7 @@ fn size_limits_are_checked_on_the_whole_request_before_anything_is_stored() {
         "s1",
         json!([entry(&small, Some("small.txt")), {"path": over}]),
     ));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("File exceeds 10 MB limit (10485761 bytes)"),
@@ -245,7 +245,7 @@ fn size_limits_are_checked_on_the_whole_request_before_anything_is_stored() {
         "s1",
         json!([{"path": six[0]}, {"path": six[1]}, {"path": six[2]}, entry(&three, Some("t.bin"))]),
     ));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("Request exceeds 20 MB limit (22020096 bytes)"),
@@ -323,10 +323,10 @@ fn malformed_entries_are_refused_and_store_nothing() {
         );
     }
     let e = err_of(&call(&mut c, "file/attach", json!({"session_id": "s1"})));
-    assert_error(&e, -32602, None, None);
+    assert_error_exact(&e, -32602, None, None);
     // Unknown session.
     let e = err_of(&attach(&mut c, "nope", json!([good.clone()])));
-    assert_error(&e, -32000, Some("Session not found"), None);
+    assert_error_exact(&e, -32000, Some("Session not found"), None);
     assert!(tree(&d.uploads()).is_empty());
 
     // An empty list stores nothing and answers an empty list.
@@ -565,7 +565,7 @@ fn an_indexed_path_that_cannot_be_replaced_is_a_storage_error_leaving_nothing_be
     std::fs::write(p.join("inside"), b"keep").unwrap();
     let before = tree(&d.uploads());
     let e = err_of(&attach(&mut c, "s1", json!([entry(&x, Some("x.txt"))])));
-    assert_error(&e, -32603, None, Some(json!({"reason": "storage"})));
+    assert_error_exact(&e, -32603, None, Some(json!({"reason": "storage"})));
     assert_eq!(tree(&d.uploads()), before, "no temporary file remains");
     // Once the obstacle is gone the file is restored.
     std::fs::remove_dir_all(&p).unwrap();
@@ -617,7 +617,7 @@ fn a_relative_path_is_refused() {
     assert!(std::path::Path::new("Cargo.toml").is_file());
     for rel in ["Cargo.toml", "./Cargo.toml", "src/../Cargo.toml"] {
         let e = err_of(&attach(&mut c, "s1", json!([{"path": rel}])));
-        assert_error(&e, -32602, None, None);
+        assert_error_exact(&e, -32602, None, None);
     }
     assert!(tree(&d.uploads()).is_empty(), "{:?}", names(&d.uploads()));
 }

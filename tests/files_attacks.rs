@@ -6,7 +6,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::rpc::ok;
 use common::start::{start_echo, Env};
 
@@ -108,16 +108,16 @@ fn a_symlinked_or_non_directory_uploads_is_refused_and_nothing_is_written() {
 
     // file/attach.
     let e = err_of(&attach(&mut c, "s1", json!([entry(&x, Some("x.txt"))])));
-    assert_error(&e, -32603, None, storage.clone());
+    assert_error_exact(&e, -32603, None, storage.clone());
     // A chunked upload: refused at commit, and released like any failed store.
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 100}));
     chunk_ok(&mut c, &id, 0, &x);
     let e = err_of(&commit(&mut c, &id));
-    assert_error(&e, -32603, None, storage.clone());
+    assert_error_exact(&e, -32603, None, storage.clone());
     assert_unknown_upload(&err_of(&commit(&mut c, &id)));
     // A prompt attachment: refused, the prompt does not run.
     let p = prompt(&mut c, "s1", "hi", Some(json!([entry(&x, None)])));
-    assert_error(&err_of(&p.answer), -32603, None, storage.clone());
+    assert_error_exact(&err_of(&p.answer), -32603, None, storage.clone());
     assert!(p.before.is_empty(), "{:?}", p.before);
 
     assert!(tree(&elsewhere).is_empty(), "{:?}", tree(&elsewhere));
@@ -128,7 +128,7 @@ fn a_symlinked_or_non_directory_uploads_is_refused_and_nothing_is_written() {
     std::fs::remove_file(d.uploads()).unwrap();
     std::fs::write(d.uploads(), b"not a dir").unwrap();
     let e = err_of(&attach(&mut c, "s1", json!([entry(&x, Some("x.txt"))])));
-    assert_error(&e, -32603, None, storage);
+    assert_error_exact(&e, -32603, None, storage);
     assert_eq!(std::fs::read(d.uploads()).unwrap(), b"not a dir");
     assert_eq!(names(&d.workspace()), vec!["uploads"]);
 }
@@ -145,7 +145,7 @@ fn staged(c: &mut common::Client, sid: &str, x: &[u8]) -> String {
 
 #[track_caller]
 fn assert_session_changed(e: &serde_json::Value) {
-    assert_error(
+    assert_error_exact(
         e,
         -32000,
         Some("Session changed since the upload began"),
@@ -179,12 +179,12 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     ok(&mut c, "session/close", json!({"session_id": "acp"}));
     // Closed but restorable: no live session to attach or upload to (§8.17, §8.18.1).
     let e = err_of(&attach(&mut c, "acp", json!([entry(&x, None)])));
-    assert_error(&e, -32000, Some("Session not found"), None);
+    assert_error_exact(&e, -32000, Some("Session not found"), None);
     let e = err_of(&begin(
         &mut c,
         json!({"session_id": "acp", "size_bytes": 1}),
     ));
-    assert_error(&e, -32000, Some("Session not found"), None);
+    assert_error_exact(&e, -32000, Some("Session not found"), None);
     new_session(&mut c, "acp", "acp");
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
@@ -254,13 +254,13 @@ fn a_grant_revoked_between_begin_and_commit_stores_nothing() {
     };
     let e = err_of(&commit(&mut u, &id));
     let (msg, data) = denied("file/upload/commit");
-    assert_error(&e, -32012, Some(&msg), data);
+    assert_error_exact(&e, -32012, Some(&msg), data);
     let e = err_of(&chunk(&mut u, &id, 0, &x));
     let (msg, data) = denied("file/upload/chunk");
-    assert_error(&e, -32012, Some(&msg), data);
+    assert_error_exact(&e, -32012, Some(&msg), data);
     let e = err_of(&attach(&mut u, "mine", json!([entry(&x, None)])));
     let (msg, data) = denied("file/attach");
-    assert_error(&e, -32012, Some(&msg), data);
+    assert_error_exact(&e, -32012, Some(&msg), data);
     assert!(tree(&d.uploads()).is_empty());
 
     // The denial ran no step of the commit: with the grant back, the upload commits.
@@ -288,14 +288,14 @@ fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
         json!({"prop": "permission_profiles.uploader.allowed_agents", "value": []}),
     );
     let e = err_of(&commit(&mut u, &id));
-    assert_error(
+    assert_error_exact(
         &e,
         -32012,
         Some("Principal is not entitled to agent echo"),
         Some(json!({"reason": "agent", "agent": "echo"})),
     );
     let e = err_of(&attach(&mut u, "mine", json!([entry(&x, None)])));
-    assert_error(
+    assert_error_exact(
         &e,
         -32012,
         Some("Principal is not entitled to agent echo"),
@@ -305,7 +305,7 @@ fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
         &mut u,
         json!({"session_id": "mine", "size_bytes": 1}),
     ));
-    assert_error(
+    assert_error_exact(
         &e,
         -32012,
         Some("Principal is not entitled to agent echo"),

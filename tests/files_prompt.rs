@@ -6,7 +6,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::rpc::ok;
 use common::start::start_echo;
 
@@ -61,7 +61,7 @@ fn an_empty_prompt_is_allowed_only_with_attachments() {
     new_session(&mut c, "s1", "chat");
     for attachments in [None, Some(json!([]))] {
         let p = prompt(&mut c, "s1", "", attachments);
-        assert_error(&err_of(&p.answer), -32602, None, None);
+        assert_error_exact(&err_of(&p.answer), -32602, None, None);
         assert!(p.before.is_empty(), "{:?}", p.before);
     }
     assert!(transcript(&mut c, "s1").is_empty());
@@ -111,7 +111,7 @@ fn a_failing_attachment_stops_the_prompt_and_keeps_what_was_stored() {
             entry(&later, Some("later.txt"))
         ])),
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&p.answer),
         -32603,
         None,
@@ -138,7 +138,7 @@ fn a_failing_attachment_stops_the_prompt_and_keeps_what_was_stored() {
         "never runs",
         Some(json!([entry(&fresh, None), {"path": over}])),
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&p.answer),
         -32602,
         Some("File exceeds 10 MB limit (10485761 bytes)"),
@@ -291,7 +291,7 @@ fn the_missing_grant_message_names_the_method_called() {
     let Some((_r, p)) = prompt_without_files_grant() else {
         return;
     };
-    assert_error(
+    assert_error_exact(
         &err_of(&p.answer),
         -32012,
         Some("Principal is not granted files:create (required by session/prompt)"),

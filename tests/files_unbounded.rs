@@ -6,7 +6,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::rpc::call;
 use common::start::start_echo;
 
@@ -16,7 +16,7 @@ use serde_json::json;
 const PAGEMAP: &str = "/proc/self/pagemap";
 
 fn assert_too_large(e: &serde_json::Value) {
-    assert_error(
+    assert_error_exact(
         e,
         -32602,
         Some("File exceeds 10 MB limit (10485761 bytes)"),

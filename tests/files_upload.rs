@@ -7,7 +7,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::rpc::{call, next_id, ok};
 use common::start::{config_with, start, start_echo};
 use common::wait::eventually;
@@ -93,7 +93,7 @@ fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
         (999, &flipped[..]),
     ] {
         let e = err_of(&chunk(&mut c, &id, offset, bytes));
-        assert_error(&e, -32602, Some("offset mismatch"), mismatch(1000));
+        assert_error_exact(&e, -32602, Some("offset mismatch"), mismatch(1000));
     }
     // (A huge offset: see `a_huge_offset_is_an_offset_mismatch`.)
 
@@ -109,7 +109,7 @@ fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
 
     // Beyond the declared size.
     let e = err_of(&chunk(&mut c, &id, 1000, &pattern(11, 2001)));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("chunk exceeds the declared size (3000 bytes)"),
@@ -120,7 +120,7 @@ fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
     chunk_ok(&mut c, &id, 2000, &x[2000..]);
     // Past the end, even a one-byte chunk at the right offset exceeds.
     let e = err_of(&chunk(&mut c, &id, 3000, b"z"));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("chunk exceeds the declared size (3000 bytes)"),
@@ -148,7 +148,7 @@ fn a_huge_offset_is_an_offset_mismatch() {
     chunk_ok(&mut c, &id, 0, b"01234");
     for offset in [u64::MAX, u64::MAX - 4, 1 << 63] {
         let e = err_of(&chunk(&mut c, &id, offset, b"abcde"));
-        assert_error(
+        assert_error_exact(
             &e,
             -32602,
             Some("offset mismatch"),
@@ -222,7 +222,7 @@ fn begin_validates_its_params() {
     new_session(&mut c, "s1", "chat");
     for n in [MAX_FILE as u64 + 1, u64::MAX] {
         let e = err_of(&begin(&mut c, json!({"session_id": "s1", "size_bytes": n})));
-        assert_error(
+        assert_error_exact(
             &e,
             -32602,
             Some(&format!("File exceeds 10 MB limit ({n} bytes)")),
@@ -291,7 +291,7 @@ fn begin_validates_its_params() {
         &mut c,
         json!({"session_id": "nope", "size_bytes": 1}),
     ));
-    assert_error(&e, -32000, Some("Session not found"), None);
+    assert_error_exact(&e, -32000, Some("Session not found"), None);
     // Refused begins hold no slot: four still fit on this connection.
     for _ in 0..4 {
         begin_ok(
@@ -314,7 +314,7 @@ fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
         json!({"session_id": "s1", "size_bytes": 2000, "sha256": sha256_hex(&x)}),
     );
     let e = err_of(&commit(&mut c, &id));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("incomplete upload: received 0 of 2000"),
@@ -322,7 +322,7 @@ fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
     );
     chunk_ok(&mut c, &id, 0, &x[..1000]);
     let e = err_of(&commit(&mut c, &id));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("incomplete upload: received 1000 of 2000"),
@@ -345,7 +345,7 @@ fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
     );
     chunk_ok(&mut c, &id, 0, &y);
     let e = err_of(&commit(&mut c, &id));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("sha256 mismatch"),
@@ -365,7 +365,7 @@ fn at_most_four_staged_uploads_per_connection() {
     let limit = || Some(json!({"limit": "uploads_per_connection", "max": 4}));
     let full = |c: &mut common::Client| {
         let e = err_of(&begin(c, json!({"session_id": "s1", "size_bytes": 9})));
-        assert_error(&e, -32004, Some("uploads_per_connection exceeded"), limit());
+        assert_error_exact(&e, -32004, Some("uploads_per_connection exceeded"), limit());
     };
     let mut ids: Vec<String> = (1..=3).map(|n| begin_ok(&mut c, b(n))).collect();
     ids.push(begin_ok(
@@ -452,7 +452,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
             c,
             json!({"session_id": sid, "size_bytes": n, "filename": "f"}),
         ));
-        assert_error(&e, -32004, Some("staged_bytes exceeded"), over());
+        assert_error_exact(&e, -32004, Some("staged_bytes exceeded"), over());
     };
 
     // 25 uploads of 10 MiB from 7 connections, all kept open.
@@ -472,7 +472,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     let with_sha =
         |n: usize| json!({"session_id": sid, "size_bytes": n, "sha256": sha256_hex(b"")});
     let e = err_of(&begin(&mut conns[6], with_sha(fit + 1)));
-    assert_error(&e, -32004, Some("staged_bytes exceeded"), over());
+    assert_error_exact(&e, -32004, Some("staged_bytes exceeded"), over());
     ids[6].push(begin_ok(&mut conns[6], with_sha(fit)));
     // Full to the byte: even an empty upload costs its metadata.
     full(&mut conns[6], 0);

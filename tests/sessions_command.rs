@@ -3,7 +3,7 @@
 //! and the quick test of §14, verbatim.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::sessions;
 use common::start::{config_with, start, start_echo, Env};
 use common::wait::eventually;
@@ -126,7 +126,7 @@ fn an_admin_cwd_is_the_programs_working_directory() {
     assert_eq!(r["workspace_dir"], cwd.path().display().to_string());
     // Not a directory, or relative: -32602.
     for bad in ["relative/dir", "/nonexistent/zeroclaw"] {
-        let e = c.err(
+        let e = c.fails(
             "session/new",
             json!({"agent_alias": "cmd", "session_id": "s-2", "cwd": bad}),
         );
@@ -154,7 +154,7 @@ fn a_non_zero_exit_fails_the_turn_with_the_last_stderr_line() {
                 complete(&sid, "failed", "out\n", Some(message)),
             ]
         );
-        assert_error(
+        assert_error_exact(
             t.error(),
             -32603,
             Some(message),
@@ -165,7 +165,7 @@ fn a_non_zero_exit_fails_the_turn_with_the_last_stderr_line() {
     let d = with_script("exit 7", "");
     let (mut c, _) = cmd_client(&d, "s-1");
     let t = c.prompt("s-1", "x");
-    assert_error(
+    assert_error_exact(
         t.error(),
         -32603,
         Some("agent command exited with status 7"),
@@ -213,7 +213,7 @@ fn timeout_secs_fails_a_turn_that_runs_too_long() {
             complete("s-1", "failed", "started\n", Some(message)),
         ]
     );
-    assert_error(
+    assert_error_exact(
         t.error(),
         -32603,
         Some(message),
@@ -240,7 +240,7 @@ fn cancel_terminates_the_program_and_its_children() {
         .collect();
     assert_eq!(pids.len(), 2, "{text:?}");
     assert!(pids.iter().all(|p| !process_gone(*p)), "running: {pids:?}");
-    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let all = c.until_all(&[id.clone(), cid]);
     assert_eq!(
         all[answer_index(&all, &id)].result(),
@@ -649,7 +649,7 @@ fn a_program_that_ignores_sigterm_is_killed_after_the_grace() {
         .map(|p| p.parse().unwrap())
         .collect();
     let start = Instant::now();
-    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let all = c.until_all(&[id.clone(), cid]);
     let took = start.elapsed();
     assert!(

@@ -4,7 +4,7 @@
 //! id space, and prompts sent as notifications.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::sessions;
 use common::start::{config_with, start, start_args, start_echo, ECHO_ONLY};
 use common::wait::eventually;
@@ -30,7 +30,7 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
         // The first chunk arrived: the turn is running.
         let first = c.until_update(|u| u["type"] == "agent_message_chunk");
         assert_eq!(first.len(), 1);
-        let cid = c.send_request("session/cancel", json!({ "session_id": sid }));
+        let cid = c.send("session/cancel", json!({ "session_id": sid }));
         let t = c.until_answer(&id);
         // The cancel's answer, at once, among the turn's last updates.
         let cancel: Vec<&Frame> = t.frames.iter().filter(|f| f.answers(&cid)).collect();
@@ -77,8 +77,8 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
             "mode {mode}"
         );
         // Nothing is running any more.
-        let e = c.err("session/cancel", json!({ "session_id": sid }));
-        assert_error(
+        let e = c.fails("session/cancel", json!({ "session_id": sid }));
+        assert_error_exact(
             &e,
             -32000,
             Some("No active turn for this session"),
@@ -92,7 +92,7 @@ fn cancel_without_a_running_turn_is_no_active_turn() {
     let d = start_echo();
     let mut c = d.client();
     let no_turn = |e: &Value| {
-        assert_error(
+        assert_error_exact(
             e,
             -32000,
             Some("No active turn for this session"),
@@ -100,16 +100,16 @@ fn cancel_without_a_running_turn_is_no_active_turn() {
         )
     };
     // No session at all.
-    no_turn(&c.err("session/cancel", json!({"session_id": "nope"})));
+    no_turn(&c.fails("session/cancel", json!({"session_id": "nope"})));
     // An idle session, before and after a turn.
     c.new_session("s-1", "acp");
-    no_turn(&c.err("session/cancel", json!({"session_id": "s-1"})));
+    no_turn(&c.fails("session/cancel", json!({"session_id": "s-1"})));
     c.prompt("s-1", "hi");
-    no_turn(&c.err("session/cancel", json!({"session_id": "s-1"})));
+    no_turn(&c.fails("session/cancel", json!({"session_id": "s-1"})));
     // Parameter errors come first.
-    let e = c.err("session/cancel", json!({}));
+    let e = c.fails("session/cancel", json!({}));
     assert_eq!(e["code"], -32602, "{e}");
-    let e = c.err("session/cancel", json!({"session_id": "bad id"}));
+    let e = c.fails("session/cancel", json!({"session_id": "bad id"}));
     assert_eq!(e["code"], -32602, "{e}");
 }
 
@@ -121,7 +121,7 @@ fn cancel_stops_a_sleep_and_leaves_queued_prompts_alone() {
     let first = c.start_prompt("s-1", "before\n::sleep 3600000\nnever");
     c.until_update(|u| u["text"] == "before");
     let second = c.start_prompt("s-1", "second");
-    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let all = c.until_all(&[first.clone(), second.clone(), cid.clone()]);
     assert_eq!(
         all[answer_index(&all, &first)].result(),
@@ -175,7 +175,7 @@ fn decide(
     if let Some(r) = replacement {
         params["replacement"] = json!(r);
     }
-    let aid = c.send_request("session/approve", params);
+    let aid = c.send("session/approve", params);
     let mut t = c.until_answer(prompt_id);
     let (acks, rest): (Vec<Frame>, Vec<Frame>) = t.frames.drain(..).partition(|f| f.answers(&aid));
     assert_eq!(acks.len(), 1, "the approve answer: {:#?}", t.raw());
@@ -342,22 +342,22 @@ fn approve_parameter_errors_and_unknown_requests() {
     let (id, _, req) = until_approval(&mut c, "s-1", "::approve rm");
     let rid = req["requestId"].clone();
     // reject_with_edit without a replacement, an unknown decision, no decision.
-    let e = c.err(
+    let e = c.fails(
         "session/approve",
         json!({"session_id": "s-1", "request_id": rid, "decision": "reject_with_edit"}),
     );
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("replacement is required with reject_with_edit"),
         None,
     );
-    let e = c.err(
+    let e = c.fails(
         "session/approve",
         json!({"session_id": "s-1", "request_id": rid, "decision": "maybe"}),
     );
     assert_eq!(e["code"], -32602, "{e}");
-    let e = c.err(
+    let e = c.fails(
         "session/approve",
         json!({"session_id": "s-1", "request_id": rid}),
     );
@@ -684,7 +684,7 @@ fn cancel_ends_a_turn_waiting_for_an_ask_or_an_approval() {
     let mut c = client_caps(&d);
     c.new_session("s-1", "chat");
     let (id, _, _ask) = until_ask(&mut c, "s-1", "x\n::ask q\nnever");
-    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let t = c.until_answer(&id);
     assert!(t.frames.iter().any(|f| f.answers(&cid)));
     assert_eq!(
@@ -692,7 +692,7 @@ fn cancel_ends_a_turn_waiting_for_an_ask_or_an_approval() {
         &json!({"session_id": "s-1", "stop_reason": "cancelled", "content": "x"})
     );
     let (id, _, _req) = until_approval(&mut c, "s-1", "::approve rm\nnever");
-    c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    c.send("session/cancel", json!({"session_id": "s-1"}));
     let t = c.until_answer(&id);
     assert_eq!(t.result()["stop_reason"], "cancelled");
     let tc: Vec<Value> = t
@@ -780,7 +780,7 @@ fn a_notification_prompt_killed_mid_turn_gets_a_failed_turn_complete_with_the_st
     c.new_session("k2", "chat");
     c.notify_prompt("k2", "abc\n::sleep 3600000");
     c.until_update(|u| u["text"] == "abc");
-    let kid = c.send_request("session/kill", json!({"session_id": "k2"}));
+    let kid = c.send("session/kill", json!({"session_id": "k2"}));
     let t = c.until_answer(&kid);
     assert_eq!(
         t.result(),
@@ -847,7 +847,7 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
     // ACP: the turn never starts, nothing is streamed.
     let t = c.prompt("a", "x");
     assert!(t.frames.is_empty(), "{:#?}", t.raw());
-    assert_error(
+    assert_error_exact(
         t.error(),
         -32603,
         Some(begin),
@@ -869,7 +869,7 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
             complete("ch", "failed", "hello", Some(append))
         ]
     );
-    assert_error(
+    assert_error_exact(
         t.error(),
         -32603,
         Some(append),

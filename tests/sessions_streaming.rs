@@ -4,7 +4,7 @@
 //! the snake_case dialect.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::sessions;
 use common::start::{config_with, start, start_echo, Env};
 use common::wait::eventually;
@@ -344,7 +344,7 @@ fn fail_answers_agent_failed_after_a_failed_turn_complete() {
                 complete("s-1", "failed", "partial", Some("boom: it broke")),
             ]
         );
-        assert_error(
+        assert_error_exact(
             t.error(),
             -32603,
             Some("boom: it broke"),
@@ -452,7 +452,7 @@ fn snake_dialect_gets_snake_case_update_params() {
         seen[0].raw,
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"session_id":"s-1","type":"tool_call","tool_call_id":"tc_1","name":"rm","raw_input":{"x":1}}}"#
     );
-    let aid = c.send_request(
+    let aid = c.send(
         "session/approve",
         json!({"session_id": "s-1", "request_id": rid, "decision": "reject"}),
     );

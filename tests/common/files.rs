@@ -17,7 +17,10 @@ use base64::Engine;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::assert::assert_error;
+use super::assert::assert_error_exact;
+// Re-exported for the suites' glob imports.
+#[allow(unused_imports)]
+pub use super::assert::{err_of, res_of};
 use super::rpc::{call, next_id, ok};
 use super::start::{start_in, traversable_dir, Env};
 use super::users::{client_as, Accounts, OsGroup, OsUser};
@@ -273,7 +276,7 @@ pub fn assert_files(dir: &Path, expected: &[(&Path, &[u8])]) {
 /// `-32602` `unknown_upload`.
 #[track_caller]
 pub fn assert_unknown_upload(e: &Value) {
-    assert_error(
+    assert_error_exact(
         e,
         -32602,
         Some("unknown upload"),
@@ -387,22 +390,6 @@ pub fn chunk_ok(c: &mut Client, upload: &str, offset: u64, bytes: &[u8]) {
 /// `file/upload/commit`; the whole answer.
 pub fn commit(c: &mut Client, upload: &str) -> Value {
     call(c, "file/upload/commit", json!({ "upload_id": upload }))
-}
-
-/// The `error` of an answer frame.
-#[track_caller]
-pub fn err_of(v: &Value) -> Value {
-    v.get("error")
-        .unwrap_or_else(|| panic!("expected an error, got {v}"))
-        .clone()
-}
-
-/// The `result` of an answer frame.
-#[track_caller]
-pub fn res_of(v: &Value) -> Value {
-    v.get("result")
-        .unwrap_or_else(|| panic!("expected a result, got {v}"))
-        .clone()
 }
 
 /// begin (with the content's sha256), 1 MiB chunks, commit; the commit answer.
