@@ -7,7 +7,6 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
-use common::rpc::{call, fails, ok};
 use common::start::write_config;
 
 use common::users::{config_bytes, digest, get, initialize, set_many, ADMIN_TOKEN};
@@ -69,24 +68,24 @@ fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
     let dir = TestDir::new();
     let d = start_self_roster(&dir);
     let mut me = me(&d);
-    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+    assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 
     assert_error_exact(
-        &fails(&mut me, "session/new", json!({"agent_alias": "echo"})),
+        &me.fails("session/new", json!({"agent_alias": "echo"})),
         -32012,
         Some("Principal is not granted sessions:create (required by session/new)"),
         Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
     );
     for m in ["pairing/list", "pairing/create"] {
         assert_error_exact(
-            &fails(&mut me, m, json!({})),
+            &me.fails(m, json!({})),
             -32012,
             Some(&format!("Principal is not an admin (required by {m})")),
             Some(json!({"reason": "admin_only"})),
         );
     }
     // Without --test-faults the method does not exist at all (§8.20).
-    let v = call(&mut me, "debug/set-faults", json!({"faults": []}));
+    let v = me.call_frame("debug/set-faults", json!({"faults": []}));
     assert_eq!(v["error"]["code"], -32601, "{v}");
 
     let before = config_bytes(&d.config_dir);
@@ -130,8 +129,7 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
     let mut me = me(&d);
 
     // Narrower grants: the binding stays, the gate applies the new grants.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.me.grants.config", "value": ["read"]}),
     );
@@ -145,20 +143,19 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
     assert_eq!(get(&mut me, "agents.echo.chunk_chars"), 16);
 
     // No grants left: revoked once, then unbound.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.me.grants", "value": {}}),
     );
     assert_error_exact(
-        &fails(&mut me, "config/get", json!({})),
+        &me.fails("config/get", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         revoked(),
     );
     for _ in 0..2 {
         assert_error_exact(
-            &fails(&mut me, "config/get", json!({})),
+            &me.fails("config/get", json!({})),
             -32010,
             Some("First call must be 'initialize'"),
             Some(json!({"reason": "not_initialized"})),
@@ -168,14 +165,13 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
     assert_eq!(v["error"]["data"]["reason"], "no_grants", "{v}");
 
     // Grants back: a fresh initialize binds again.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.me.grants", "value": {"system": ["read"]}}),
     );
     let v = initialize(&mut me, None);
     assert_eq!(v["result"]["principalId"], "user:me", "{v}");
-    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+    assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 }
 
 #[test]
@@ -184,8 +180,7 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
     let d = start_self_roster(&dir);
     let mut admin = admin(&d);
     let mut me = me(&d);
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.me.grants", "value": {}}),
     );
@@ -195,7 +190,7 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
     me.send_line(r#"{"jsonrpc":"2.0","method":"status","params":{}}"#);
     me.expect_nothing_before_probe();
     assert_error_exact(
-        &fails(&mut me, "status", json!({})),
+        &me.fails("status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
@@ -206,7 +201,7 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
 fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() {
     let d = Daemon::start();
     let mut uid_admin = d.client();
-    let token = ok(&mut uid_admin, "pairing/create", json!({}))["token"]
+    let token = uid_admin.ok("pairing/create", json!({}))["token"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -224,12 +219,12 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
         json!({"props": ["security.trust_daemon_uid"], "set": true})
     );
     assert_error_exact(
-        &fails(&mut uid_admin, "status", json!({})),
+        &uid_admin.fails("status", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         revoked(),
     );
-    let v = call(&mut uid_admin, "status", json!({}));
+    let v = uid_admin.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     // Root included: an unmapped uid is rejected (§5.2).
     let v = initialize(&mut uid_admin, None);
@@ -245,11 +240,10 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
 
     // The token's binding does not depend on the uid.
     assert_eq!(
-        ok(&mut token_admin, "status", json!({}))["principal_id"],
+        token_admin.ok("status", json!({}))["principal_id"],
         "shared-operator"
     );
-    ok(
-        &mut token_admin,
+    token_admin.ok(
         "config/set",
         json!({"prop": "security.trust_daemon_uid", "value": true}),
     );
@@ -263,7 +257,7 @@ fn a_profile_added_to_the_roster_user_widens_its_grants_live() {
     let d = start_self_roster(&dir);
     let mut admin = admin(&d);
     let mut me = me(&d);
-    let v = call(&mut me, "session/new", json!({"agent_alias": "echo"}));
+    let v = me.call_frame("session/new", json!({"agent_alias": "echo"}));
     assert_eq!(v["error"]["data"]["reason"], "missing_grant", "{v}");
     // One request creates a profile and gives it to the user (union, §6.3).
     let v = set_many(
@@ -278,14 +272,13 @@ fn a_profile_added_to_the_roster_user_widens_its_grants_live() {
         ],
     );
     assert_eq!(v["result"]["set"], true, "{v}");
-    let v = call(
-        &mut me,
+    let v = me.call_frame(
         "session/new",
         json!({"agent_alias": "echo", "chat_mode": "acp"}),
     );
     assert!(v.get("result").is_some(), "{v}");
     // The other profile's grants are still there.
-    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+    assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 }
 
 /// Sends `session/prompt` and returns the streamed `agent_message_chunk`
@@ -310,9 +303,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
     let dir = TestDir::new();
     let d = start_self_roster(&dir);
     let mut admin = admin(&d);
-    ok(
-        &mut admin,
-        "config/set",
+    admin.ok("config/set",
         json!({"prop": "permission_profiles.me.grants.sessions", "value": ["create", "execute", "read"]}),
     );
     let mut me = me(&d);
@@ -327,8 +318,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
     );
     assert_eq!(v["result"]["set"], true, "{v}");
     // §6.6: the user's profile allows only `echo`.
-    let v = call(
-        &mut me,
+    let v = me.call_frame(
         "session/new",
         json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
     );
@@ -338,13 +328,11 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
         Some("Principal is not entitled to agent tiny"),
         Some(json!({"reason": "agent", "agent": "tiny"})),
     );
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.me.allowed_agents", "value": ["echo", "tiny"]}),
     );
-    ok(
-        &mut me,
+    me.ok(
         "session/new",
         json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
     );
@@ -355,8 +343,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
     // A tuning prop the user may write applies to the next turn.
     let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(5))]);
     assert_eq!(v["result"]["set"], true, "{v}");
-    ok(
-        &mut me,
+    me.ok(
         "session/new",
         json!({"agent_alias": "echo", "session_id": "e1", "chat_mode": "acp"}),
     );
@@ -380,7 +367,7 @@ fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
     assert_eq!(v["result"]["set"], true, "{v}");
     // Admin passes every check: admin-only methods and props.
     assert_eq!(
-        ok(&mut me, "pairing/list", json!({}))["token_hashes"],
+        me.ok("pairing/list", json!({}))["token_hashes"],
         json!([digest(ADMIN_TOKEN)])
     );
     let v = set_many(
@@ -391,15 +378,14 @@ fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
         ],
     );
     assert_eq!(v["result"]["set"], true, "{v}");
-    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+    assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.boss.admin", "value": false}),
     );
     assert_error_exact(
-        &fails(&mut me, "pairing/list", json!({})),
+        &me.fails("pairing/list", json!({})),
         -32012,
         Some("Principal is not an admin (required by pairing/list)"),
         Some(json!({"reason": "admin_only"})),

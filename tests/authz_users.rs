@@ -10,7 +10,6 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
-use common::rpc::{call, fails, ok};
 use common::start::{traversable_dir, write_config};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -175,10 +174,7 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
     // §5.2: a mapped uid binds `user:<principal_id>`.
     let alice_id = format!("user:{}", r.alice.name);
     let mut alice = session_as(&d, &r.alice, &alice_id);
-    assert_eq!(
-        ok(&mut alice, "status", json!({}))["principal_id"],
-        alice_id
-    );
+    assert_eq!(alice.ok("status", json!({}))["principal_id"], alice_id);
     let mut erin = session_as(&d, &r.erin, "user:erin-id");
     let mut frank = session_as(&d, &r.frank, &format!("user:{}", r.frank.name));
     let bound = d
@@ -206,7 +202,7 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
         Some(json!({"reason": "credential_rejected"})),
     );
     assert_error_exact(
-        &fails(&mut carol, "status", json!({})),
+        &carol.fails("status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
@@ -221,21 +217,18 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
         Some("Authenticated, but no permission profile grants this identity anything"),
         Some(json!({"reason": "no_grants"})),
     );
-    let v = call(&mut bob, "status", json!({}));
+    let v = bob.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
 
     let mut admin = d.client();
     assert_eq!(
-        ok(&mut admin, "status", json!({}))["principal_id"],
+        admin.ok("status", json!({}))["principal_id"],
         "shared-operator"
     );
     // The roster connections are still served under their own principals.
-    assert_eq!(
-        ok(&mut alice, "status", json!({}))["principal_id"],
-        alice_id
-    );
+    assert_eq!(alice.ok("status", json!({}))["principal_id"], alice_id);
     for c in [&mut erin, &mut frank] {
-        assert_eq!(ok(c, "session/list", json!({}))["sessions"], json!([]));
+        assert_eq!(c.ok("session/list", json!({}))["sessions"], json!([]));
     }
 }
 
@@ -250,7 +243,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
     let mut erin = session_as(&d, &r.erin, "user:erin-id");
 
     // §6.4: a missing grant names the required grant and is audited.
-    let v = call(&mut alice, "session/new", json!({"agent_alias": "echo"}));
+    let v = alice.call_frame("session/new", json!({"agent_alias": "echo"}));
     assert_error_exact(
         &err_of(&v),
         -32012,
@@ -275,7 +268,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
     );
     for (method, required) in [("config/get", "config:read"), ("status", "system:read")] {
         assert_error_exact(
-            &fails(&mut erin, method, json!({})),
+            &erin.fails(method, json!({})),
             -32012,
             Some(&format!(
                 "Principal is not granted {required} (required by {method})"
@@ -292,7 +285,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ("debug/set-faults", json!({"faults": ["config_commit"]})),
     ] {
         assert_error_exact(
-            &fails(&mut alice, method, params),
+            &alice.fails(method, params),
             -32012,
             Some(&format!("Principal is not an admin (required by {method})")),
             Some(json!({"reason": "admin_only"})),
@@ -373,11 +366,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         );
         let (msg, data) = forbidden_path(1, prop);
         assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
-        let v = call(
-            &mut alice,
-            "config/set",
-            json!({"prop": prop, "value": value}),
-        );
+        let v = alice.call_frame("config/set", json!({"prop": prop, "value": value}));
         assert_error_exact(
             &err_of(&v),
             -32012,
@@ -399,8 +388,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
     let (msg, data) = forbidden_path(1, "gateway.host");
     assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
     // ... and the shape check (step 1) comes before both.
-    let v = call(
-        &mut alice,
+    let v = alice.call_frame(
         "config/set-many",
         json!({"sets": [{"prop": "gateway.host", "value": "x"}, 7]}),
     );
@@ -456,8 +444,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     assert_eq!(v["result"]["set"], true, "{v}");
-    let v = call(
-        &mut erin,
+    let v = erin.call_frame(
         "config/set",
         json!({"prop": "agents.echo.system_prompt", "value": "tuned"}),
     );
@@ -487,24 +474,19 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
     let mut admin = d.client();
 
     // A grant taken away applies at alice's next request; she stays bound.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.writer.grants.config", "value": []}),
     );
     assert_error_exact(
-        &fails(&mut alice, "config/get", json!({})),
+        &alice.fails("config/get", json!({})),
         -32012,
         Some("Principal is not granted config:read (required by config/get)"),
         Some(json!({"reason": "missing_grant", "required": "config:read"})),
     );
-    assert_eq!(
-        ok(&mut alice, "status", json!({}))["principal_id"],
-        alice_id
-    );
+    assert_eq!(alice.ok("status", json!({}))["principal_id"], alice_id);
     // A grant given applies too, without reconnecting.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.writer.grants.config", "value": ["read"]}),
     );
@@ -519,19 +501,18 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
     );
 
     // Profiles granting nothing: revoked, then the binding is gone.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.writer.grants", "value": {}}),
     );
     assert_error_exact(
-        &fails(&mut alice, "status", json!({})),
+        &alice.fails("status", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         Some(json!({"reason": "revoked"})),
     );
     assert_error_exact(
-        &fails(&mut alice, "status", json!({})),
+        &alice.fails("status", json!({})),
         -32010,
         Some("First call must be 'initialize'"),
         Some(json!({"reason": "not_initialized"})),
@@ -541,44 +522,43 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
 
     // The roster entry no longer maps erin's uid (map keys cannot be deleted
     // through the protocol, §8.16; remapping the uid is the removal).
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": format!("users.{}.uid", r.erin.name), "value": 3_999_999_999u32}),
     );
     assert_error_exact(
-        &fails(&mut erin, "session/list", json!({})),
+        &erin.fails("session/list", json!({})),
         -32012,
         Some("Permission revoked: the principal no longer resolves"),
         Some(json!({"reason": "revoked"})),
     );
-    let v = call(&mut erin, "session/list", json!({}));
+    let v = erin.call_frame("session/list", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     let v = initialize(&mut erin, None);
     assert_eq!(v["error"]["data"]["reason"], "credential_rejected", "{v}");
 
     // A renamed principal is another principal: revoked too, and a new
     // initialize binds the new id.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": format!("users.{}.principal_id", r.frank.name), "value": "renamed"}),
     );
-    let v = call(&mut frank, "session/list", json!({}));
+    let v = frank.call_frame("session/list", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "revoked", "{v}");
     let v = initialize(&mut frank, None);
     assert_eq!(v["result"]["principalId"], "user:renamed", "{v}");
-    assert!(call(&mut frank, "session/list", json!({}))
+    assert!(frank
+        .call_frame("session/list", json!({}))
         .get("result")
         .is_some());
 
     // A config change that leaves frank's principal alone keeps him bound.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "daemon.ask_timeout_secs", "value": 60}),
     );
-    assert!(call(&mut frank, "session/list", json!({}))
+    assert!(frank
+        .call_frame("session/list", json!({}))
         .get("result")
         .is_some());
 
@@ -611,20 +591,21 @@ fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
         Some("Credential rejected"),
         Some(json!({"reason": "credential_rejected"})),
     );
-    let v = call(&mut alice, "status", json!({}));
+    let v = alice.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     let v = initialize(&mut alice, None);
     assert_eq!(v["result"]["principalId"], alice_id, "{v}");
     // A token from the admin binds the roster user's connection to the shared
     // operator (a token authenticates as the shared operator, §6.7).
     let mut admin = d.client();
-    let token = ok(&mut admin, "pairing/create", json!({}))["token"]
+    let token = admin.ok("pairing/create", json!({}))["token"]
         .as_str()
         .unwrap()
         .to_owned();
     let v = initialize(&mut alice, Some(&token));
     assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
-    assert!(call(&mut alice, "pairing/list", json!({}))
+    assert!(alice
+        .call_frame("pairing/list", json!({}))
         .get("result")
         .is_some());
 }
@@ -783,9 +764,9 @@ fn the_worked_example_of_docs_config_md() {
         ],
     );
     assert_eq!(code, Some(0), "{out}{err}");
-    let v = call(&mut open, "status", json!({}));
+    let v = open.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "revoked", "{v}");
-    let v = call(&mut open, "status", json!({}));
+    let v = open.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
 }
 
@@ -824,8 +805,7 @@ fn the_socket_group_follows_the_config_from_one_start_to_the_next() {
     assert!(reaches(&d, &alice) && !reaches(&d, &bob));
     // Changed by the admin: applies at the next start.
     let mut admin = d.client();
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "security.socket_group", "value": g2.name}),
     );

@@ -6,7 +6,6 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
-use common::rpc::{call, ok};
 use common::start::write_config;
 
 use std::fs::{File, OpenOptions};
@@ -83,7 +82,7 @@ fn batches_of_two_clients_serialize_without_interleaving() {
         std::thread::spawn(move || {
             let mut seen = 0u32;
             while !stop.load(Ordering::SeqCst) {
-                which_running(&ok(&mut c, "config/get", json!({})));
+                which_running(&c.ok("config/get", json!({})));
                 which_on_disk(&cfg);
                 seen += 1;
             }
@@ -99,7 +98,7 @@ fn batches_of_two_clients_serialize_without_interleaving() {
                     let v = set_many(&mut c, &batch(who, i));
                     assert_eq!(v["result"]["set"], true, "writer {who} batch {i}: {v}");
                     // My batch landed whole; another may already follow it.
-                    which_running(&ok(&mut c, "config/get", json!({})));
+                    which_running(&c.ok("config/get", json!({})));
                 }
             })
         })
@@ -112,7 +111,7 @@ fn batches_of_two_clients_serialize_without_interleaving() {
     assert!(snapshots > 0);
 
     // The last batch of one of the writers won, in memory and on disk alike.
-    let last = which_running(&ok(&mut first, "config/get", json!({})));
+    let last = which_running(&first.ok("config/get", json!({})));
     assert!(
         last == (1, BATCHES - 1) || last == (2, BATCHES - 1),
         "{last:?}"
@@ -170,7 +169,7 @@ fn send_set_many(c: &mut Client, id: &str, sets: &[(&str, Value)]) {
 /// is answered concurrently while a set-many waits (§3.7), and frames are
 /// dispatched in order.
 fn passed_the_gate(c: &mut Client) {
-    let v = call(c, "status", json!({}));
+    let v = c.call_frame("status", json!({}));
     assert!(v.get("result").is_some(), "{v}");
 }
 
@@ -227,8 +226,7 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
 
     // Same with the whole binding revoked while waiting: `revoked`, and the
     // binding is dropped.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.me.grants.config", "value": ["update"]}),
     );
@@ -251,7 +249,7 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
         Some("Permission revoked: the principal no longer resolves"),
         Some(json!({"reason": "revoked"})),
     );
-    let v = call(&mut me, "status", json!({}));
+    let v = me.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     assert_eq!(get(&mut admin, "agents.echo.chunk_chars"), 16);
 }

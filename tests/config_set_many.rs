@@ -6,7 +6,6 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
-use common::rpc::{call, ok};
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -25,13 +24,13 @@ type Sets = Vec<(&'static str, Value)>;
 
 /// A `config/set-many` with raw JSON `sets`.
 fn set_many_raw(c: &mut Client, sets: Value) -> Value {
-    call(c, "config/set-many", json!({ "sets": sets }))
+    c.call_frame("config/set-many", json!({ "sets": sets }))
 }
 
 /// Runs `f`, then checks that `config.toml` and `config/get` did not change.
 fn unchanged<T>(d: &Daemon, c: &mut Client, f: impl FnOnce(&mut Client) -> T) -> T {
     let bytes = config_bytes(&d.config_dir);
-    let running = ok(c, "config/get", json!({}));
+    let running = c.ok("config/get", json!({}));
     let out = f(c);
     assert_eq!(
         config_bytes(&d.config_dir),
@@ -39,7 +38,7 @@ fn unchanged<T>(d: &Daemon, c: &mut Client, f: impl FnOnce(&mut Client) -> T) ->
         "config.toml must stay byte-identical"
     );
     assert_eq!(
-        ok(c, "config/get", json!({})),
+        c.ok("config/get", json!({})),
         running,
         "the running config must not change"
     );
@@ -80,11 +79,11 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
         r#"{"jsonrpc":"2.0","result":{"props":["users.example.uid","users.example.permission_profiles"],"set":true},"id":2}"#
     );
     assert_eq!(
-        ok(&mut c, "config/get", json!({"prop": "users.example.uid"})),
+        c.ok("config/get", json!({"prop": "users.example.uid"})),
         json!({"prop": "users.example.uid", "value": 1001})
     );
     assert_eq!(
-        ok(&mut c, "config/get", json!({}))["users"],
+        c.ok("config/get", json!({}))["users"],
         json!({"example": {"uid": 1001, "permission_profiles": ["operator"], "principal_id": null}})
     );
     let file = file_config(&d);
@@ -101,8 +100,7 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
     // One entry at a time cannot create a user (§6.2): config/set fails
     // validation naming the missing field, without an index.
     let v = unchanged(&d, &mut c, |c| {
-        call(
-            c,
+        c.call_frame(
             "config/set",
             json!({"prop": "users.other.uid", "value": 1002}),
         )
@@ -220,7 +218,9 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
     ];
     not_arrays.push(json!({"sets": {"prop": "daemon.ask_timeout_secs", "value": 7}}));
     for params in not_arrays {
-        let v = unchanged(&d, &mut c, |c| call(c, "config/set-many", params.clone()));
+        let v = unchanged(&d, &mut c, |c| {
+            c.call_frame("config/set-many", params.clone())
+        });
         assert_error_exact(&err_of(&v), -32602, Some("sets must be an array"), None);
     }
     let too_many: Vec<Value> = (0..257).map(|_| ok_entry.clone()).collect();
@@ -234,7 +234,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
         );
     }
     // Positional params are not supported (§1.3).
-    let v = call(&mut c, "config/set-many", json!([[ok_entry.clone()]]));
+    let v = c.call_frame("config/set-many", json!([[ok_entry.clone()]]));
     assert_eq!(v["error"]["code"], -32602, "{v}");
 
     // Step 1, one entry: named sets[<i>] with data.index only.
@@ -477,13 +477,11 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
         json!([])
     );
     // An env table replaces the whole table.
-    ok(
-        &mut c,
+    c.ok(
         "config/set",
         json!({"prop": "agents.echo.env", "value": {"A": "1", "B": "2"}}),
     );
-    ok(
-        &mut c,
+    c.ok(
         "config/set",
         json!({"prop": "agents.echo.env", "value": {"C": "3"}}),
     );
@@ -497,11 +495,11 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
         "daemon",
         "agents.ghost.backend",
     ] {
-        let v = call(&mut c, "config/get", json!({"prop": prop}));
+        let v = c.call_frame("config/get", json!({"prop": prop}));
         assert_eq!(v["error"]["code"], -32602, "{prop}: {v}");
     }
     assert_eq!(get(&mut c, "security.socket_group"), Value::Null);
-    let all = ok(&mut c, "config/get", json!({}));
+    let all = c.ok("config/get", json!({}));
     assert_eq!(
         all["daemon"],
         json!({"session_idle_secs": 1800, "approval_timeout_secs": 120, "ask_timeout_secs": 7, "upload_idle_secs": 300, "advertised_server_version": null})
@@ -521,8 +519,7 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
 fn config_set_runs_the_same_pipeline_naming_the_prop() {
     let d = Daemon::start();
     let mut c = d.client();
-    let v = call(
-        &mut c,
+    let v = c.call_frame(
         "config/set",
         json!({"prop": "agents.echo.chunk_chars", "value": 4}),
     );
@@ -558,7 +555,7 @@ fn config_set_runs_the_same_pipeline_naming_the_prop() {
         ),
     ];
     for (params, message, data) in cases {
-        let v = unchanged(&d, &mut c, |c| call(c, "config/set", params.clone()));
+        let v = unchanged(&d, &mut c, |c| c.call_frame("config/set", params.clone()));
         assert_error_exact(&err_of(&v), -32602, Some(message), Some(data));
     }
     // Missing members fail decoding.
@@ -566,7 +563,7 @@ fn config_set_runs_the_same_pipeline_naming_the_prop() {
         json!({"prop": "agents.echo.chunk_chars"}),
         json!({"value": 1}),
     ] {
-        let v = unchanged(&d, &mut c, |c| call(c, "config/set", params.clone()));
+        let v = unchanged(&d, &mut c, |c| c.call_frame("config/set", params.clone()));
         assert_eq!(v["error"]["code"], -32602, "{v}");
     }
     assert_eq!(get(&mut c, "agents.echo.chunk_chars"), 4);

@@ -8,7 +8,6 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::rpc::call;
 use common::start::{start_echo, Env};
 
 use std::os::unix::fs::MetadataExt;
@@ -322,7 +321,7 @@ fn malformed_entries_are_refused_and_store_nothing() {
             "{what}: something was stored"
         );
     }
-    let e = err_of(&call(&mut c, "file/attach", json!({"session_id": "s1"})));
+    let e = err_of(&c.call_frame("file/attach", json!({"session_id": "s1"})));
     assert_error_exact(&e, -32602, None, None);
     // Unknown session.
     let e = err_of(&attach(&mut c, "nope", json!([good.clone()])));

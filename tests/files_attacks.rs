@@ -7,7 +7,6 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::rpc::ok;
 use common::start::{start_echo, Env};
 
 use std::os::unix::fs::MetadataExt;
@@ -162,7 +161,7 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     // Closed (and not reopened).
     new_session(&mut c, "closed", "chat");
     let id = staged(&mut c, "closed", &x);
-    ok(&mut c, "session/close", json!({"session_id": "closed"}));
+    c.ok("session/close", json!({"session_id": "closed"}));
     assert_session_changed(&err_of(&commit(&mut c, &id)));
     // Released from step 2 on: the id is unknown afterwards.
     assert_unknown_upload(&err_of(&commit(&mut c, &id)));
@@ -176,7 +175,7 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     // Closed and reopened by session/new (ACP resume).
     new_session(&mut c, "acp", "acp");
     let id = staged(&mut c, "acp", &x);
-    ok(&mut c, "session/close", json!({"session_id": "acp"}));
+    c.ok("session/close", json!({"session_id": "acp"}));
     // Closed but restorable: no live session to attach or upload to (§8.17, §8.18.1).
     let e = err_of(&attach(&mut c, "acp", json!([entry(&x, None)])));
     assert_error_exact(&e, -32000, Some("Session not found"), None);
@@ -191,7 +190,7 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     // Closed and rehydrated by a prompt.
     new_session(&mut c, "rehyd", "acp");
     let id = staged(&mut c, "rehyd", &x);
-    ok(&mut c, "session/close", json!({"session_id": "rehyd"}));
+    c.ok("session/close", json!({"session_id": "rehyd"}));
     let p = prompt(&mut c, "rehyd", "hello", None);
     assert_eq!(p.answer["result"]["content"], "hello", "{:?}", p.answer);
     assert_session_changed(&err_of(&commit(&mut c, &id)));
@@ -199,13 +198,13 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     // Killed.
     new_session(&mut c, "killed", "acp");
     let id = staged(&mut c, "killed", &x);
-    ok(&mut c, "session/kill", json!({"session_id": "killed"}));
+    c.ok("session/kill", json!({"session_id": "killed"}));
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     // Deleted.
     new_session(&mut c, "deleted", "chat");
     let id = staged(&mut c, "deleted", &x);
-    let r = ok(&mut c, "session/delete", json!({"session_id": "deleted"}));
+    let r = c.ok("session/delete", json!({"session_id": "deleted"}));
     assert_eq!(r["deleted"], true);
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
@@ -239,8 +238,7 @@ fn a_grant_revoked_between_begin_and_commit_stores_nothing() {
 
     // The profile loses files:create: commit (and chunk) are denied.
     let set = |admin: &mut common::Client, files: serde_json::Value| {
-        ok(
-            admin,
+        admin.ok(
             "config/set",
             json!({"prop": "permission_profiles.uploader.grants.files", "value": files}),
         )
@@ -282,8 +280,7 @@ fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
     let x = pattern(31, 1000);
     let id = staged(&mut u, "mine", &x);
     // files:create stays: the gate lets the commit through, the store step refuses it.
-    ok(
-        &mut admin,
+    admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.uploader.allowed_agents", "value": []}),
     );

@@ -7,7 +7,6 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::rpc::ok;
 use common::start::start_echo;
 
 use common::files::*;
@@ -90,8 +89,7 @@ fn a_failing_attachment_stops_the_prompt_and_keeps_what_was_stored() {
     let d = start_echo();
     let mut c = d.admin();
     new_session(&mut c, "s1", "chat");
-    ok(
-        &mut c,
+    c.ok(
         "file/attach",
         json!({"session_id": "s1", "files": [entry(b"seed", None)]}),
     );

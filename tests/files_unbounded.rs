@@ -7,7 +7,6 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::rpc::call;
 use common::start::start_echo;
 
 use common::files::*;
@@ -36,8 +35,7 @@ fn an_endless_file_that_claims_size_0_is_file_too_large() {
     assert!(tree(&d.uploads()).is_empty());
 
     // As a prompt attachment: refused before the turn.
-    let v = call(
-        &mut c,
+    let v = c.call_frame(
         "session/prompt",
         json!({"session_id": "s1", "prompt": "hi", "attachments": [{"path": PAGEMAP}]}),
     );

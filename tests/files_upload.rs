@@ -8,7 +8,7 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::rpc::{call, next_id, ok};
+use common::rpc::next_id;
 use common::start::{config_with, start, start_echo};
 use common::wait::eventually;
 
@@ -195,7 +195,7 @@ fn chunk_sizes_and_encodings_are_checked() {
         ),
         ("no upload_id", json!({"offset": 0, "data_b64": "YQ=="})),
     ] {
-        let e = err_of(&call(&mut c, "file/upload/chunk", params));
+        let e = err_of(&c.call_frame("file/upload/chunk", params));
         assert_eq!(e["code"], -32602, "{what}: {e}");
         assert_eq!(e.get("data"), None, "{what}: {e}");
     }
@@ -494,8 +494,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     // With a 1 s idle limit (set live; the sweep is not due for 30 s), a
     // begin that does not fit reclaims every upload idle for longer, even on
     // open connections, but not X, active again just before.
-    let r = ok(
-        &mut adm,
+    let r = adm.ok(
         "config/set",
         json!({"prop": "daemon.upload_idle_secs", "value": 1}),
     );

@@ -21,7 +21,7 @@ use super::assert::assert_error_exact;
 // Re-exported for the suites' glob imports.
 #[allow(unused_imports)]
 pub use super::assert::{err_of, res_of};
-use super::rpc::{call, next_id, ok};
+use super::rpc::next_id;
 use super::start::{start_in, traversable_dir, Env};
 use super::users::{client_as, Accounts, OsGroup, OsUser};
 use super::{Client, RECV_TIMEOUT};
@@ -129,7 +129,7 @@ impl Roster {
     /// A connection as the roster user that completed `initialize`.
     pub fn client(&self) -> Client {
         let mut c = client_as(&self.env.socket, &self.user);
-        let r = ok(&mut c, "initialize", json!({"protocolVersion": 1}));
+        let r = c.ok("initialize", json!({"protocolVersion": 1}));
         assert_eq!(r["principalId"], self.principal(), "{r}");
         c
     }
@@ -286,8 +286,7 @@ pub fn assert_unknown_upload(e: &Value) {
 
 /// `session/new` with the `echo` agent (`mode` `chat` or `acp`); the result.
 pub fn new_session(c: &mut Client, id: &str, mode: &str) -> Value {
-    ok(
-        c,
+    c.ok(
         "session/new",
         json!({"agent_alias": "echo", "session_id": id, "chat_mode": mode}),
     )
@@ -304,8 +303,7 @@ pub fn entry(bytes: &[u8], filename: Option<&str>) -> Value {
 
 /// `file/attach`; the whole answer.
 pub fn attach(c: &mut Client, session: &str, files: Value) -> Value {
-    call(
-        c,
+    c.call_frame(
         "file/attach",
         json!({"session_id": session, "files": files}),
     )
@@ -340,7 +338,7 @@ pub fn doc_marker(name: &str, path: &Path) -> String {
 
 /// `file/upload/begin`; the whole answer.
 pub fn begin(c: &mut Client, params: Value) -> Value {
-    call(c, "file/upload/begin", params)
+    c.call_frame("file/upload/begin", params)
 }
 
 /// `file/upload/begin` that must succeed; the upload id (the result checked).
@@ -369,8 +367,7 @@ pub fn begin_ok(c: &mut Client, params: Value) -> String {
 
 /// `file/upload/chunk` with `bytes` at `offset`; the whole answer.
 pub fn chunk(c: &mut Client, upload: &str, offset: u64, bytes: &[u8]) -> Value {
-    call(
-        c,
+    c.call_frame(
         "file/upload/chunk",
         json!({"upload_id": upload, "offset": offset, "data_b64": b64(bytes)}),
     )
@@ -389,7 +386,7 @@ pub fn chunk_ok(c: &mut Client, upload: &str, offset: u64, bytes: &[u8]) {
 
 /// `file/upload/commit`; the whole answer.
 pub fn commit(c: &mut Client, upload: &str) -> Value {
-    call(c, "file/upload/commit", json!({ "upload_id": upload }))
+    c.call_frame("file/upload/commit", json!({ "upload_id": upload }))
 }
 
 /// begin (with the content's sha256), 1 MiB chunks, commit; the commit answer.
@@ -449,7 +446,7 @@ pub fn prompt(c: &mut Client, session: &str, text: &str, attachments: Option<Val
 
 /// `session/messages` rows of a session as `[role, content]` pairs.
 pub fn transcript(c: &mut Client, session: &str) -> Vec<(String, String)> {
-    let r = ok(c, "session/messages", json!({ "session_id": session }));
+    let r = c.ok("session/messages", json!({ "session_id": session }));
     r["messages"]
         .as_array()
         .unwrap_or_else(|| panic!("no messages: {r}"))

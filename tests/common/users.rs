@@ -22,7 +22,6 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::rpc::{call, ok};
 use super::{euid, Client};
 
 // ---------------------------------------------------------------------------
@@ -345,7 +344,7 @@ pub fn initialize(c: &mut Client, token: Option<&str>) -> Value {
     if let Some(t) = token {
         params["authToken"] = json!(t);
     }
-    call(c, "initialize", params)
+    c.call_frame("initialize", params)
 }
 
 /// `config/set-many` from `(prop, value)` pairs; the whole answer frame.
@@ -354,10 +353,10 @@ pub fn set_many(c: &mut Client, sets: &[(&str, Value)]) -> Value {
         .iter()
         .map(|(p, v)| json!({"prop": p, "value": v}))
         .collect();
-    call(c, "config/set-many", json!({ "sets": sets }))
+    c.call_frame("config/set-many", json!({ "sets": sets }))
 }
 
 /// `config/get` of one prop: its value.
 pub fn get(c: &mut Client, prop: &str) -> Value {
-    ok(c, "config/get", json!({ "prop": prop }))["value"].clone()
+    c.ok("config/get", json!({ "prop": prop }))["value"].clone()
 }
