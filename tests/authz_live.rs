@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
+use common::errors::{credential_rejected, missing_grant, not_initialized};
 use common::start::write_config;
 
 use common::users::{config_bytes, digest, get, initialize, set_many, ADMIN_TOKEN};
@@ -70,11 +71,10 @@ fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
     let mut me = me(&d);
     assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 
-    assert_error_exact(
+    missing_grant(
         &me.fails("session/new", json!({"agent_alias": "echo"})),
-        -32012,
-        Some("Principal is not granted sessions:create (required by session/new)"),
-        Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
+        "sessions:create",
+        "session/new",
     );
     for m in ["pairing/list", "pairing/create"] {
         assert_error_exact(
@@ -134,12 +134,7 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
         json!({"prop": "permission_profiles.me.grants.config", "value": ["read"]}),
     );
     let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(2))]);
-    assert_error_exact(
-        &err_of(&v),
-        -32012,
-        Some("Principal is not granted config:update (required by config/set-many)"),
-        Some(json!({"reason": "missing_grant", "required": "config:update"})),
-    );
+    missing_grant(&err_of(&v), "config:update", "config/set-many");
     assert_eq!(get(&mut me, "agents.echo.chunk_chars"), 16);
 
     // No grants left: revoked once, then unbound.
@@ -154,12 +149,7 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
         revoked(),
     );
     for _ in 0..2 {
-        assert_error_exact(
-            &me.fails("config/get", json!({})),
-            -32010,
-            Some("First call must be 'initialize'"),
-            Some(json!({"reason": "not_initialized"})),
-        );
+        not_initialized(&me.fails("config/get", json!({})));
     }
     let v = initialize(&mut me, None);
     assert_eq!(v["error"]["data"]["reason"], "no_grants", "{v}");
@@ -189,12 +179,7 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
     // request is not_initialized rather than revoked.
     me.send_line(r#"{"jsonrpc":"2.0","method":"status","params":{}}"#);
     me.expect_nothing_before_probe();
-    assert_error_exact(
-        &me.fails("status", json!({})),
-        -32010,
-        Some("First call must be 'initialize'"),
-        Some(json!({"reason": "not_initialized"})),
-    );
+    not_initialized(&me.fails("status", json!({})));
 }
 
 #[test]
@@ -228,12 +213,7 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     // Root included: an unmapped uid is rejected (§5.2).
     let v = initialize(&mut uid_admin, None);
-    assert_error_exact(
-        &err_of(&v),
-        -32010,
-        Some("Credential rejected"),
-        Some(json!({"reason": "credential_rejected"})),
-    );
+    credential_rejected(&err_of(&v));
     let mut fresh = d.connect();
     let v = initialize(&mut fresh, None);
     assert_eq!(v["error"]["data"]["reason"], "credential_rejected", "{v}");

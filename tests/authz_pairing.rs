@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
+use common::errors::{credential_rejected, not_initialized};
 use common::start::write_config;
 
 use common::users::{config_bytes, digest, initialize, ADMIN_TOKEN};
@@ -121,19 +122,9 @@ fn revoking_a_token_fails_the_next_request_of_its_connections() {
         Some("Pairing token revoked: re-pair and re-initialize"),
         Some(json!({"reason": "token_revoked"})),
     );
-    assert_error_exact(
-        &t1.fails("status", json!({})),
-        -32010,
-        Some("First call must be 'initialize'"),
-        Some(json!({"reason": "not_initialized"})),
-    );
+    not_initialized(&t1.fails("status", json!({})));
     let v = initialize(&mut t1, Some(&token));
-    assert_error_exact(
-        &err_of(&v),
-        -32010,
-        Some("Credential rejected"),
-        Some(json!({"reason": "credential_rejected"})),
-    );
+    credential_rejected(&err_of(&v));
     // The other token's connection is unaffected by the generation change.
     t2.ok("status", json!({}));
 

@@ -10,6 +10,7 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
+use common::errors::{credential_rejected, missing_grant, not_initialized, revoked};
 use common::start::{traversable_dir, write_config};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -195,18 +196,8 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
     // except as the daemon's own uid, which binds the shared operator.
     let mut carol = client_as(&d.socket, &r.carol);
     let v = initialize(&mut carol, None);
-    assert_error_exact(
-        &err_of(&v),
-        -32010,
-        Some("Credential rejected"),
-        Some(json!({"reason": "credential_rejected"})),
-    );
-    assert_error_exact(
-        &carol.fails("status", json!({})),
-        -32010,
-        Some("First call must be 'initialize'"),
-        Some(json!({"reason": "not_initialized"})),
-    );
+    credential_rejected(&err_of(&v));
+    not_initialized(&carol.fails("status", json!({})));
 
     // A mapped user whose profiles grant nothing fails initialize.
     let mut bob = client_as(&d.socket, &r.bob);
@@ -244,12 +235,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
 
     // §6.4: a missing grant names the required grant and is audited.
     let v = alice.call_frame("session/new", json!({"agent_alias": "echo"}));
-    assert_error_exact(
-        &err_of(&v),
-        -32012,
-        Some("Principal is not granted sessions:create (required by session/new)"),
-        Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
-    );
+    missing_grant(&err_of(&v), "sessions:create", "session/new");
     let denied = d
         .log
         .wait_for(0, RECV_TIMEOUT, |v| {
@@ -478,11 +464,10 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": "permission_profiles.writer.grants.config", "value": []}),
     );
-    assert_error_exact(
+    missing_grant(
         &alice.fails("config/get", json!({})),
-        -32012,
-        Some("Principal is not granted config:read (required by config/get)"),
-        Some(json!({"reason": "missing_grant", "required": "config:read"})),
+        "config:read",
+        "config/get",
     );
     assert_eq!(alice.ok("status", json!({}))["principal_id"], alice_id);
     // A grant given applies too, without reconnecting.
@@ -493,30 +478,15 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
     assert_eq!(get(&mut alice, "agents.echo.backend"), "echo");
     // Read but no longer update: set-many is refused by the gate.
     let v = set_many(&mut alice, &[("daemon.ask_timeout_secs", json!(3))]);
-    assert_error_exact(
-        &err_of(&v),
-        -32012,
-        Some("Principal is not granted config:update (required by config/set-many)"),
-        Some(json!({"reason": "missing_grant", "required": "config:update"})),
-    );
+    missing_grant(&err_of(&v), "config:update", "config/set-many");
 
     // Profiles granting nothing: revoked, then the binding is gone.
     admin.ok(
         "config/set",
         json!({"prop": "permission_profiles.writer.grants", "value": {}}),
     );
-    assert_error_exact(
-        &alice.fails("status", json!({})),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        Some(json!({"reason": "revoked"})),
-    );
-    assert_error_exact(
-        &alice.fails("status", json!({})),
-        -32010,
-        Some("First call must be 'initialize'"),
-        Some(json!({"reason": "not_initialized"})),
-    );
+    revoked(&alice.fails("status", json!({})));
+    not_initialized(&alice.fails("status", json!({})));
     let v = initialize(&mut alice, None);
     assert_eq!(v["error"]["data"]["reason"], "no_grants", "{v}");
 
@@ -526,12 +496,7 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         "config/set",
         json!({"prop": format!("users.{}.uid", r.erin.name), "value": 3_999_999_999u32}),
     );
-    assert_error_exact(
-        &erin.fails("session/list", json!({})),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        Some(json!({"reason": "revoked"})),
-    );
+    revoked(&erin.fails("session/list", json!({})));
     let v = erin.call_frame("session/list", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     let v = initialize(&mut erin, None);
@@ -585,12 +550,7 @@ fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
     // §5.3: a token presented by a roster user is checked, with no fallback
     // to the uid; the failure leaves the connection unbound.
     let v = initialize(&mut alice, Some(&format!("zc_{}", "0".repeat(64))));
-    assert_error_exact(
-        &err_of(&v),
-        -32010,
-        Some("Credential rejected"),
-        Some(json!({"reason": "credential_rejected"})),
-    );
+    credential_rejected(&err_of(&v));
     let v = alice.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     let v = initialize(&mut alice, None);

@@ -5,7 +5,8 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error_exact, err_of};
+use common::assert::err_of;
+use common::errors::{missing_grant, revoked};
 use common::start::write_config;
 
 use std::fs::{File, OpenOptions};
@@ -216,12 +217,7 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
     // rejects the whole batch.
     let v = me.recv_json();
     assert_eq!(v["id"], "mine", "{v}");
-    assert_error_exact(
-        &err_of(&v),
-        -32012,
-        Some("Principal is not granted config:update (required by config/set-many)"),
-        Some(json!({"reason": "missing_grant", "required": "config:update"})),
-    );
+    missing_grant(&err_of(&v), "config:update", "config/set-many");
     assert_eq!(get(&mut admin, "agents.echo.chunk_chars"), 16);
 
     // Same with the whole binding revoked while waiting: `revoked`, and the
@@ -243,12 +239,7 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
     assert_eq!(admin.recv_json()["result"]["set"], true);
     let v = me.recv_json();
     assert_eq!(v["id"], "mine-2", "{v}");
-    assert_error_exact(
-        &err_of(&v),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        Some(json!({"reason": "revoked"})),
-    );
+    revoked(&err_of(&v));
     let v = me.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     assert_eq!(get(&mut admin, "agents.echo.chunk_chars"), 16);

@@ -7,6 +7,8 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
+use common::errors::session_not_found;
+use common::start::echo_session;
 use common::start::{start_echo, Env};
 
 use std::os::unix::fs::MetadataExt;
@@ -17,9 +19,7 @@ use serde_json::json;
 
 #[test]
 fn a_first_store_replaces_whatever_was_planted_at_the_destination() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     std::fs::create_dir_all(d.uploads()).unwrap();
     let scratch = d.scratch();
 
@@ -95,9 +95,7 @@ fn a_first_store_replaces_whatever_was_planted_at_the_destination() {
 
 #[test]
 fn a_symlinked_or_non_directory_uploads_is_refused_and_nothing_is_written() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let elsewhere = d.scratch().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     std::fs::create_dir_all(d.workspace()).unwrap();
@@ -155,11 +153,11 @@ fn assert_session_changed(e: &serde_json::Value) {
 #[test]
 fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     let d = start_echo();
-    let mut c = d.admin();
+    let mut c = d.client();
     let x = pattern(20, 1000);
 
     // Closed (and not reopened).
-    new_session(&mut c, "closed", "chat");
+    c.new_session("closed", "chat");
     let id = staged(&mut c, "closed", &x);
     c.ok("session/close", json!({"session_id": "closed"}));
     assert_session_changed(&err_of(&commit(&mut c, &id)));
@@ -167,28 +165,28 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     assert_unknown_upload(&err_of(&commit(&mut c, &id)));
 
     // Recreated with the same id (a new incarnation), same owner and agent.
-    new_session(&mut c, "again", "chat");
+    c.new_session("again", "chat");
     let id = staged(&mut c, "again", &x);
-    new_session(&mut c, "again", "chat");
+    c.new_session("again", "chat");
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     // Closed and reopened by session/new (ACP resume).
-    new_session(&mut c, "acp", "acp");
+    c.new_session("acp", "acp");
     let id = staged(&mut c, "acp", &x);
     c.ok("session/close", json!({"session_id": "acp"}));
     // Closed but restorable: no live session to attach or upload to (§8.17, §8.18.1).
     let e = err_of(&attach(&mut c, "acp", json!([entry(&x, None)])));
-    assert_error_exact(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     let e = err_of(&begin(
         &mut c,
         json!({"session_id": "acp", "size_bytes": 1}),
     ));
-    assert_error_exact(&e, -32000, Some("Session not found"), None);
-    new_session(&mut c, "acp", "acp");
+    session_not_found(&e);
+    c.new_session("acp", "acp");
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     // Closed and rehydrated by a prompt.
-    new_session(&mut c, "rehyd", "acp");
+    c.new_session("rehyd", "acp");
     let id = staged(&mut c, "rehyd", &x);
     c.ok("session/close", json!({"session_id": "rehyd"}));
     let p = prompt(&mut c, "rehyd", "hello", None);
@@ -196,13 +194,13 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     // Killed.
-    new_session(&mut c, "killed", "acp");
+    c.new_session("killed", "acp");
     let id = staged(&mut c, "killed", &x);
     c.ok("session/kill", json!({"session_id": "killed"}));
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     // Deleted.
-    new_session(&mut c, "deleted", "chat");
+    c.new_session("deleted", "chat");
     let id = staged(&mut c, "deleted", &x);
     let r = c.ok("session/delete", json!({"session_id": "deleted"}));
     assert_eq!(r["deleted"], true);
@@ -210,7 +208,7 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
 
     assert!(tree(&d.uploads()).is_empty(), "{:?}", tree(&d.uploads()));
     // The same content still stores into a live session.
-    new_session(&mut c, "live", "chat");
+    c.new_session("live", "chat");
     let r = res_of(&upload(&mut c, "live", &x, None));
     assert_eq!(r["deduplicated"], false);
     assert_files(&d.uploads(), &[(&d.stored(&x, None), &x)]);
@@ -231,8 +229,8 @@ fn a_grant_revoked_between_begin_and_commit_stores_nothing() {
     let r = roster_or_skip!(UPLOADER);
     let d = &r.env;
     let mut u = r.client();
-    let mut admin = d.admin();
-    new_session(&mut u, "mine", "chat");
+    let mut admin = d.client();
+    u.new_session("mine", "chat");
     let x = pattern(30, 1000);
     let id = staged(&mut u, "mine", &x);
 
@@ -275,8 +273,8 @@ fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
     let r = roster_or_skip!(UPLOADER);
     let d = &r.env;
     let mut u = r.client();
-    let mut admin = d.admin();
-    new_session(&mut u, "mine", "chat");
+    let mut admin = d.client();
+    u.new_session("mine", "chat");
     let x = pattern(31, 1000);
     let id = staged(&mut u, "mine", &x);
     // files:create stays: the gate lets the commit through, the store step refuses it.
@@ -324,9 +322,7 @@ fn outside(root: &Path, d: &Env) -> Vec<PathBuf> {
 
 #[test]
 fn filenames_never_steer_the_stored_path() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     attach_ok(&mut c, "s1", json!([entry(b"warm-up", None)]));
     let root = d.dir.path().to_owned();
     let before = outside(&root, &d);

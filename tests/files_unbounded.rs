@@ -7,7 +7,7 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::start::start_echo;
+use common::start::echo_session;
 
 use common::files::*;
 use serde_json::json;
@@ -28,9 +28,7 @@ fn an_endless_file_that_claims_size_0_is_file_too_large() {
     if std::fs::metadata(PAGEMAP).map(|m| m.len()).ok() != Some(0) {
         skip_test!("{PAGEMAP} is not a size-0 regular file here");
     }
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     assert_too_large(&err_of(&attach(&mut c, "s1", json!([{ "path": PAGEMAP }]))));
     assert!(tree(&d.uploads()).is_empty());
 

@@ -8,7 +8,9 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
+use common::errors::session_not_found;
 use common::rpc::next_id;
+use common::start::echo_session;
 use common::start::{config_with, start, start_echo};
 use common::wait::eventually;
 
@@ -19,9 +21,7 @@ use serde_json::json;
 
 #[test]
 fn begin_chunks_commit_with_and_without_sha256() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
 
     // 2.5 MiB in chunks of exactly 1 MiB, 1 MiB and 0.5 MiB; sha256 in upper case.
     let x = pattern(1, 2 * CHUNK + CHUNK / 2);
@@ -74,9 +74,7 @@ fn begin_chunks_commit_with_and_without_sha256() {
 
 #[test]
 fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let x = pattern(10, 3000);
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 3000}));
     chunk_ok(&mut c, &id, 0, &x[..1000]);
@@ -141,9 +139,7 @@ fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
 
 #[test]
 fn a_huge_offset_is_an_offset_mismatch() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (_d, mut c) = echo_session("s1", "chat");
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 10}));
     chunk_ok(&mut c, &id, 0, b"01234");
     for offset in [u64::MAX, u64::MAX - 4, 1 << 63] {
@@ -161,9 +157,7 @@ fn a_huge_offset_is_an_offset_mismatch() {
 
 #[test]
 fn chunk_sizes_and_encodings_are_checked() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": MAX_FILE}));
     let too_big = b64(&pattern(20, CHUNK + 1));
     for (what, params) in [
@@ -217,9 +211,7 @@ fn chunk_sizes_and_encodings_are_checked() {
 
 #[test]
 fn begin_validates_its_params() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     for n in [MAX_FILE as u64 + 1, u64::MAX] {
         let e = err_of(&begin(&mut c, json!({"session_id": "s1", "size_bytes": n})));
         assert_error_exact(
@@ -291,7 +283,7 @@ fn begin_validates_its_params() {
         &mut c,
         json!({"session_id": "nope", "size_bytes": 1}),
     ));
-    assert_error_exact(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     // Refused begins hold no slot: four still fit on this connection.
     for _ in 0..4 {
         begin_ok(
@@ -304,9 +296,7 @@ fn begin_validates_its_params() {
 
 #[test]
 fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let x = pattern(30, 2000);
 
     let id = begin_ok(
@@ -358,9 +348,7 @@ fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
 
 #[test]
 fn at_most_four_staged_uploads_per_connection() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let b = |n: usize| json!({"session_id": "s1", "size_bytes": n});
     let limit = || Some(json!({"limit": "uploads_per_connection", "max": 4}));
     let full = |c: &mut common::Client| {
@@ -375,7 +363,7 @@ fn at_most_four_staged_uploads_per_connection() {
     full(&mut c);
 
     // Another connection has its own four.
-    let mut other = d.admin();
+    let mut other = d.client();
     for n in 1..=4 {
         begin_ok(&mut other, b(n));
     }
@@ -406,9 +394,9 @@ fn at_most_four_staged_uploads_per_connection() {
 #[test]
 fn an_upload_is_visible_only_to_its_connection() {
     let d = start_echo();
-    let mut a = d.admin();
-    let mut b = d.admin();
-    new_session(&mut a, "s1", "chat");
+    let mut a = d.client();
+    let mut b = d.client();
+    a.new_session("s1", "chat");
     let x = pattern(40, 2000);
     let id = begin_ok(&mut a, json!({"session_id": "s1", "size_bytes": 2000}));
     chunk_ok(&mut a, &id, 0, &x[..1000]);
@@ -442,9 +430,9 @@ fn charge(size: usize, session: &str, filename: &str, sha: bool) -> usize {
 #[test]
 fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads() {
     let d = start_echo();
-    let mut adm = d.admin();
+    let mut adm = d.client();
     let sid = "budget";
-    new_session(&mut adm, sid, "chat");
+    adm.new_session(sid, "chat");
     let p = |n: usize| json!({"session_id": sid, "size_bytes": n, "filename": "f"});
     let over = || Some(json!({"limit": "staged_bytes", "max": BUDGET}));
     let full = |c: &mut common::Client, n: usize| {
@@ -456,7 +444,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     };
 
     // 25 uploads of 10 MiB from 7 connections, all kept open.
-    let mut conns: Vec<common::Client> = (0..7).map(|_| d.admin()).collect();
+    let mut conns: Vec<common::Client> = (0..7).map(|_| d.client()).collect();
     let mut ids: Vec<Vec<String>> = vec![Vec::new(); 7];
     for k in 0..25 {
         ids[k / 4].push(begin_ok(&mut conns[k / 4], p(MAX_FILE)));
@@ -481,7 +469,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     // Closing a connection drops its uploads and frees their charge.
     drop(conns.remove(1));
     ids.remove(1);
-    let mut late = d.admin();
+    let mut late = d.client();
     let first = eventually("the closed connection's uploads freed", WAIT, || {
         begin(&mut late, p(MAX_FILE)).get("result").cloned()
     });
@@ -513,7 +501,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     assert_unknown_upload(&err_of(&commit(&mut conns[5], &ids[5][0])));
     assert_unknown_upload(&err_of(&chunk(&mut late, &late_ids[2], 0, b"a")));
     // The freed budget is usable: four more 10 MiB uploads on a fresh connection.
-    let mut fresh = d.admin();
+    let mut fresh = d.client();
     for _ in 0..4 {
         begin_ok(&mut fresh, p(MAX_FILE));
     }
@@ -523,9 +511,9 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
 #[test]
 fn the_idle_sweep_drops_uploads_and_duplicate_chunks_count_as_activity() {
     let d = start(&config_with("[daemon]\nupload_idle_secs = 1\n"));
-    let mut c = d.admin();
-    let mut other = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let mut c = d.client();
+    let mut other = d.client();
+    c.new_session("s1", "chat");
     let x = pattern(50, 10);
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 10}));
     chunk_ok(&mut c, &id, 0, &x[..5]);
@@ -561,8 +549,8 @@ fn the_idle_sweep_drops_uploads_and_duplicate_chunks_count_as_activity() {
 #[test]
 fn only_accepted_or_duplicate_chunks_count_as_activity() {
     let d = start(&config_with("[daemon]\nupload_idle_secs = 1\n"));
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let mut c = d.client();
+    c.new_session("s1", "chat");
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 10}));
     chunk_ok(&mut c, &id, 0, b"01234");
     // For 4 s (four idle limits) only refused requests name the upload.
@@ -582,9 +570,7 @@ fn only_accepted_or_duplicate_chunks_count_as_activity() {
 
 #[test]
 fn pipelined_chunks_and_commit_are_handled_in_arrival_order() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let x = pattern(60, 3 * CHUNK + 17);
     let id = begin_ok(
         &mut c,

@@ -3,7 +3,7 @@
 //! close nor rehydrates the session behind it.
 
 mod common;
-use common::assert::assert_error_exact;
+use common::errors::session_closed;
 use common::start::{config_with, start_in};
 use common::wait::eventually;
 
@@ -47,12 +47,7 @@ fn a_prompt_during_close_fails_at_once_with_closed() {
         "session/prompt",
         json!({"session_id": "c1", "prompt": "late"}),
     );
-    assert_error_exact(
-        &e,
-        -32000,
-        Some("Session closed"),
-        Some(json!({"reason": "closed"})),
-    );
+    session_closed(&e);
     // Answered while the close is still waiting for the turn.
     assert!(
         matches!(b.try_recv_line(Duration::ZERO), Err(RecvError::Timeout(p)) if p.is_empty()),

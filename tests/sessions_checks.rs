@@ -4,6 +4,7 @@
 
 mod common;
 use common::assert::assert_error_exact;
+use common::errors::{agent_not_configured, session_not_found};
 use common::sessions;
 use common::start::{config_with, start, start_echo, Env};
 
@@ -85,7 +86,7 @@ fn parameters_are_checked_before_existence() {
         ),
     ] {
         let e = c.fails(method, params.clone());
-        assert_error_exact(&e, -32000, Some("Session not found"), None);
+        session_not_found(&e);
     }
     // Null members are absent (§1.3).
     c.new_session("s", "chat");
@@ -123,7 +124,7 @@ fn a_refused_session_new_leaves_the_live_session_and_its_turn_alone() {
         "session/new",
         json!({"agent_alias": "nope", "session_id": "s", "chat_mode": "chat"}),
     );
-    assert_error_exact(&e, -32602, Some("Agent nope is not configured"), None);
+    agent_not_configured(&e, "nope");
     c.expect_nothing_before_probe();
     // The turn still runs and is ours to cancel.
     let cid = c.send("session/cancel", json!({"session_id": "s"}));

@@ -6,6 +6,7 @@
 mod common;
 use common::assert::assert_error_exact;
 use common::sessions;
+use common::start::echo_session;
 use common::start::{config_with, start, start_args, start_echo, ECHO_ONLY};
 use common::wait::eventually;
 
@@ -115,9 +116,7 @@ fn cancel_without_a_running_turn_is_no_active_turn() {
 
 #[test]
 fn cancel_stops_a_sleep_and_leaves_queued_prompts_alone() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let (_d, mut c) = echo_session("s-1", "chat");
     let first = c.start_prompt("s-1", "before\n::sleep 3600000\nnever");
     c.until_update(|u| u["text"] == "before");
     let second = c.start_prompt("s-1", "second");
@@ -189,9 +188,7 @@ fn decide(
 
 #[test]
 fn approval_decisions_shape_the_tool_result() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     let cases = [
         ("allow_once", None, "{\"path\":\"/x\",\"n\":1.0}"),
         ("reject", None, "denied: rejected"),
@@ -266,9 +263,7 @@ fn approval_decisions_shape_the_tool_result() {
 
 #[test]
 fn allow_always_skips_later_requests_for_that_tool_in_this_live_session() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let (_d, mut c) = echo_session("s-1", "chat");
     // allow_always on the first call: the second in the same turn is not asked.
     let (id, _, req) = until_approval(&mut c, "s-1", "::approve rm {\"a\":1}\n::approve rm");
     let t = decide(&mut c, "s-1", &id, &req, "allow_always", None);
@@ -336,9 +331,7 @@ fn allow_always_skips_later_requests_for_that_tool_in_this_live_session() {
 
 #[test]
 fn approve_parameter_errors_and_unknown_requests() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let (_d, mut c) = echo_session("s-1", "chat");
     let (id, _, req) = until_approval(&mut c, "s-1", "::approve rm");
     let rid = req["requestId"].clone();
     // reject_with_edit without a replacement, an unknown decision, no decision.
@@ -408,9 +401,7 @@ fn approvals_time_out_as_denied_timed_out_and_late_answers_are_not_acknowledged(
 
 #[test]
 fn an_approval_whose_client_went_away_is_denied_unreachable() {
-    let d = start_echo();
-    let mut a = d.client();
-    a.new_session("s-1", "acp");
+    let (d, mut a) = echo_session("s-1", "acp");
     let _ = until_approval(&mut a, "s-1", "::approve rm\nafter");
     drop(a);
     let mut b = d.client();
@@ -712,9 +703,7 @@ fn cancel_ends_a_turn_waiting_for_an_ask_or_an_approval() {
 
 #[test]
 fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     c.notify_prompt("s-1", "Hello\n::tool t");
     let frames = c.until_update(|u| u["type"] == "turn_complete");
     assert_eq!(
@@ -753,9 +742,7 @@ fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
 
 #[test]
 fn a_notification_prompt_that_cannot_run_still_gets_a_failed_turn_complete() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("k", "acp");
+    let (_d, mut c) = echo_session("k", "acp");
     c.prompt("k", "hi");
     c.ok("session/kill", json!({"session_id": "k"}));
     c.notify_prompt("k", "x");
@@ -775,9 +762,7 @@ fn a_notification_prompt_that_cannot_run_still_gets_a_failed_turn_complete() {
 fn a_notification_prompt_killed_mid_turn_gets_a_failed_turn_complete_with_the_streamed_text() {
     // §3.5: the turn_complete of a notification prompt that ends without
     // one carries "content set to the text streamed so far".
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("k2", "chat");
+    let (_d, mut c) = echo_session("k2", "chat");
     c.notify_prompt("k2", "abc\n::sleep 3600000");
     c.until_update(|u| u["text"] == "abc");
     let kid = c.send("session/kill", json!({"session_id": "k2"}));
@@ -801,9 +786,7 @@ fn a_notification_prompt_killed_mid_turn_gets_a_failed_turn_complete_with_the_st
 
 #[test]
 fn a_notification_prompt_waits_in_the_queue_like_any_prompt() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let (_d, mut c) = echo_session("s-1", "chat");
     let first = c.start_prompt("s-1", "::chunk 1\n::delay 20\nabc");
     c.notify_prompt("s-1", "n");
     let last = c.start_prompt("s-1", "z");

@@ -4,7 +4,9 @@
 
 mod common;
 use common::assert::assert_error_exact;
+use common::errors::{agent_not_configured, session_closed, session_not_found};
 use common::sessions;
+use common::start::echo_session;
 use common::start::{config_with, start, start_echo};
 use common::wait::eventually;
 
@@ -320,12 +322,7 @@ fn replacing_a_session_fails_its_queued_prompts_with_closed() {
         all[answer_index(&all, &running)].result(),
         &json!({"session_id": "s-1", "stop_reason": "cancelled", "content": "abc"})
     );
-    assert_error_exact(
-        all[answer_index(&all, &queued)].error(),
-        -32000,
-        Some("Session closed"),
-        Some(json!({"reason": "closed"})),
-    );
+    session_closed(all[answer_index(&all, &queued)].error());
     assert_eq!(
         turns_of(&all),
         vec![vec![complete("s-1", "cancelled", "abc", Some("cancelled"))]]
@@ -356,12 +353,7 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
         let close = c.send("session/close", json!({ "session_id": sid }));
         let all = c.until_all(&[running.clone(), queued.clone(), close.clone()]);
         // The queued prompt never runs.
-        assert_error_exact(
-            all[answer_index(&all, &queued)].error(),
-            -32000,
-            Some("Session closed"),
-            Some(json!({"reason": "closed"})),
-        );
+        session_closed(all[answer_index(&all, &queued)].error());
         assert_eq!(turns_of(&all).len(), 1);
         let tc = all
             .iter()
@@ -381,7 +373,7 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
         );
         // Gone from memory...
         let e = c.fails("session/close", json!({ "session_id": sid }));
-        assert_error_exact(&e, -32000, Some("Session not found"), None);
+        session_not_found(&e);
         assert_eq!(c.status()["session_ids"], json!([]));
         // ...not from storage.
         let m = c.ok("session/messages", json!({ "session_id": sid }));
@@ -398,7 +390,7 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
         // A chat session is not rehydrated by a prompt; an ACP one is.
         if mode == "chat" {
             let e = c.fails("session/prompt", json!({"session_id": sid, "prompt": "x"}));
-            assert_error_exact(&e, -32000, Some("Session not found"), None);
+            session_not_found(&e);
         }
         // session/new resumes it.
         let r = c.new_session(&sid, mode);
@@ -437,9 +429,7 @@ fn an_acp_session_closed_is_rehydrated_by_a_prompt() {
 
 #[test]
 fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("k", "acp");
+    let (_d, mut c) = echo_session("k", "acp");
     c.prompt("k", "before");
     let running = c.start_prompt("k", "abc\n::sleep 3600000");
     c.until_update(|u| u["text"] == "abc");
@@ -500,7 +490,7 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
     assert_eq!(c.ok("session/list-acp", json!({}))["sessions"], json!([]));
     // Nothing left to kill; a new chat session may take the id.
     let e = c.fails("session/kill", json!({"session_id": "k"}));
-    assert_error_exact(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     let r = c.new_session("k", "chat");
     assert_eq!(r["resumed"], false);
 }
@@ -533,7 +523,7 @@ fn kill_of_an_idle_or_persisted_session() {
     assert_eq!(rows(&m), vec![user("yo"), assistant("yo")]);
     // Unknown.
     let e = c.fails("session/kill", json!({"session_id": "nope"}));
-    assert_error_exact(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
 }
 
 #[test]
@@ -564,7 +554,7 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
             &json!({"session_id": sid, "deleted": true})
         );
         let e = c.fails("session/messages", json!({ "session_id": sid }));
-        assert_error_exact(&e, -32000, Some("Session not found"), None);
+        session_not_found(&e);
         assert_eq!(
             c.ok("session/delete", json!({ "session_id": sid })),
             json!({"session_id": sid, "deleted": false})
@@ -580,9 +570,7 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
 
 #[test]
 fn chat_and_acp_stores_of_one_id_stay_isolated() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("same", "chat");
+    let (_d, mut c) = echo_session("same", "chat");
     c.prompt("same", "chat words");
     // An ACP session with the same id replaces the live chat one, and starts empty.
     let r = c.new_session("same", "acp");
@@ -642,7 +630,7 @@ fn chat_and_acp_stores_of_one_id_stay_isolated() {
         "session/messages",
         json!({"session_id": "same", "chat_mode": "chat"}),
     );
-    assert_error_exact(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     assert_eq!(c.prompt("same", "still").result()["content"], "still");
     // Resuming in chat mode now starts empty; the ACP row is untouched.
     let r = c.new_session("same", "chat");
@@ -676,9 +664,7 @@ fn chat_and_acp_stores_of_one_id_stay_isolated() {
 
 #[test]
 fn session_list_entries_states_and_limit() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("a-chat", "chat");
+    let (_d, mut c) = echo_session("a-chat", "chat");
     c.prompt("a-chat", "hi");
     c.new_session("b-acp", "acp");
     c.prompt("b-acp", "hi");
@@ -868,12 +854,12 @@ fn session_messages_pages_from_the_newest_rows() {
     // Unknown session, bad ids.
     let mut c = d.client();
     let e = c.fails("session/messages", json!({"session_id": "nope"}));
-    assert_error_exact(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     let e = c.fails(
         "session/messages",
         json!({"session_id": "nope", "chat_mode": "acp"}),
     );
-    assert_error_exact(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     let e = c.fails("session/messages", json!({}));
     assert_eq!(e["code"], -32602);
 }
@@ -883,7 +869,7 @@ fn session_new_validation() {
     let d = start_echo();
     let mut c = d.client();
     let e = c.fails("session/new", json!({"agent_alias": "nope"}));
-    assert_error_exact(&e, -32602, Some("Agent nope is not configured"), None);
+    agent_not_configured(&e, "nope");
     let e = c.fails("session/new", json!({}));
     assert_eq!(e["code"], -32602);
     for bad in ["", "a b", "x/y", &"x".repeat(129)] {
@@ -924,9 +910,7 @@ fn session_new_validation() {
 
 #[test]
 fn big_replies_are_bounded_in_answers_and_pages_stay_within_4_mib() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("big", "acp");
+    let (_d, mut c) = echo_session("big", "acp");
     let n = 1_050_000;
     let bounded = format!("{}\u{2026}[truncated]", "a".repeat(1_048_576));
     for k in 0..4 {

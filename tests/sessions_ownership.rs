@@ -5,6 +5,7 @@
 
 mod common;
 use common::assert::assert_error_exact;
+use common::errors::not_owner;
 use common::sessions;
 use common::start::{start_in, traversable_dir, Env};
 
@@ -99,8 +100,7 @@ fn a_roster_user_cannot_touch_another_principals_sessions() {
     a.new_session("a-acp", "acp");
     a.prompt("a-acp", "mine");
 
-    let not_owned =
-        |e: &Value| assert_error_exact(e, -32003, Some("Caller does not own this session"), None);
+    let not_owned = |e: &Value| not_owner(e);
     for sid in ["op-acp", "op-chat"] {
         not_owned(&a.fails("session/prompt", json!({"session_id": sid, "prompt": "x"})));
         not_owned(&a.fails("session/cancel", json!({ "session_id": sid })));
@@ -188,7 +188,7 @@ fn a_roster_user_is_held_to_its_agents_and_parameters() {
     let mut op = env.client();
     op.new_session_of("other", "o", "chat");
     let e = a.fails("session/prompt", json!({"session_id": "o", "prompt": "x"}));
-    assert_error_exact(&e, -32003, Some("Caller does not own this session"), None);
+    not_owner(&e);
     // Her own sessions work end to end, approvals and cancel included.
     a.new_session("mine", "acp");
     let id = a.start_prompt("mine", "::approve rm\n::sleep 3600000");

@@ -6,6 +6,7 @@
 mod common;
 use common::assert::assert_error_exact;
 use common::sessions;
+use common::start::echo_session;
 use common::start::{config_with, start, start_echo, Env};
 use common::wait::eventually;
 
@@ -199,9 +200,7 @@ fn think_streams_thought_chunks_never_prefixed_and_not_in_the_content() {
 
 #[test]
 fn tool_calls_number_per_turn_and_keep_their_json_as_written() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     let t = c.prompt(
         "s-1",
         "::tool t {\"b\": 1, \"a\": 2.50, \"n\": 12345678901234567890123}\n::tool bare\n::tool bad {\nafter",
@@ -237,9 +236,7 @@ fn tool_calls_number_per_turn_and_keep_their_json_as_written() {
 
 #[test]
 fn tool_big_outputs_are_bounded_in_notifications_and_in_the_transcript() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     let t = c.prompt("s-1", "::tool big {\"bytes\":100000}");
     t.check("s-1");
     let u = t.updates();
@@ -308,9 +305,7 @@ fn context_shows_the_retained_context_the_turn_started_with() {
 
 #[test]
 fn context_after_tool_calls_and_a_failed_turn() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     c.prompt("s-1", "a\n::tool t {\"k\":[1,2]}\nb");
     c.prompt("s-1", "x\n::fail no");
     let t = c.prompt("s-1", "::context");

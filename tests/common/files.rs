@@ -73,11 +73,6 @@ impl Env {
         std::fs::create_dir_all(&p).expect("creating the scratch dir");
         p
     }
-
-    /// A connected, initialized client.
-    pub fn admin(&self) -> Client {
-        self.daemon.client()
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -282,14 +277,6 @@ pub fn assert_unknown_upload(e: &Value) {
         Some("unknown upload"),
         Some(json!({"reason": "unknown_upload"})),
     );
-}
-
-/// `session/new` with the `echo` agent (`mode` `chat` or `acp`); the result.
-pub fn new_session(c: &mut Client, id: &str, mode: &str) -> Value {
-    c.ok(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": id, "chat_mode": mode}),
-    )
 }
 
 /// A `data_b64` file entry.

@@ -17,6 +17,7 @@ pub mod assert;
 mod client;
 mod daemon;
 pub mod env_ops;
+pub mod errors;
 pub mod files;
 mod log;
 pub mod pipeline;
