@@ -44,10 +44,7 @@ struct Roster {
 
 macro_rules! accounts_or_skip {
     () => {
-        match Accounts::new() {
-            Ok(a) => a,
-            Err(why) => skip_test!("{why}"),
-        }
+        ok_or_skip!(Accounts::new())
     };
 }
 

@@ -32,10 +32,7 @@ fn assert_full(e: &Value) {
 #[test]
 fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     // State stored while there is room.
-    let (mut env, mut rpc, before) = match start_with_state(&echo_config(""), SIZE) {
-        Ok(started) => started,
-        Err(why) => skip_test!("{why}"),
-    };
+    let (mut env, mut rpc, before) = ok_or_skip!(start_with_state(&echo_config(""), SIZE));
     let cfg = env.config_dir().to_owned();
     let db_before = dump_all(&env.db());
     let a1_before = rpc.messages("a1");
@@ -156,10 +153,7 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
 #[test]
 fn starting_on_a_full_file_system_exits_1_says_why_and_changes_nothing() {
     let dir = TestDir::new();
-    let fs = match Tmpfs::mount(&dir.config_dir(), SIZE) {
-        Ok(fs) => fs,
-        Err(why) => skip_test!("{why}"),
-    };
+    let fs = ok_or_skip!(Tmpfs::mount(&dir.config_dir(), SIZE));
     let cfg = fs.path();
     let refused = |what: &str| {
         let f = match DaemonBuilder::new().config_dir(cfg).try_spawn() {

@@ -53,10 +53,7 @@ fn concurrent_turns(env: &TmpfsEnv, tag: &str, n: usize) -> Vec<Result<Value, Va
 
 #[test]
 fn a_read_only_data_dir_fails_cleanly_and_recovers_without_a_restart() {
-    let (mut env, mut rpc, before) = match start_with_state(&config(), SIZE) {
-        Ok(started) => started,
-        Err(why) => skip_test!("{why}"),
-    };
+    let (mut env, mut rpc, before) = ok_or_skip!(start_with_state(&config(), SIZE));
     let cfg = env.config_dir().to_owned();
 
     env.read_only = match ReadOnly::bind(&cfg) {

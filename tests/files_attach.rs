@@ -137,10 +137,7 @@ fn path_mode_reads_the_file_and_image_markers_name_the_original_path() {
 
 #[test]
 fn path_mode_is_admin_only() {
-    let r = match Roster::start(UPLOADER, "") {
-        Ok(r) => r,
-        Err(why) => skip_test!("{why}"),
-    };
+    let r = ok_or_skip!(Roster::start(UPLOADER, ""));
     let d = &r.env;
     let mut u = r.client();
     u.new_session("mine", "chat");

@@ -217,10 +217,7 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
 /// A roster daemon, or skip.
 macro_rules! roster_or_skip {
     ($profile:expr) => {
-        match Roster::start($profile, "") {
-            Ok(r) => r,
-            Err(why) => skip_test!("{why}"),
-        }
+        ok_or_skip!(Roster::start($profile, ""))
     };
 }
 

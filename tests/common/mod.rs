@@ -71,6 +71,27 @@ macro_rules! skip_test {
     }};
 }
 
+/// Cases per property of the proptest suites: 256, or `PROPTEST_CASES`
+/// for a longer hunt.
+pub fn proptest_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(256)
+}
+
+/// Unwraps a fixture that may be impossible here (no root, no tmpfs),
+/// or skips the current test with the reason printed.
+/// (Declare the module with `#[macro_use] mod common;`.)
+macro_rules! ok_or_skip {
+    ($fixture:expr) => {
+        match $fixture {
+            Ok(v) => v,
+            Err(why) => skip_test!("{why}"),
+        }
+    };
+}
+
 /// The effective uid of this process.
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
