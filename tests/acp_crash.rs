@@ -73,6 +73,14 @@ fn read_until(rpc: &mut Rpc, seen: &mut Seen, prompt_id: &Value, deadline: Insta
     }
 }
 
+/// Reads frames into `seen` while `more` holds, each within the receive bound.
+fn read_while(rpc: &mut Rpc, seen: &mut Seen, id: &Value, more: impl Fn(&Seen) -> bool) {
+    while more(seen) {
+        let v = rpc.read_frame(common::RECV_TIMEOUT).expect("an update");
+        seen.push(v, id);
+    }
+}
+
 /// After the daemon died: what it had written to the socket, up to EOF.
 fn drain(rpc: &mut Rpc, seen: &mut Seen, prompt_id: &Value) {
     loop {
@@ -384,10 +392,9 @@ fn kill9_in_a_turn_with_tools_keeps_paired_calls_in_context() {
     let prompt = "before\n::tool echo {\"b\":2,\"a\":[1,2.50]}\n::delay 60000\nafter";
     let id = rpc.start_prompt("tools", prompt);
     let mut seen = Seen::default();
-    while !seen.updates.iter().any(|u| u["type"] == "tool_result") {
-        let v = rpc.read_frame(common::RECV_TIMEOUT).expect("an update");
-        seen.push(v, &id);
-    }
+    read_while(&mut rpc, &mut seen, &id, |seen| {
+        !seen.updates.iter().any(|u| u["type"] == "tool_result")
+    });
     env.kill9();
     drain(&mut rpc, &mut seen, &id);
     env.start();
@@ -435,10 +442,9 @@ fn kill9_twice_recovers_each_turn_once() {
             rpc.start_prompt("twice", &prompt)
         };
         let mut seen = Seen::default();
-        while seen.text().chars().count() < 3 {
-            let v = rpc.read_frame(common::RECV_TIMEOUT).expect("a chunk");
-            seen.push(v, &id);
-        }
+        read_while(&mut rpc, &mut seen, &id, |seen| {
+            seen.text().chars().count() < 3
+        });
         env.kill9();
         drain(&mut rpc, &mut seen, &id);
         env.start();
@@ -470,10 +476,9 @@ fn sigterm_mid_turn_finalizes_the_partial_turn_without_a_marker() {
     let prompt = slow_prompt("abcdefghijklmnopqrstuvwxyz", 50);
     let id = rpc.start_prompt("term", &prompt);
     let mut seen = Seen::default();
-    while seen.text().chars().count() < 3 {
-        let v = rpc.read_frame(common::RECV_TIMEOUT).expect("a chunk");
-        seen.push(v, &id);
-    }
+    read_while(&mut rpc, &mut seen, &id, |seen| {
+        seen.text().chars().count() < 3
+    });
     env.stop();
     drain(&mut rpc, &mut seen, &id);
     env.start();

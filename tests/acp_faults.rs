@@ -127,24 +127,8 @@ fn turn_begin_fault_starts_no_turn() {
     rpc.faults(&[]);
     rpc.prompt_ok(sid, "four");
     let rows = rpc.messages(sid);
-    assert_eq!(
-        shape(&rows),
-        vec![
-            row("user", "message", "one"),
-            row("assistant", "message", "one"),
-            row("user", "message", "four"),
-            row("assistant", "message", "four"),
-        ]
-    );
-    assert_eq!(
-        rpc.context(sid),
-        vec![
-            ctx("user", "one"),
-            ctx("assistant", "one"),
-            ctx("user", "four"),
-            ctx("assistant", "four")
-        ]
-    );
+    assert_eq!(shape(&rows), echo_rows(&["one", "four"]));
+    assert_eq!(rpc.context(sid), echo_ctx(&["one", "four"]));
 }
 
 // ---------------------------------------------------------------------------
@@ -309,10 +293,7 @@ fn recovery_fault_changes_nothing_and_creates_no_live_session() {
     let t = rpc.prompt(sid, "three");
     assert_error(t.error(), -32603, Some("storage"));
     assert!(t.updates().is_empty(), "{:?}", t.updates());
-    let e = rpc.fails(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
-    );
+    let e = rpc.new_session_fails(sid, "acp");
     assert_error(&e, -32603, Some("storage"));
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     assert_eq!(
@@ -388,10 +369,7 @@ fn check_killed(env: &AcpEnv, rpc: &mut Rpc, sid: &str, rows: usize) {
     assert_eq!(before.len(), rows, "{before:?}");
     let t = rpc.prompt(sid, "again");
     assert_error(t.error(), -32000, Some("killed"));
-    let e = rpc.fails(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
-    );
+    let e = rpc.new_session_fails(sid, "acp");
     assert_error(&e, -32000, Some("killed"));
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     let listed = rpc.ok("session/list-acp", json!({}));
@@ -522,18 +500,7 @@ fn check_deleted(env: &AcpEnv, rpc: &mut Rpc, sid: &str, row_id: i64) {
     assert_error(&e, -32000, None);
     let e = rpc.prompt(sid, "again");
     assert_eq!(e.error()["code"], -32000);
-    for t in [
-        "acp_transcript",
-        "acp_context_snapshots",
-        "acp_turn_checkpoints",
-        "acp_checkpoint_events",
-    ] {
-        let n = db_int(
-            &env.db(),
-            &format!("SELECT COUNT(*) FROM {t} WHERE session_row = {row_id}"),
-        );
-        assert_eq!(n, 0, "{t} still has rows of the deleted session");
-    }
+    assert_no_rows_of(&env.db(), row_id);
     assert_eq!(
         db_int(
             &env.db(),
@@ -594,13 +561,7 @@ fn chat_append_fault_fails_the_turn_and_keeps_history_and_context() {
     assert_content_is_streamed_text(&t);
     assert_eq!(t.text(), "two");
     let hist = rpc.messages(sid);
-    assert_eq!(
-        shape(&hist),
-        vec![
-            row("user", "message", "one"),
-            row("assistant", "message", "one")
-        ]
-    );
+    assert_eq!(shape(&hist), echo_rows(&["one"]));
     rpc.faults(&[]);
     // The in-memory context was not extended by the failed turn.
     assert_eq!(

@@ -66,10 +66,7 @@ fn attempts(env: &AcpEnv, sid: &str) {
     assert_eq!(t.error()["data"], want, "{}", t.error());
     assert!(t.updates().is_empty(), "{:?}", t.updates());
     for _ in 0..2 {
-        let e = rpc.fails(
-            "session/new",
-            json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
-        );
+        let e = rpc.new_session_fails(sid, "acp");
         assert_error(&e, -32000, Some("unsupported_interaction_surface"));
         assert_eq!(e["data"], want, "{e}");
     }
@@ -198,18 +195,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
     );
     let r = rpc.ok("session/delete", json!({"session_id": "stdio-del"}));
     assert_eq!(r["deleted"], true);
-    for t in [
-        "acp_transcript",
-        "acp_context_snapshots",
-        "acp_turn_checkpoints",
-        "acp_checkpoint_events",
-    ] {
-        let n = db_int(
-            &env.db(),
-            &format!("SELECT COUNT(*) FROM {t} WHERE session_row = {del_row}"),
-        );
-        assert_eq!(n, 0, "{t}");
-    }
+    assert_no_rows_of(&env.db(), del_row);
     assert_error(
         &rpc.messages_mode("stdio-del", None).unwrap_err(),
         -32000,
@@ -235,13 +221,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
         &env.db(),
         "SELECT id FROM acp_sessions WHERE session_id = 'stdio-1'",
     );
-    for t in [
-        "acp_sessions",
-        "acp_transcript",
-        "acp_context_snapshots",
-        "acp_turn_checkpoints",
-        "acp_checkpoint_events",
-    ] {
+    for t in std::iter::once("acp_sessions").chain(SESSION_TABLES) {
         assert_eq!(rows_of(&now, t, one), rows_of(&before, t, one), "{t}");
         assert!(!rows_of(&now, t, one).is_empty(), "{t}");
     }

@@ -7,11 +7,11 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
-use common::errors::{credential_rejected, missing_grant, not_initialized};
-use common::start::write_config;
+use common::errors::{credential_rejected, missing_grant, not_initialized, revoked};
+use common::start::{start, Env};
 
-use common::users::{config_bytes, digest, get, initialize, set_many, ADMIN_TOKEN};
-use common::{euid, Client, Daemon, TestDir};
+use common::users::{config_bytes, digest, get, initialize, new_token, set_many, ADMIN_TOKEN};
+use common::{euid, Client, Daemon};
 use serde_json::{json, Value};
 
 fn self_roster_config() -> String {
@@ -41,9 +41,8 @@ permission_profiles = ["me"]
     )
 }
 
-fn start_self_roster(dir: &TestDir) -> Daemon {
-    write_config(&dir.config_dir(), &self_roster_config());
-    Daemon::builder().config_dir(dir.config_dir()).spawn()
+fn start_self_roster() -> Env {
+    start(&self_roster_config())
 }
 
 fn admin(d: &Daemon) -> Client {
@@ -60,14 +59,9 @@ fn me(d: &Daemon) -> Client {
     c
 }
 
-fn revoked() -> Option<Value> {
-    Some(json!({"reason": "revoked"}))
-}
-
 #[test]
 fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut me = me(&d);
     assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 
@@ -123,31 +117,19 @@ fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
 
 #[test]
 fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
     let mut me = me(&d);
 
     // Narrower grants: the binding stays, the gate applies the new grants.
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants.config", "value": ["read"]}),
-    );
+    admin.config_set("permission_profiles.me.grants.config", json!(["read"]));
     let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(2))]);
     missing_grant(&err_of(&v), "config:update", "config/set-many");
     assert_eq!(get(&mut me, "agents.echo.chunk_chars"), 16);
 
     // No grants left: revoked once, then unbound.
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants", "value": {}}),
-    );
-    assert_error_exact(
-        &me.fails("config/get", json!({})),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        revoked(),
-    );
+    admin.config_set("permission_profiles.me.grants", json!({}));
+    revoked(&me.fails("config/get", json!({})));
     for _ in 0..2 {
         not_initialized(&me.fails("config/get", json!({})));
     }
@@ -155,10 +137,7 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
     assert_eq!(v["error"]["data"]["reason"], "no_grants", "{v}");
 
     // Grants back: a fresh initialize binds again.
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants", "value": {"system": ["read"]}}),
-    );
+    admin.config_set("permission_profiles.me.grants", json!({"system": ["read"]}));
     let v = initialize(&mut me, None);
     assert_eq!(v["result"]["principalId"], "user:me", "{v}");
     assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
@@ -166,14 +145,10 @@ fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
 
 #[test]
 fn a_notification_after_a_revocation_drops_the_binding_silently() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
     let mut me = me(&d);
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants", "value": {}}),
-    );
+    admin.config_set("permission_profiles.me.grants", json!({}));
     // §6.5: the gate runs before notifications too. A notification is never
     // answered, but the revocation it meets drops the binding, so the next
     // request is not_initialized rather than revoked.
@@ -186,10 +161,7 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
 fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() {
     let d = Daemon::start();
     let mut uid_admin = d.client();
-    let token = uid_admin.ok("pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = new_token(&mut uid_admin);
     let mut token_admin = d.connect();
     let v = initialize(&mut token_admin, Some(&token));
     assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
@@ -203,12 +175,7 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
         v["result"],
         json!({"props": ["security.trust_daemon_uid"], "set": true})
     );
-    assert_error_exact(
-        &uid_admin.fails("status", json!({})),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        revoked(),
-    );
+    revoked(&uid_admin.fails("status", json!({})));
     let v = uid_admin.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     // Root included: an unmapped uid is rejected (§5.2).
@@ -223,18 +190,14 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
         token_admin.ok("status", json!({}))["principal_id"],
         "shared-operator"
     );
-    token_admin.ok(
-        "config/set",
-        json!({"prop": "security.trust_daemon_uid", "value": true}),
-    );
+    token_admin.config_set("security.trust_daemon_uid", json!(true));
     let v = initialize(&mut uid_admin, None);
     assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
 }
 
 #[test]
 fn a_profile_added_to_the_roster_user_widens_its_grants_live() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
     let mut me = me(&d);
     let v = me.call_frame("session/new", json!({"agent_alias": "echo"}));
@@ -280,11 +243,11 @@ fn prompt(c: &mut Client, session_id: &str, text: &str) -> (Vec<String>, Value) 
 
 #[test]
 fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
-    admin.ok("config/set",
-        json!({"prop": "permission_profiles.me.grants.sessions", "value": ["create", "execute", "read"]}),
+    admin.config_set(
+        "permission_profiles.me.grants.sessions",
+        json!(["create", "execute", "read"]),
     );
     let mut me = me(&d);
 
@@ -308,9 +271,9 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
         Some("Principal is not entitled to agent tiny"),
         Some(json!({"reason": "agent", "agent": "tiny"})),
     );
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.me.allowed_agents", "value": ["echo", "tiny"]}),
+    admin.config_set(
+        "permission_profiles.me.allowed_agents",
+        json!(["echo", "tiny"]),
     );
     me.ok(
         "session/new",
@@ -333,8 +296,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
 
 #[test]
 fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
     let mut me = me(&d);
     let v = set_many(
@@ -360,10 +322,7 @@ fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
     assert_eq!(v["result"]["set"], true, "{v}");
     assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.boss.admin", "value": false}),
-    );
+    admin.config_set("permission_profiles.boss.admin", json!(false));
     assert_error_exact(
         &me.fails("pairing/list", json!({})),
         -32012,

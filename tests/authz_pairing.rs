@@ -8,7 +8,7 @@ use common::assert::{assert_error_exact, err_of};
 use common::errors::{credential_rejected, not_initialized};
 use common::start::write_config;
 
-use common::users::{config_bytes, digest, initialize, ADMIN_TOKEN};
+use common::users::{config_bytes, digest, initialize, new_token, ADMIN_TOKEN};
 use common::{Daemon, TestDir};
 use serde_json::{json, Value};
 use zeroclaw::config::Config;
@@ -91,14 +91,8 @@ fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator(
 fn revoking_a_token_fails_the_next_request_of_its_connections() {
     let d = Daemon::start();
     let mut admin = d.client();
-    let token = admin.ok("pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let other = admin.ok("pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = new_token(&mut admin);
+    let other = new_token(&mut admin);
     let mut t1 = d.connect();
     assert_eq!(
         initialize(&mut t1, Some(&token))["result"]["principalId"],
@@ -167,10 +161,7 @@ fn revoking_a_token_fails_the_next_request_of_its_connections() {
 fn bad_credentials_are_rejected_without_falling_back_to_the_uid() {
     let d = Daemon::start();
     let mut admin = d.client();
-    let token = admin.ok("pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = new_token(&mut admin);
     let cases: [(Value, &str, &str); 4] = [
         (
             json!({"protocolVersion": 1, "authToken": token, "authProvider": "oauth"}),

@@ -19,9 +19,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::users::{
-    client_as, config_bytes, connect_as, get, initialize, set_many, Accounts, OsGroup, OsUser,
+    client_as, config_bytes, connect_as, get, initialize, new_token, set_many, Accounts, OsGroup,
+    OsUser,
 };
-use common::{run_cli, Daemon, BIN, RECV_TIMEOUT};
+use common::{run_cli_code, Daemon, BIN, RECV_TIMEOUT};
 use serde_json::{json, Value};
 
 /// The roster of these tests.
@@ -40,12 +41,6 @@ struct Roster {
     carol: OsUser,
     /// Not a member of the group.
     dave: OsUser,
-}
-
-macro_rules! accounts_or_skip {
-    () => {
-        ok_or_skip!(Accounts::new())
-    };
 }
 
 fn roster(acc: &mut Accounts) -> Roster {
@@ -150,7 +145,7 @@ fn forbidden_path(index: usize, prop: &str) -> (String, Value) {
 
 #[test]
 fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
-    let mut acc = accounts_or_skip!();
+    let mut acc = ok_or_skip!(Accounts::new());
     let r = roster(&mut acc);
     let dir = traversable_dir();
     let d = start(dir.path(), &r, false);
@@ -222,7 +217,7 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
 
 #[test]
 fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
-    let mut acc = accounts_or_skip!();
+    let mut acc = ok_or_skip!(Accounts::new());
     let r = roster(&mut acc);
     let dir = traversable_dir();
     let d = start(dir.path(), &r, true);
@@ -446,7 +441,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
 
 #[test]
 fn policy_changes_reach_open_connections_at_their_next_request() {
-    let mut acc = accounts_or_skip!();
+    let mut acc = ok_or_skip!(Accounts::new());
     let r = roster(&mut acc);
     let dir = traversable_dir();
     let d = start(dir.path(), &r, false);
@@ -457,10 +452,7 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
     let mut admin = d.client();
 
     // A grant taken away applies at alice's next request; she stays bound.
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.writer.grants.config", "value": []}),
-    );
+    admin.config_set("permission_profiles.writer.grants.config", json!([]));
     missing_grant(
         &alice.fails("config/get", json!({})),
         "config:read",
@@ -468,20 +460,14 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
     );
     assert_eq!(alice.ok("status", json!({}))["principal_id"], alice_id);
     // A grant given applies too, without reconnecting.
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.writer.grants.config", "value": ["read"]}),
-    );
+    admin.config_set("permission_profiles.writer.grants.config", json!(["read"]));
     assert_eq!(get(&mut alice, "agents.echo.backend"), "echo");
     // Read but no longer update: set-many is refused by the gate.
     let v = set_many(&mut alice, &[("daemon.ask_timeout_secs", json!(3))]);
     missing_grant(&err_of(&v), "config:update", "config/set-many");
 
     // Profiles granting nothing: revoked, then the binding is gone.
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.writer.grants", "value": {}}),
-    );
+    admin.config_set("permission_profiles.writer.grants", json!({}));
     revoked(&alice.fails("status", json!({})));
     not_initialized(&alice.fails("status", json!({})));
     let v = initialize(&mut alice, None);
@@ -489,9 +475,9 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
 
     // The roster entry no longer maps erin's uid (map keys cannot be deleted
     // through the protocol, §8.16; remapping the uid is the removal).
-    admin.ok(
-        "config/set",
-        json!({"prop": format!("users.{}.uid", r.erin.name), "value": 3_999_999_999u32}),
+    admin.config_set(
+        &format!("users.{}.uid", r.erin.name),
+        json!(3_999_999_999u32),
     );
     revoked(&erin.fails("session/list", json!({})));
     let v = erin.call_frame("session/list", json!({}));
@@ -501,9 +487,9 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
 
     // A renamed principal is another principal: revoked too, and a new
     // initialize binds the new id.
-    admin.ok(
-        "config/set",
-        json!({"prop": format!("users.{}.principal_id", r.frank.name), "value": "renamed"}),
+    admin.config_set(
+        &format!("users.{}.principal_id", r.frank.name),
+        json!("renamed"),
     );
     let v = frank.call_frame("session/list", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "revoked", "{v}");
@@ -515,10 +501,7 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
         .is_some());
 
     // A config change that leaves frank's principal alone keeps him bound.
-    admin.ok(
-        "config/set",
-        json!({"prop": "daemon.ask_timeout_secs", "value": 60}),
-    );
+    admin.config_set("daemon.ask_timeout_secs", json!(60));
     assert!(frank
         .call_frame("session/list", json!({}))
         .get("result")
@@ -538,7 +521,7 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
 
 #[test]
 fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
-    let mut acc = accounts_or_skip!();
+    let mut acc = ok_or_skip!(Accounts::new());
     let r = roster(&mut acc);
     let dir = traversable_dir();
     let d = start(dir.path(), &r, false);
@@ -555,10 +538,7 @@ fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
     // A token from the admin binds the roster user's connection to the shared
     // operator (a token authenticates as the shared operator, §6.7).
     let mut admin = d.client();
-    let token = admin.ok("pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = new_token(&mut admin);
     let v = initialize(&mut alice, Some(&token));
     assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
     assert!(alice
@@ -570,13 +550,11 @@ fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
 /// `zeroclaw --config-dir <cfg> rpc ARGS…` run as `user` (or as this
 /// process when `None`): (exit code, stdout, stderr).
 fn rpc_as(d: &Daemon, user: Option<&OsUser>, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut cmd = d.cli();
+    let mut cmd = d.rpc_command(args);
     if let Some(u) = user {
         cmd.uid(u.uid).gid(u.gid);
     }
-    cmd.arg("rpc").args(args);
-    let (status, out, err) = run_cli(cmd);
-    (status.code(), out, err)
+    run_cli_code(cmd)
 }
 
 /// Whether `user` may execute the zeroclaw binary where it was built.
@@ -594,7 +572,7 @@ fn binary_runnable_by(user: &OsUser) -> bool {
 
 #[test]
 fn the_worked_example_of_docs_config_md() {
-    let mut acc = accounts_or_skip!();
+    let mut acc = ok_or_skip!(Accounts::new());
     let group = acc.group();
     let alice = acc.user(Some(&group));
     if !binary_runnable_by(&alice) {
@@ -729,7 +707,7 @@ fn the_worked_example_of_docs_config_md() {
 
 #[test]
 fn the_socket_group_follows_the_config_from_one_start_to_the_next() {
-    let mut acc = accounts_or_skip!();
+    let mut acc = ok_or_skip!(Accounts::new());
     let (g1, g2) = (acc.group(), acc.group());
     let (alice, bob) = (acc.user(Some(&g1)), acc.user(Some(&g2)));
     let dir = traversable_dir();
@@ -762,10 +740,7 @@ fn the_socket_group_follows_the_config_from_one_start_to_the_next() {
     assert!(reaches(&d, &alice) && !reaches(&d, &bob));
     // Changed by the admin: applies at the next start.
     let mut admin = d.client();
-    admin.ok(
-        "config/set",
-        json!({"prop": "security.socket_group", "value": g2.name}),
-    );
+    admin.config_set("security.socket_group", json!(g2.name));
     assert!(reaches(&d, &alice) && !reaches(&d, &bob));
     drop(admin);
     drop(d);

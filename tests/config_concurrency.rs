@@ -222,10 +222,7 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
 
     // Same with the whole binding revoked while waiting: `revoked`, and the
     // binding is dropped.
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants.config", "value": ["update"]}),
-    );
+    admin.config_set("permission_profiles.me.grants.config", json!(["update"]));
     let lock = hold_file_lock(&d.config_dir);
     send_set_many(
         &mut admin,

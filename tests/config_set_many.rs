@@ -282,6 +282,14 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
     );
 
     // Step 5: entries that cannot be applied carry index and prop.
+    const U32: &str = "expected an integer in 0..=4294967295";
+    const U16: &str = "expected an integer in 0..=65535";
+    const BOOL: &str = "expected a boolean";
+    const STRING: &str = "expected a string";
+    const STRINGS: &str = "expected an array of strings";
+    const STRING_MAP: &str = "expected an object of string values";
+    const GRANTS: &str = "expected an object of resource to array of verbs";
+    const NO_NULL: &str = "null is not accepted (deleting a prop is out of scope)";
     let entry_cases: Vec<(&str, Value, String)> = vec![
         ("nope", json!(1), "unknown prop".into()),
         ("daemon", json!({}), "unknown prop".into()),
@@ -293,91 +301,35 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
         ("agents..chunk_chars", json!(1), "unknown prop".into()),
         ("users.x.grants", json!({}), "unknown prop".into()),
         ("", json!(1), "unknown prop".into()),
-        (
-            "agents.echo.chunk_chars",
-            json!("many"),
-            "expected an integer in 0..=4294967295".into(),
-        ),
-        (
-            "agents.echo.chunk_chars",
-            json!(-1),
-            "expected an integer in 0..=4294967295".into(),
-        ),
-        (
-            "agents.echo.chunk_chars",
-            json!(1.5),
-            "expected an integer in 0..=4294967295".into(),
-        ),
+        ("agents.echo.chunk_chars", json!("many"), U32.into()),
+        ("agents.echo.chunk_chars", json!(-1), U32.into()),
+        ("agents.echo.chunk_chars", json!(1.5), U32.into()),
         (
             "agents.echo.chunk_chars",
             json!(4_294_967_296u64),
-            "expected an integer in 0..=4294967295".into(),
+            U32.into(),
         ),
-        (
-            "agents.echo.chunk_chars",
-            json!([1]),
-            "expected an integer in 0..=4294967295".into(),
-        ),
-        (
-            "gateway.port",
-            json!(65536),
-            "expected an integer in 0..=65535".into(),
-        ),
-        (
-            "security.trust_daemon_uid",
-            json!("yes"),
-            "expected a boolean".into(),
-        ),
-        (
-            "security.trust_daemon_uid",
-            json!(1),
-            "expected a boolean".into(),
-        ),
-        (
-            "agents.echo.system_prompt",
-            json!(["a"]),
-            "expected a string".into(),
-        ),
-        (
-            "agents.echo.system_prompt",
-            json!({}),
-            "expected a string".into(),
-        ),
-        (
-            "agents.echo.command",
-            json!("sh"),
-            "expected an array of strings".into(),
-        ),
-        (
-            "agents.echo.command",
-            json!(["sh", 1]),
-            "expected an array of strings".into(),
-        ),
-        (
-            "agents.echo.env",
-            json!({"A": 1}),
-            "expected an object of string values".into(),
-        ),
+        ("agents.echo.chunk_chars", json!([1]), U32.into()),
+        ("gateway.port", json!(65536), U16.into()),
+        ("security.trust_daemon_uid", json!("yes"), BOOL.into()),
+        ("security.trust_daemon_uid", json!(1), BOOL.into()),
+        ("agents.echo.system_prompt", json!(["a"]), STRING.into()),
+        ("agents.echo.system_prompt", json!({}), STRING.into()),
+        ("agents.echo.command", json!("sh"), STRINGS.into()),
+        ("agents.echo.command", json!(["sh", 1]), STRINGS.into()),
+        ("agents.echo.env", json!({"A": 1}), STRING_MAP.into()),
         (
             "permission_profiles.p.grants",
             json!(["sessions"]),
-            "expected an object of resource to array of verbs".into(),
+            GRANTS.into(),
         ),
         (
             "permission_profiles.p.grants",
             json!({"sessions": "read"}),
-            "expected an object of resource to array of verbs".into(),
+            GRANTS.into(),
         ),
-        (
-            "agents.echo.chunk_chars",
-            json!(null),
-            "null is not accepted (deleting a prop is out of scope)".into(),
-        ),
-        (
-            "users.x.uid",
-            json!(null),
-            "null is not accepted (deleting a prop is out of scope)".into(),
-        ),
+        ("agents.echo.chunk_chars", json!(null), NO_NULL.into()),
+        ("users.x.uid", json!(null), NO_NULL.into()),
         ("schema_version", json!(1), "read-only prop".into()),
         (
             "gateway.paired_tokens",
@@ -477,14 +429,8 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
         json!([])
     );
     // An env table replaces the whole table.
-    c.ok(
-        "config/set",
-        json!({"prop": "agents.echo.env", "value": {"A": "1", "B": "2"}}),
-    );
-    c.ok(
-        "config/set",
-        json!({"prop": "agents.echo.env", "value": {"C": "3"}}),
-    );
+    c.config_set("agents.echo.env", json!({"A": "1", "B": "2"}));
+    c.config_set("agents.echo.env", json!({"C": "3"}));
     assert_eq!(get(&mut c, "agents.echo.env"), json!({"C": "3"}));
 
     // config/get: unknown props are -32602; unset optional fields are null.

@@ -29,10 +29,7 @@ fn config_set_writes_through_a_symlinked_config_toml() {
 
     let d = Daemon::builder().config_dir(&cfg).spawn();
     let mut c = d.client();
-    c.ok(
-        "config/set",
-        json!({"prop": "agents.echo.chunk_chars", "value": 3}),
-    );
+    c.config_set("agents.echo.chunk_chars", json!(3));
     // Twice: the second commit reads through the link what the first wrote.
     let v = c.call_frame(
         "config/set",

@@ -57,10 +57,7 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
 
     assert_full(&upload(&mut rpc, "a1", &[7u8; 64 * 1024]).unwrap_err());
     assert_full(&attach(&mut rpc, "a1", &[9u8; 32 * 1024]).unwrap_err());
-    let e = rpc.fails(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "a2", "chat_mode": "acp"}),
-    );
+    let e = rpc.new_session_fails("a2", "acp");
     assert_full(&e);
 
     // Up, and nothing stored earlier changed; no temporary file survived.
@@ -124,15 +121,7 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     ]);
     assert_eq!(shape(&rpc.messages("c1")), want);
     // The failed chat turn is in neither the history nor the live context.
-    assert_eq!(
-        rpc.context("c1"),
-        vec![
-            ctx("user", "hi chat"),
-            ctx("assistant", "hi chat"),
-            ctx("user", "after chat"),
-            ctx("assistant", "after chat"),
-        ]
-    );
+    assert_eq!(rpc.context("c1"), echo_ctx(&["hi chat", "after chat"]));
 
     set_ask_timeout(&mut rpc, 78).unwrap();
     assert_eq!(ask_timeout(&mut rpc), 78);

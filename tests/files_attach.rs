@@ -9,8 +9,7 @@
 mod common;
 use common::assert::assert_error_exact;
 use common::errors::{invalid_params, not_owner, session_not_found, storage_failed};
-use common::start::echo_session;
-use common::start::Env;
+use common::start::{echo_session, Env};
 
 use std::os::unix::fs::MetadataExt;
 

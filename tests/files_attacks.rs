@@ -8,8 +8,7 @@
 mod common;
 use common::assert::assert_error_exact;
 use common::errors::session_not_found;
-use common::start::echo_session;
-use common::start::{start_echo, Env};
+use common::start::{echo_session, start_echo, Env};
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -214,16 +213,9 @@ fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     assert_files(&d.uploads(), &[(&d.stored(&x, None), &x)]);
 }
 
-/// A roster daemon, or skip.
-macro_rules! roster_or_skip {
-    ($profile:expr) => {
-        ok_or_skip!(Roster::start($profile, ""))
-    };
-}
-
 #[test]
 fn a_grant_revoked_between_begin_and_commit_stores_nothing() {
-    let r = roster_or_skip!(UPLOADER);
+    let r = ok_or_skip!(Roster::start(UPLOADER, ""));
     let d = &r.env;
     let mut u = r.client();
     let mut admin = d.client();
@@ -233,10 +225,7 @@ fn a_grant_revoked_between_begin_and_commit_stores_nothing() {
 
     // The profile loses files:create: commit (and chunk) are denied.
     let set = |admin: &mut common::Client, files: serde_json::Value| {
-        admin.ok(
-            "config/set",
-            json!({"prop": "permission_profiles.uploader.grants.files", "value": files}),
-        )
+        admin.config_set("permission_profiles.uploader.grants.files", json!(files))
     };
     set(&mut admin, json!([]));
     let denied = |m: &str| {
@@ -267,7 +256,7 @@ fn a_grant_revoked_between_begin_and_commit_stores_nothing() {
 
 #[test]
 fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
-    let r = roster_or_skip!(UPLOADER);
+    let r = ok_or_skip!(Roster::start(UPLOADER, ""));
     let d = &r.env;
     let mut u = r.client();
     let mut admin = d.client();
@@ -275,10 +264,7 @@ fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
     let x = pattern(31, 1000);
     let id = staged(&mut u, "mine", &x);
     // files:create stays: the gate lets the commit through, the store step refuses it.
-    admin.ok(
-        "config/set",
-        json!({"prop": "permission_profiles.uploader.allowed_agents", "value": []}),
-    );
+    admin.config_set("permission_profiles.uploader.allowed_agents", json!([]));
     let e = err_of(&commit(&mut u, &id));
     assert_error_exact(
         &e,

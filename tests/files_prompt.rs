@@ -8,8 +8,7 @@
 mod common;
 use common::assert::assert_error_exact;
 use common::errors::{invalid_params, missing_grant, storage_failed};
-use common::start::echo_session;
-use common::start::start_echo;
+use common::start::{echo_session, start_echo};
 
 use common::files::*;
 use common::run_cli;

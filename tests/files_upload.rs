@@ -10,8 +10,7 @@ mod common;
 use common::assert::assert_error_exact;
 use common::errors::session_not_found;
 use common::rpc::next_id;
-use common::start::echo_session;
-use common::start::{config_with, start, start_echo};
+use common::start::{config_with, echo_session, start, start_echo};
 use common::wait::eventually;
 
 use std::time::{Duration, Instant};
@@ -482,10 +481,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     // With a 1 s idle limit (set live; the sweep is not due for 30 s), a
     // begin that does not fit reclaims every upload idle for longer, even on
     // open connections, but not X, active again just before.
-    let r = adm.ok(
-        "config/set",
-        json!({"prop": "daemon.upload_idle_secs", "value": 1}),
-    );
+    let r = adm.config_set("daemon.upload_idle_secs", json!(1));
     assert_eq!(r, json!({"prop": "daemon.upload_idle_secs", "set": true}));
     std::thread::sleep(Duration::from_millis(1500));
     let v = chunk(&mut conns[0], &x_id, 0, b"x");

@@ -292,13 +292,6 @@ fn context_json_input_carries_the_system_prompt_and_the_history() {
 // ---------------------------------------------------------------------------
 // zeroclaw rpc
 
-fn rpc(d: &Daemon, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut cmd = d.cli();
-    cmd.arg("rpc").args(args);
-    let (status, out, err) = run_cli(cmd);
-    (status.code(), out, err)
-}
-
 /// The JSON lines of a stream.
 fn json_lines(s: &str) -> Vec<Value> {
     s.lines()
@@ -309,24 +302,18 @@ fn json_lines(s: &str) -> Vec<Value> {
 #[test]
 fn rpc_session_prompt_streams_updates_on_stderr_and_the_result_on_stdout() {
     let d = start_echo();
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/new",
-            r#"{"agent_alias":"echo","session_id":"demo","chat_mode":"acp"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/new",
+        r#"{"agent_alias":"echo","session_id":"demo","chat_mode":"acp"}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(err, "");
     assert_eq!(json_lines(&out)[0]["session_id"], "demo");
 
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/prompt",
-            r#"{"session_id":"demo","prompt":"Hello\n::tool echo {\"text\":\"x\"}\n::think done"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/prompt",
+        r#"{"session_id":"demo","prompt":"Hello\n::tool echo {\"text\":\"x\"}\n::think done"}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(
         json_lines(&out),
@@ -344,13 +331,10 @@ fn rpc_session_prompt_streams_updates_on_stderr_and_the_result_on_stdout() {
     );
 
     // A failed turn: the updates, then the error on stderr; exit 1.
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/prompt",
-            r#"{"session_id":"demo","prompt":"a\n::fail no"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/prompt",
+        r#"{"session_id":"demo","prompt":"a\n::fail no"}"#,
+    ]);
     assert_eq!(code, Some(1), "{out}{err}");
     assert_eq!(out, "");
     assert_eq!(
@@ -366,26 +350,20 @@ fn rpc_session_prompt_streams_updates_on_stderr_and_the_result_on_stdout() {
 #[test]
 fn rpc_approve_answers_every_approval_request() {
     let d = start_echo();
-    rpc(
-        &d,
-        &[
-            "session/new",
-            r#"{"agent_alias":"echo","session_id":"s-1"}"#,
-        ],
-    );
+    d.rpc_cli(&[
+        "session/new",
+        r#"{"agent_alias":"echo","session_id":"s-1"}"#,
+    ]);
     for (decision, outputs) in [
         ("allow_once", ["{\"f\":1}", "{}"]),
         ("reject", ["denied: rejected", "denied: rejected"]),
     ] {
-        let (code, out, err) = rpc(
-            &d,
-            &[
-                "--approve",
-                decision,
-                "session/prompt",
-                r#"{"session_id":"s-1","prompt":"::approve rm {\"f\":1}\n::approve cp\nend"}"#,
-            ],
-        );
+        let (code, out, err) = d.rpc_cli(&[
+            "--approve",
+            decision,
+            "session/prompt",
+            r#"{"session_id":"s-1","prompt":"::approve rm {\"f\":1}\n::approve cp\nend"}"#,
+        ]);
         assert_eq!(code, Some(0), "{out}{err}");
         assert_eq!(
             json_lines(&out),
@@ -415,23 +393,17 @@ fn rpc_approve_answers_every_approval_request() {
     }
     // allow_always: the second call of the same tool is not asked (the
     // session stays live between the two commands).
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "--approve",
-            "allow_always",
-            "session/prompt",
-            r#"{"session_id":"s-1","prompt":"::approve rm"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "--approve",
+        "allow_always",
+        "session/prompt",
+        r#"{"session_id":"s-1","prompt":"::approve rm"}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/prompt",
-            r#"{"session_id":"s-1","prompt":"::approve rm"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/prompt",
+        r#"{"session_id":"s-1","prompt":"::approve rm"}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
     let kinds: Vec<Value> = json_lines(&err)
         .iter()
@@ -450,23 +422,17 @@ fn rpc_approve_answers_every_approval_request() {
 #[test]
 fn rpc_elicitation_reply_answers_every_question() {
     let d = start_echo();
-    rpc(
-        &d,
-        &[
-            "session/new",
-            r#"{"agent_alias":"echo","session_id":"s-1"}"#,
-        ],
-    );
+    d.rpc_cli(&[
+        "session/new",
+        r#"{"agent_alias":"echo","session_id":"s-1"}"#,
+    ]);
     let prompt = r#"{"session_id":"s-1","prompt":"::ask Continue?\n::ask Again?"}"#;
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/prompt",
-            prompt,
-            "--elicitation-reply",
-            r#"{"action":"accept","content":{"answer":"yes"}}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/prompt",
+        prompt,
+        "--elicitation-reply",
+        r#"{"action":"accept","content":{"answer":"yes"}}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(
         json_lines(&out),
@@ -491,22 +457,19 @@ fn rpc_elicitation_reply_answers_every_question() {
         ]
     );
     // The default reply declines.
-    let (code, out, err) = rpc(&d, &["session/prompt", prompt]);
+    let (code, out, err) = d.rpc_cli(&["session/prompt", prompt]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(
         json_lines(&out)[0]["content"],
         "answer: declined\nanswer: declined"
     );
     // Another action.
-    let (code, out, _) = rpc(
-        &d,
-        &[
-            "--elicitation-reply",
-            r#"{"action":"cancel"}"#,
-            "session/prompt",
-            r#"{"session_id":"s-1","prompt":"::ask q"}"#,
-        ],
-    );
+    let (code, out, _) = d.rpc_cli(&[
+        "--elicitation-reply",
+        r#"{"action":"cancel"}"#,
+        "session/prompt",
+        r#"{"session_id":"s-1","prompt":"::ask q"}"#,
+    ]);
     assert_eq!(code, Some(0));
     assert_eq!(json_lines(&out)[0]["content"], "answer: cancelled");
 }

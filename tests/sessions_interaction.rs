@@ -6,8 +6,7 @@
 mod common;
 use common::assert::assert_error_exact;
 use common::sessions;
-use common::start::echo_session;
-use common::start::{config_with, start, start_args, start_echo, ECHO_ONLY};
+use common::start::{config_with, echo_session, start, start_args, start_echo, ECHO_ONLY};
 use common::wait::eventually;
 
 use std::time::Duration;
@@ -208,10 +207,7 @@ fn approval_decisions_shape_the_tool_result() {
         let rid = req["requestId"].as_str().unwrap().to_owned();
         assert_eq!(rid.len(), 36, "a UUID: {rid}");
         assert_eq!(
-            frames
-                .iter()
-                .map(|f| f.params().clone())
-                .collect::<Vec<_>>(),
+            params_of(&frames),
             vec![
                 msg("s-1", "go"),
                 upd(
@@ -291,10 +287,7 @@ fn allow_always_skips_later_requests_for_that_tool_in_this_live_session() {
     // A later turn: rm goes through, another tool is still asked.
     let (id, frames, req) = until_approval(&mut c, "s-1", "::approve rm {\"b\":2}\n::approve cp");
     assert_eq!(
-        frames
-            .iter()
-            .map(|f| f.params().clone())
-            .collect::<Vec<_>>(),
+        params_of(&frames),
         vec![
             upd(
                 "s-1",
@@ -496,13 +489,7 @@ fn ask_round_trips_with_every_kind_of_answer() {
     ];
     for (n, (response, text)) in cases.into_iter().enumerate() {
         let (id, before, ask) = until_ask(&mut c, "s-1", "first\n::ask Continue?\nlast");
-        assert_eq!(
-            before
-                .iter()
-                .map(|f| f.params().clone())
-                .collect::<Vec<_>>(),
-            vec![msg("s-1", "first")]
-        );
+        assert_eq!(params_of(&before), vec![msg("s-1", "first")]);
         // One zc-out-<n> per daemon request on this connection.
         assert_eq!(
             ask.raw,
@@ -707,10 +694,7 @@ fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
     c.notify_prompt("s-1", "Hello\n::tool t");
     let frames = c.until_update(|u| u["type"] == "turn_complete");
     assert_eq!(
-        frames
-            .iter()
-            .map(|f| f.params().clone())
-            .collect::<Vec<_>>(),
+        params_of(&frames),
         vec![
             msg("s-1", "Hello"),
             upd(

@@ -6,8 +6,7 @@ mod common;
 use common::assert::assert_error_exact;
 use common::errors::{agent_not_configured, session_closed, session_not_found};
 use common::sessions;
-use common::start::echo_session;
-use common::start::{config_with, start, start_echo};
+use common::start::{config_with, echo_session, start, start_echo};
 use common::wait::eventually;
 
 use common::Client;
@@ -262,10 +261,7 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
     );
     assert_eq!(c.status()["active_sessions"], 64);
     for mode in ["chat", "acp"] {
-        let e = c.fails(
-            "session/new",
-            json!({"agent_alias": "echo", "session_id": "s64", "chat_mode": mode}),
-        );
+        let e = c.new_session_fails("s64", mode);
         assert_error_exact(
             &e,
             -32001,
@@ -462,10 +458,7 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
     );
     c.expect_nothing_before_probe();
     // Never rehydrated again.
-    let e = c.fails(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "k", "chat_mode": "acp"}),
-    );
+    let e = c.new_session_fails("k", "acp");
     assert_error_exact(&e, -32000, Some("Session killed"), killed.clone());
     let e = c.fails("session/prompt", json!({"session_id": "k", "prompt": "x"}));
     assert_error_exact(&e, -32000, Some("Session killed"), killed.clone());

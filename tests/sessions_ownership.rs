@@ -114,14 +114,8 @@ fn a_roster_user_cannot_touch_another_principals_sessions() {
         not_owned(&a.fails("session/delete", json!({ "session_id": sid })));
     }
     // Resuming or replacing another's session.
-    not_owned(&a.fails(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "op-acp", "chat_mode": "acp"}),
-    ));
-    not_owned(&a.fails(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "op-chat", "chat_mode": "chat"}),
-    ));
+    not_owned(&a.new_session_fails("op-acp", "acp"));
+    not_owned(&a.new_session_fails("op-chat", "chat"));
     // A persisted (not live) session of the operator's too.
     op.ok("session/close", json!({"session_id": "op-acp"}));
     not_owned(&a.fails(

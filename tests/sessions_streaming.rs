@@ -6,8 +6,7 @@
 mod common;
 use common::assert::assert_error_exact;
 use common::sessions;
-use common::start::echo_session;
-use common::start::{config_with, start, start_echo, Env};
+use common::start::{config_with, echo_session, start, start_echo, Env};
 use common::wait::eventually;
 
 use std::time::{Duration, Instant};

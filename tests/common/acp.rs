@@ -212,6 +212,43 @@ impl Client {
     }
 }
 
+/// The tables whose rows belong to one `acp_sessions` row (`session_row`).
+pub const SESSION_TABLES: [&str; 4] = [
+    "acp_transcript",
+    "acp_context_snapshots",
+    "acp_turn_checkpoints",
+    "acp_checkpoint_events",
+];
+
+/// Asserts that no table of [`SESSION_TABLES`] holds a row of session row `row_id`.
+#[track_caller]
+pub fn assert_no_rows_of(db: &Path, row_id: i64) {
+    for t in SESSION_TABLES {
+        let n = db_int(
+            db,
+            &format!("SELECT COUNT(*) FROM {t} WHERE session_row = {row_id}"),
+        );
+        assert_eq!(n, 0, "{t} still has rows of the deleted session {row_id}");
+    }
+}
+
+/// The user and assistant rows of echo turns, in order (the echo agent
+/// replies with the prompt).
+pub fn echo_rows(prompts: &[&str]) -> Vec<(String, String, String)> {
+    prompts
+        .iter()
+        .flat_map(|p| [row("user", "message", p), row("assistant", "message", p)])
+        .collect()
+}
+
+/// The retained context of echo turns, in order.
+pub fn echo_ctx(prompts: &[&str]) -> Vec<Value> {
+    prompts
+        .iter()
+        .flat_map(|p| [ctx("user", p), ctx("assistant", p)])
+        .collect()
+}
+
 /// Asserts that rows carry seq 1..=n in order.
 #[track_caller]
 pub fn assert_contiguous(rows: &[Value]) {

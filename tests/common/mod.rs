@@ -34,7 +34,9 @@ pub mod zerocode;
 #[allow(unused_imports)]
 pub use client::{describe, sized_frame, Client, RecvError};
 #[allow(unused_imports)]
-pub use daemon::{hermetic_env, run_cli, wait_timeout, Daemon, DaemonBuilder, StartFailure};
+pub use daemon::{
+    hermetic_env, run_cli, run_cli_code, wait_timeout, Daemon, DaemonBuilder, StartFailure,
+};
 pub use log::Log;
 
 /// The binary under test.

@@ -170,6 +170,15 @@ impl Client {
         )
     }
 
+    /// The error of `session/new` with the `echo` agent, which must fail.
+    #[track_caller]
+    pub fn new_session_fails(&mut self, id: &str, mode: &str) -> Value {
+        self.fails(
+            "session/new",
+            json!({"agent_alias": "echo", "session_id": id, "chat_mode": mode}),
+        )
+    }
+
     /// Sends `session/prompt` as a notification (no id, no answer, §3.5).
     pub fn notify_prompt(&mut self, session: &str, prompt: &str) {
         self.notify(
@@ -242,6 +251,11 @@ pub fn turns_of(frames: &[Frame]) -> Vec<Vec<Value>> {
         "updates after the last turn_complete: {rest:?}"
     );
     turns
+}
+
+/// The params of every frame of `frames`, in order.
+pub fn params_of(frames: &[Frame]) -> Vec<Value> {
+    frames.iter().map(|f| f.params().clone()).collect()
 }
 
 /// The position of the answer to `id` in `frames`.

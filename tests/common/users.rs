@@ -360,3 +360,21 @@ pub fn set_many(c: &mut Client, sets: &[(&str, Value)]) -> Value {
 pub fn get(c: &mut Client, prop: &str) -> Value {
     c.ok("config/get", json!({ "prop": prop }))["value"].clone()
 }
+
+/// A new pairing token, created by `admin` (`pairing/create`).
+#[track_caller]
+pub fn new_token(admin: &mut Client) -> String {
+    let r = admin.ok("pairing/create", json!({}));
+    r["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("pairing/create without a token: {r}"))
+        .to_owned()
+}
+
+impl Client {
+    /// `config/set` of one prop; the result.
+    #[track_caller]
+    pub fn config_set(&mut self, prop: &str, value: Value) -> Value {
+        self.ok("config/set", json!({"prop": prop, "value": value}))
+    }
+}
