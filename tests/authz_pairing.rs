@@ -80,10 +80,14 @@ fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator(
         let v = c.call_frame("initialize", params);
         assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
     }
-    let bound = d.log.events_named("principal_bound");
+    // The log is written behind the answers: wait for the line (bounded).
+    let native = d.log.wait_for(0, common::RECV_TIMEOUT, |e| {
+        e["event"] == "principal_bound" && e["auth_provider"] == "native"
+    });
     assert!(
-        bound.iter().any(|e| e["auth_provider"] == "native"),
-        "{bound:?}"
+        native.is_some(),
+        "{:?}",
+        d.log.events_named("principal_bound")
     );
 }
 

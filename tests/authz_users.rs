@@ -22,7 +22,7 @@ use common::users::{
     client_as, config_bytes, connect_as, get, initialize, new_token, set_many, Accounts, OsGroup,
     OsUser,
 };
-use common::{run_cli_code, Daemon, BIN, RECV_TIMEOUT};
+use common::{run_cli_code, Daemon, TestDir, BIN, RECV_TIMEOUT};
 use serde_json::{json, Value};
 
 /// The roster of these tests.
@@ -113,14 +113,21 @@ permission_profiles = ["empty"]
 }
 
 /// Starts a daemon serving `r`'s group, with the roster in config.toml.
-fn start(dir: &Path, r: &Roster, test_faults: bool) -> Daemon {
-    let cfg = dir.join("cfg");
-    write_config(&cfg, &config_text(r));
+/// The OS accounts, their roster and a daemon started on it (in a
+/// traversable dir), or why this machine cannot create them. Dropped in
+/// reverse: daemon, dir, then the accounts.
+fn started(test_faults: bool) -> Result<(Accounts, Roster, TestDir, Daemon), String> {
+    let mut acc = Accounts::new()?;
+    let r = roster(&mut acc);
+    let dir = traversable_dir();
+    let cfg = dir.path().join("cfg");
+    write_config(&cfg, &config_text(&r));
     let mut b = Daemon::builder().config_dir(&cfg);
     if test_faults {
         b = b.arg("--test-faults");
     }
-    b.spawn()
+    let d = b.spawn();
+    Ok((acc, r, dir, d))
 }
 
 /// A connection as `user` that completed `initialize` as `principal`.
@@ -145,10 +152,7 @@ fn forbidden_path(index: usize, prop: &str) -> (String, Value) {
 
 #[test]
 fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
-    let mut acc = ok_or_skip!(Accounts::new());
-    let r = roster(&mut acc);
-    let dir = traversable_dir();
-    let d = start(dir.path(), &r, false);
+    let (_acc, r, _dir, d) = ok_or_skip!(started(false));
 
     // §2.3: socket 0660 and data dir 0750 owned by the group; the config dir
     // is search-only for the group (docs/decisions.md); config.toml stays 0600.
@@ -217,10 +221,7 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
 
 #[test]
 fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
-    let mut acc = ok_or_skip!(Accounts::new());
-    let r = roster(&mut acc);
-    let dir = traversable_dir();
-    let d = start(dir.path(), &r, true);
+    let (_acc, r, _dir, d) = ok_or_skip!(started(true));
     let alice_id = format!("user:{}", r.alice.name);
     let mut alice = session_as(&d, &r.alice, &alice_id);
     let mut erin = session_as(&d, &r.erin, "user:erin-id");
@@ -441,10 +442,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
 
 #[test]
 fn policy_changes_reach_open_connections_at_their_next_request() {
-    let mut acc = ok_or_skip!(Accounts::new());
-    let r = roster(&mut acc);
-    let dir = traversable_dir();
-    let d = start(dir.path(), &r, false);
+    let (_acc, r, _dir, d) = ok_or_skip!(started(false));
     let alice_id = format!("user:{}", r.alice.name);
     let mut alice = session_as(&d, &r.alice, &alice_id);
     let mut erin = session_as(&d, &r.erin, "user:erin-id");
@@ -521,10 +519,7 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
 
 #[test]
 fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
-    let mut acc = ok_or_skip!(Accounts::new());
-    let r = roster(&mut acc);
-    let dir = traversable_dir();
-    let d = start(dir.path(), &r, false);
+    let (_acc, r, _dir, d) = ok_or_skip!(started(false));
     let alice_id = format!("user:{}", r.alice.name);
     let mut alice = session_as(&d, &r.alice, &alice_id);
     // §5.3: a token presented by a roster user is checked, with no fallback

@@ -30,6 +30,36 @@ fn with_script(script: &str, extra: &str) -> Env {
 }
 
 /// A fresh chat session of `cmd` on a new client.
+/// A command agent running `script` (`{pids}` in it: a file for the pids
+/// of the shell and of the program it starts, then "ready" on stdout), a
+/// client of session `s-1` whose prompt is running, its id, and the pids.
+fn script_running(script: &str) -> (Env, Client, Value, Vec<i32>) {
+    let dir = TestDir::new();
+    let file = dir.path().join("pids");
+    let d = with_script(&script.replace("{pids}", &file.display().to_string()), "");
+    let (mut c, _) = cmd_client(&d, "s-1");
+    let id = c.start_prompt("s-1", "x");
+    c.until_update(|u| u["text"] == "ready\n");
+    let text = std::fs::read_to_string(&file).expect("the script wrote its pids");
+    let pids: Vec<i32> = text
+        .split_whitespace()
+        .map(|p| p.parse().expect("a pid"))
+        .collect();
+    assert_eq!(pids.len(), 2, "{text:?}");
+    (d, c, id, pids)
+}
+
+/// Waits (bounded) until every process of `pids` has ended.
+fn all_gone(pids: &[i32]) {
+    for &pid in pids {
+        eventually(
+            &format!("process {pid} to end"),
+            Duration::from_secs(5),
+            || process_gone(pid).then_some(()),
+        );
+    }
+}
+
 fn cmd_client(d: &Daemon, sid: &str) -> (Client, Value) {
     let mut c = d.client();
     let r = c.new_session_of("cmd", sid, "chat");
@@ -223,22 +253,7 @@ fn timeout_secs_fails_a_turn_that_runs_too_long() {
 
 #[test]
 fn cancel_terminates_the_program_and_its_children() {
-    let dir = TestDir::new();
-    let pids = dir.path().join("pids");
-    let script = format!(
-        "sleep 60 & echo $$ $! > {}; echo ready; wait",
-        pids.display()
-    );
-    let d = with_script(&script, "");
-    let (mut c, _) = cmd_client(&d, "s-1");
-    let id = c.start_prompt("s-1", "x");
-    c.until_update(|u| u["text"] == "ready\n");
-    let text = std::fs::read_to_string(&pids).expect("the script wrote its pids");
-    let pids: Vec<i32> = text
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect();
-    assert_eq!(pids.len(), 2, "{text:?}");
+    let (_d, mut c, id, pids) = script_running("sleep 60 & echo $$ $! > {pids}; echo ready; wait");
     assert!(pids.iter().all(|p| !process_gone(*p)), "running: {pids:?}");
     let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let all = c.until_all(&[id.clone(), cid]);
@@ -256,13 +271,7 @@ fn cancel_terminates_the_program_and_its_children() {
         )]]
     );
     // The shell and the sleep it started are gone (SIGTERM to the group).
-    for pid in pids {
-        eventually(
-            &format!("process {pid} to end"),
-            Duration::from_secs(5),
-            || process_gone(pid).then_some(()),
-        );
-    }
+    all_gone(&pids);
 }
 
 #[test]
@@ -595,22 +604,10 @@ fn the_quick_test_works_verbatim_with_the_cli() {
 
 #[test]
 fn a_program_that_ignores_sigterm_is_killed_after_the_grace() {
-    let dir = TestDir::new();
-    let pidfile = dir.path().join("pid");
     // `trap '' TERM` is inherited by the sleep: only SIGKILL stops them.
-    let script = format!(
-        "trap '' TERM; sleep 60 & echo $$ $! > {}; echo ready; wait; echo after",
-        pidfile.display()
+    let (_d, mut c, id, pids) = script_running(
+        "trap '' TERM; sleep 60 & echo $$ $! > {pids}; echo ready; wait; echo after",
     );
-    let d = with_script(&script, "");
-    let (mut c, _) = cmd_client(&d, "s-1");
-    let id = c.start_prompt("s-1", "x");
-    c.until_update(|u| u["text"] == "ready\n");
-    let pids: Vec<i32> = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect();
     let start = Instant::now();
     let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let all = c.until_all(&[id.clone(), cid]);
@@ -623,11 +620,5 @@ fn a_program_that_ignores_sigterm_is_killed_after_the_grace() {
         all[answer_index(&all, &id)].result(),
         &json!({"session_id": "s-1", "stop_reason": "cancelled", "content": "ready\n"})
     );
-    for pid in pids {
-        eventually(
-            &format!("process {pid} to end"),
-            Duration::from_secs(5),
-            || process_gone(pid).then_some(()),
-        );
-    }
+    all_gone(&pids);
 }
