@@ -2,7 +2,11 @@
 //! "Which module may use which"): it reads every `crate::…` path in the
 //! files under `src/`, `layers/` and `services/` and checks each against
 //! the rank table below, so an arrow that runs back up fails `cargo test`
-//! instead of waiting for a review.
+//! instead of waiting for a review. `layers/` and `services/` sit beside
+//! `src/` (DESIGN.md) and are mounted with `#[path]`, which hides them from
+//! tools that follow `src/`; a test here follows their `mod` tree and
+//! requires every mounted file to be read, and another plants upward
+//! imports in a throwaway tree to show the rule catches them there.
 //!
 //! How to read a failure: each line names the importing file, the module
 //! it reaches (`-> state`) and both ranks. Arrows must point to a strictly
@@ -194,27 +198,40 @@ fn leading_path(s: &str) -> String {
     }
 }
 
-fn imports() -> Vec<Import> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+/// The folders whose files the rule reads: the library's own and the two
+/// top-level folders `src/lib.rs` mounts with `#[path]` (DESIGN.md keeps
+/// them beside `src/`; the mounting hides them from tools that follow
+/// `src/` only, so this test follows them itself).
+const SCANNED: [&str; 3] = ["src", "layers", "services"];
+
+/// Every `.rs` file the rule reads under `root`, relative, `/`-separated.
+fn scanned_files(root: &Path) -> Vec<String> {
     let mut files = Vec::new();
-    for dir in ["src", "layers", "services"] {
+    for dir in SCANNED {
         rust_files(&root.join(dir), &mut files);
     }
-    let mut out = Vec::new();
-    for path in files {
-        let rel = path
-            .strip_prefix(root)
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .unwrap_or_default();
+    let mut out: Vec<String> = files
+        .iter()
+        .filter_map(|p| p.strip_prefix(root).ok())
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
         // main.rs is the binary's root (its `crate::` is not the library);
         // this file spells paths as test data.
-        if matches!(
-            rel.as_str(),
-            "src/main.rs" | "src/lib.rs" | "src/architecture_tests.rs"
-        ) {
-            continue;
-        }
-        let Ok(code) = std::fs::read_to_string(&path) else {
+        .filter(|rel| {
+            !matches!(
+                rel.as_str(),
+                "src/main.rs" | "src/lib.rs" | "src/architecture_tests.rs"
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every `crate::…` path of the files the rule reads under `root`.
+fn imports_in(root: &Path) -> Vec<Import> {
+    let mut out = Vec::new();
+    for rel in scanned_files(root) {
+        let Ok(code) = std::fs::read_to_string(root.join(&rel)) else {
             continue;
         };
         for target in crate_paths(&code) {
@@ -227,6 +244,10 @@ fn imports() -> Vec<Import> {
     out.sort();
     out.dedup();
     out
+}
+
+fn imports() -> Vec<Import> {
+    imports_in(Path::new(env!("CARGO_MANIFEST_DIR")))
 }
 
 /// The rule's verdict on one import: `Some(reason)` when it breaks it.
@@ -264,17 +285,12 @@ fn known_row(import: &Import) -> Option<usize> {
     })
 }
 
-#[test]
-fn imports_run_one_way() {
-    let all = imports();
-    assert!(
-        all.len() > 100,
-        "read too few crate:: paths ({}); is the tree where CARGO_MANIFEST_DIR says?",
-        all.len()
-    );
+/// What breaks the rule among `all`, as lines naming file, target and why;
+/// a row of `KNOWN_VIOLATIONS` that no import needs any more is one too.
+fn failures_of(all: &[Import]) -> Vec<String> {
     let mut failures = Vec::new();
     let mut rows_seen = BTreeSet::new();
-    for import in &all {
+    for import in all {
         let Some(reason) = breaks_rule(import) else {
             continue;
         };
@@ -292,7 +308,153 @@ fn imports_run_one_way() {
             ));
         }
     }
+    failures
+}
+
+#[test]
+fn imports_run_one_way() {
+    let all = imports();
+    assert!(
+        all.len() > 100,
+        "read too few crate:: paths ({}); is the tree where CARGO_MANIFEST_DIR says?",
+        all.len()
+    );
+    let failures = failures_of(&all);
     assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
+}
+
+/// The files a module file declares with `mod name;` (inline `mod name {`
+/// blocks are part of the file), resolved the way rustc does.
+fn declared_files(root: &Path, rel: &str) -> Vec<String> {
+    let code = std::fs::read_to_string(root.join(rel)).unwrap_or_default();
+    let file = Path::new(rel);
+    let stem = file
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let parent = file.parent().unwrap_or(Path::new(""));
+    // `a/mod.rs` declares children in `a/`; `a/b.rs` declares them in `a/b/`.
+    let dir = if stem == "mod" {
+        parent.to_path_buf()
+    } else {
+        parent.join(stem)
+    };
+    let mut out = Vec::new();
+    for line in code.lines().map(str::trim) {
+        let decl = line
+            .strip_prefix("pub(crate) ")
+            .or_else(|| line.strip_prefix("pub "))
+            .unwrap_or(line);
+        let Some(name) = decl.strip_prefix("mod ").and_then(|n| n.strip_suffix(';')) else {
+            continue;
+        };
+        let flat = dir.join(format!("{name}.rs"));
+        let nested = dir.join(name).join("mod.rs");
+        let found = [flat, nested]
+            .into_iter()
+            .find(|p| root.join(p).is_file())
+            .unwrap_or_else(|| panic!("{rel}: `mod {name};` names no file"));
+        out.push(found.to_string_lossy().replace('\\', "/"));
+    }
+    out
+}
+
+#[test]
+fn every_file_mounted_under_layers_and_services_is_scanned() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap_or_default();
+    let scanned = scanned_files(root);
+    let mut mounted = Vec::new();
+    for folder in ["layers", "services"] {
+        // The one mounting of the folder, in lib.rs; no other `#[path]`.
+        let mount = format!("#[path = \"../{folder}/mod.rs\"]\npub mod {folder};");
+        assert!(
+            lib.contains(&mount),
+            "src/lib.rs does not mount {folder}/ as `{mount}`"
+        );
+        let mut todo = vec![format!("{folder}/mod.rs")];
+        while let Some(file) = todo.pop() {
+            let code = std::fs::read_to_string(root.join(&file)).unwrap_or_default();
+            assert!(
+                !code.contains("#[path"),
+                "{file}: a `#[path]` inside {folder}/ would hide a file from the rule"
+            );
+            todo.extend(declared_files(root, &file));
+            mounted.push(file);
+        }
+    }
+    assert!(
+        mounted.len() > 20,
+        "followed too few module files: {mounted:?}"
+    );
+    let unscanned: Vec<&String> = mounted.iter().filter(|f| !scanned.contains(f)).collect();
+    assert!(
+        unscanned.is_empty(),
+        "mounted but not read by the rule: {unscanned:?}"
+    );
+    // And the other way: nothing under the folders that the build does not mount.
+    let stray: Vec<&String> = scanned
+        .iter()
+        .filter(|f| f.starts_with("layers/") || f.starts_with("services/"))
+        .filter(|f| !mounted.contains(f))
+        .collect();
+    assert!(stray.is_empty(), "files no `mod` declares: {stray:?}");
+}
+
+/// A throwaway tree with these files (relative path, text), removed on drop.
+struct Planted(PathBuf);
+
+impl Planted {
+    fn new(files: &[(&str, &str)]) -> Self {
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let root = std::env::temp_dir().join(format!("zc-arch-{}-{n}", std::process::id()));
+        for (rel, text) in files {
+            let path = root.join(rel);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).expect("creating the planted tree");
+            }
+            std::fs::write(&path, text).expect("writing a planted file");
+        }
+        Self(root)
+    }
+}
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_planted_upward_import_in_a_services_or_layers_file_fails() {
+    let tree = Planted::new(&[
+        ("src/store/chat.rs", "use crate::config::Config;\n"),
+        ("services/mod.rs", "use crate::state::Daemon;\n"),
+        (
+            "services/session/open.rs",
+            "use crate::session::Sessions;\nuse crate::layers::authz::Authz;\n",
+        ),
+        (
+            "layers/trace.rs",
+            "fn f() { let _ = crate::gateway::ws::serve; }\n",
+        ),
+    ]);
+    let all = imports_in(&tree.0);
+    assert_eq!(all.len(), 5, "{all:?}");
+    let failures = failures_of(&all);
+    let upward: Vec<&String> = failures
+        .iter()
+        .filter(|f| !f.starts_with("known violation"))
+        .collect();
+    assert_eq!(
+        upward,
+        [
+            "layers/trace.rs -> gateway::ws: rank 17 `layers` -> rank 19 `gateway` runs up",
+            "services/session/open.rs -> layers::authz: rank 16 `services` -> rank 17 `layers` runs up",
+        ],
+        "{failures:?}"
+    );
 }
 
 #[test]

@@ -53,7 +53,7 @@ fn a_client_that_stops_reading_stops_the_turn_within_the_write_queue_bound() {
     let kernel = kernel_buffer_frames(frame);
     let bound = QUEUE_FRAMES + COMMIT_BATCH + kernel;
     // One million one-character chunks, and the client never reads.
-    let id = rpc.send_prompt(sid, "::chunk 1\n::repeat 1000000 x");
+    let id = rpc.start_prompt(sid, "::chunk 1\n::repeat 1000000 x");
     let events = || {
         db_int(
             &env.db(),
@@ -94,6 +94,6 @@ fn a_client_that_stops_reading_stops_the_turn_within_the_write_queue_bound() {
     // The turn still completes once the client reads again.
     let mut ctl = env.rpc();
     ctl.ok("session/cancel", json!({"session_id": sid}));
-    let t = rpc.finish_turn(sid, id, Duration::from_secs(60));
-    assert_eq!(t.ok()["stop_reason"], "cancelled");
+    let t = rpc.finish_turn(sid, &id, Duration::from_secs(60));
+    assert_eq!(t.result()["stop_reason"], "cancelled");
 }

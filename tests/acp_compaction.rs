@@ -93,17 +93,22 @@ fn turn(rpc: &mut Rpc, m: &mut Model, sid: &str, prompt: &str, snapshot_fails: b
     match expected {
         None => assert!(notices.is_empty(), "unexpected notice {notices:?}"),
         Some((compacted, retained, boundary)) => {
-            assert_eq!(notices.len(), 1, "{:?}", t.updates);
+            assert_eq!(notices.len(), 1, "{:?}", t.updates());
             assert_eq!(
-                *notices[0],
+                notices[0],
                 json!({"sessionId": sid, "type": "compaction_notice", "compactedMessages": compacted, "retainedMessages": retained, "boundarySeq": boundary}),
                 "notice of {prompt:?}"
             );
             // Sent before the turn begins: ahead of every event of the turn.
-            assert_eq!(t.updates[0]["type"], "compaction_notice", "{:?}", t.updates);
+            assert_eq!(
+                t.updates()[0]["type"],
+                "compaction_notice",
+                "{:?}",
+                t.updates()
+            );
         }
     }
-    let reply = t.ok()["content"].as_str().unwrap().to_owned();
+    let reply = t.result()["content"].as_str().unwrap().to_owned();
     m.turn_done(prompt, &reply);
     t
 }
@@ -120,7 +125,7 @@ fn check_context(rpc: &mut Rpc, m: &mut Model, sid: &str) -> Vec<Value> {
         probe.ctx
     };
     let t = turn(rpc, m, sid, "::context", false);
-    let doc: Value = serde_json::from_str(t.ok()["content"].as_str().unwrap()).unwrap();
+    let doc: Value = serde_json::from_str(t.result()["content"].as_str().unwrap()).unwrap();
     let got = doc["messages"].as_array().unwrap().clone();
     assert_eq!(got, want, "::context");
     got
@@ -261,7 +266,7 @@ fn compact_empty_is_authoritative_after_restart() {
     }
     let t = turn(&mut rpc, &mut m, sid, "::compact-empty\nafter empty", false);
     assert_eq!(
-        *t.of_type("compaction_notice")[0],
+        t.of_type("compaction_notice")[0],
         json!({"sessionId": sid, "type": "compaction_notice", "compactedMessages": 6, "retainedMessages": 0, "boundarySeq": 6})
     );
     assert_eq!(snapshots(&env, sid).last().unwrap(), "6|[]");
@@ -289,7 +294,7 @@ fn compact_empty_is_authoritative_after_restart() {
 
     // An empty snapshot with nothing after it: the context is empty.
     let t = turn(&mut rpc, &mut m, sid, "::compact-empty", false);
-    assert_eq!(t.ok()["content"], "");
+    assert_eq!(t.result()["content"], "");
     env.kill9();
     env.start();
     let mut rpc = env.rpc();
@@ -316,8 +321,8 @@ fn failed_snapshot_write_sends_no_notice_and_changes_nothing() {
     ] {
         let full = m.ctx.clone();
         let t = turn(&mut rpc, &mut m, sid, prompt, true);
-        assert_eq!(t.complete()["outcome"], "completed");
-        let doc: Value = serde_json::from_str(t.ok()["content"].as_str().unwrap()).unwrap();
+        assert_eq!(t.turn_complete()["outcome"], "completed");
+        let doc: Value = serde_json::from_str(t.result()["content"].as_str().unwrap()).unwrap();
         assert_eq!(
             doc["messages"],
             json!(full),

@@ -46,10 +46,10 @@ impl Seen {
             .any(|u| u["type"] == "turn_complete" && u["outcome"] == "completed")
     }
 
-    fn push(&mut self, v: Value, prompt_id: u64) {
+    fn push(&mut self, v: Value, prompt_id: &Value) {
         if v["method"] == "session/update" {
             self.updates.push(v["params"].clone());
-        } else if v["id"] == json!(prompt_id) {
+        } else if v["id"] == *prompt_id {
             assert!(v.get("result").is_some(), "the prompt failed: {v}");
             self.answered = true;
         } else {
@@ -59,7 +59,7 @@ impl Seen {
 }
 
 /// Reads what the daemon sends until `deadline`.
-fn read_until(rpc: &mut Rpc, seen: &mut Seen, prompt_id: u64, deadline: Instant) {
+fn read_until(rpc: &mut Rpc, seen: &mut Seen, prompt_id: &Value, deadline: Instant) {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -73,8 +73,16 @@ fn read_until(rpc: &mut Rpc, seen: &mut Seen, prompt_id: u64, deadline: Instant)
     }
 }
 
+/// Reads frames into `seen` while `more` holds, each within the receive bound.
+fn read_while(rpc: &mut Rpc, seen: &mut Seen, id: &Value, more: impl Fn(&Seen) -> bool) {
+    while more(seen) {
+        let v = rpc.read_frame(common::RECV_TIMEOUT).expect("an update");
+        seen.push(v, id);
+    }
+}
+
 /// After the daemon died: what it had written to the socket, up to EOF.
-fn drain(rpc: &mut Rpc, seen: &mut Seen, prompt_id: u64) {
+fn drain(rpc: &mut Rpc, seen: &mut Seen, prompt_id: &Value) {
     loop {
         match rpc.read_frame(Duration::from_secs(5)) {
             Ok(v) => seen.push(v, prompt_id),
@@ -268,12 +276,12 @@ fn kill9_campaign() {
             rng.range(0, (turn_ms + 120) as usize)
         };
         let kill_after = Duration::from_millis(ms as u64);
-        let id = rpc.send_prompt(&sid, &prompt);
+        let id = rpc.start_prompt(&sid, &prompt);
         let sent = Instant::now();
         let mut seen = Seen::default();
-        read_until(&mut rpc, &mut seen, id, sent + kill_after);
+        read_until(&mut rpc, &mut seen, &id, sent + kill_after);
         env.kill9();
-        drain(&mut rpc, &mut seen, id);
+        drain(&mut rpc, &mut seen, &id);
         drop(rpc);
         env.start();
         let path = match rng.range(0, 2) {
@@ -326,13 +334,13 @@ fn kill9_before_any_chunk() {
     rpc.new_session("early", "acp");
     // The thought is sent after the begin transaction; the first chunk only in 60 s.
     let prompt = "::think pondering\n::delay 60000\nnever sent";
-    let id = rpc.send_prompt("early", prompt);
+    let id = rpc.start_prompt("early", prompt);
     let mut seen = Seen::default();
     let v = rpc.read_frame(common::RECV_TIMEOUT).expect("the thought");
-    seen.push(v, id);
+    seen.push(v, &id);
     assert_eq!(seen.updates[0]["type"], "agent_thought_chunk");
     env.kill9();
-    drain(&mut rpc, &mut seen, id);
+    drain(&mut rpc, &mut seen, &id);
     assert_eq!(seen.text(), "");
     env.start();
     let outcome = recover_and_check(&env, "early", prompt, "never sent", &seen, Path::Messages);
@@ -355,12 +363,12 @@ fn kill9_right_after_the_turn_completes() {
     rpc.new_session("done", "acp");
     let prompt = "all of it\nsecond line";
     let t = rpc.prompt_ok("done", prompt);
-    assert_eq!(t.ok()["content"], prompt);
+    assert_eq!(t.result()["content"], prompt);
     env.kill9();
     drop(rpc);
     env.start();
     let seen = Seen {
-        updates: t.updates.clone(),
+        updates: t.updates(),
         answered: true,
     };
     let outcome = recover_and_check(&env, "done", prompt, prompt, &seen, Path::Messages);
@@ -382,14 +390,13 @@ fn kill9_in_a_turn_with_tools_keeps_paired_calls_in_context() {
     let mut rpc = env.rpc();
     rpc.new_session("tools", "acp");
     let prompt = "before\n::tool echo {\"b\":2,\"a\":[1,2.50]}\n::delay 60000\nafter";
-    let id = rpc.send_prompt("tools", prompt);
+    let id = rpc.start_prompt("tools", prompt);
     let mut seen = Seen::default();
-    while !seen.updates.iter().any(|u| u["type"] == "tool_result") {
-        let v = rpc.read_frame(common::RECV_TIMEOUT).expect("an update");
-        seen.push(v, id);
-    }
+    read_while(&mut rpc, &mut seen, &id, |seen| {
+        !seen.updates.iter().any(|u| u["type"] == "tool_result")
+    });
     env.kill9();
-    drain(&mut rpc, &mut seen, id);
+    drain(&mut rpc, &mut seen, &id);
     env.start();
     let mut rpc = env.rpc();
     let rows = rpc.messages("tools");
@@ -430,17 +437,16 @@ fn kill9_twice_recovers_each_turn_once() {
         let mut rpc = env.rpc();
         let id = if round == 1 {
             rpc.new_session("twice", "acp");
-            rpc.send_prompt("twice", &prompt)
+            rpc.start_prompt("twice", &prompt)
         } else {
-            rpc.send_prompt("twice", &prompt)
+            rpc.start_prompt("twice", &prompt)
         };
         let mut seen = Seen::default();
-        while seen.text().chars().count() < 3 {
-            let v = rpc.read_frame(common::RECV_TIMEOUT).expect("a chunk");
-            seen.push(v, id);
-        }
+        read_while(&mut rpc, &mut seen, &id, |seen| {
+            seen.text().chars().count() < 3
+        });
         env.kill9();
-        drain(&mut rpc, &mut seen, id);
+        drain(&mut rpc, &mut seen, &id);
         env.start();
         let rows = env.rpc().messages("twice");
         assert_contiguous(&rows);
@@ -468,14 +474,13 @@ fn sigterm_mid_turn_finalizes_the_partial_turn_without_a_marker() {
     let mut rpc = env.rpc();
     rpc.new_session("term", "acp");
     let prompt = slow_prompt("abcdefghijklmnopqrstuvwxyz", 50);
-    let id = rpc.send_prompt("term", &prompt);
+    let id = rpc.start_prompt("term", &prompt);
     let mut seen = Seen::default();
-    while seen.text().chars().count() < 3 {
-        let v = rpc.read_frame(common::RECV_TIMEOUT).expect("a chunk");
-        seen.push(v, id);
-    }
+    read_while(&mut rpc, &mut seen, &id, |seen| {
+        seen.text().chars().count() < 3
+    });
     env.stop();
-    drain(&mut rpc, &mut seen, id);
+    drain(&mut rpc, &mut seen, &id);
     env.start();
     let rows = env.rpc().messages("term");
     assert_contiguous(&rows);

@@ -10,7 +10,8 @@ mod common;
 use std::time::Duration;
 
 use common::acp::*;
-use common::assert::assert_code_reason;
+use common::assert::assert_error;
+use common::rpc::Frame;
 use serde_json::{json, Value};
 
 /// A long, slow reply: one character every 50 ms.
@@ -40,63 +41,43 @@ fn killed_at_is_null(env: &AcpEnv, sid: &str) -> bool {
 
 /// Reads frames into the stash until `n` chunks of `sid` have arrived.
 fn read_chunks(rpc: &mut Rpc, sid: &str, n: usize) {
-    loop {
-        let have = rpc
-            .stash
-            .iter()
-            .filter(|v| {
-                v["method"] == "session/update"
-                    && v["params"]["sessionId"] == sid
-                    && v["params"]["type"] == "agent_message_chunk"
-            })
-            .count();
-        if have >= n {
-            return;
-        }
-        let v = rpc
-            .read_frame(common::RECV_TIMEOUT)
-            .unwrap_or_else(|e| panic!("waiting for chunk {have}: {}", common::describe(&e)));
-        rpc.stash.push_back(v);
+    let sid = json!(sid);
+    let is_chunk =
+        |f: &Frame| f.is_update() && f.session() == Some(&sid) && f.kind() == "agent_message_chunk";
+    while rpc.stash.iter().filter(|f| is_chunk(f)).count() < n {
+        let line = rpc
+            .try_recv_line(common::RECV_TIMEOUT)
+            .unwrap_or_else(|e| panic!("waiting for a chunk: {}", common::describe(&e)));
+        rpc.stash.push_back(Frame::parse(line));
     }
 }
 
 /// The next `session/update` (from the stash first), bounded.
 fn next_update(rpc: &mut Rpc) -> Value {
-    if let Some(i) = rpc
-        .stash
-        .iter()
-        .position(|v| v["method"] == "session/update")
-    {
-        return rpc.stash.remove(i).unwrap()["params"].clone();
+    let (seen, f) = rpc.until("an update", Frame::is_update);
+    // Put back what came before it, ahead of what is still stashed.
+    for g in seen.into_iter().rev() {
+        rpc.stash.push_front(g);
     }
-    let deadline = std::time::Instant::now() + common::RECV_TIMEOUT;
-    loop {
-        let v = rpc
-            .read_frame(deadline.saturating_duration_since(std::time::Instant::now()))
-            .unwrap_or_else(|e| panic!("waiting for an update: {}", common::describe(&e)));
-        if v["method"] == "session/update" {
-            return v["params"].clone();
-        }
-        rpc.stash.push_back(v);
-    }
+    f.params().clone()
 }
 
 /// A turn failed by storage (§9.3): `turn_complete` with outcome failed and
 /// a reason as its last update, then `-32603` `storage`.
 #[track_caller]
 fn assert_failed_turn(t: &Turn) {
-    let e = t.err();
-    assert_code_reason(e, -32603, Some("storage"));
-    let tc = t.complete();
+    let e = t.error();
+    assert_error(e, -32603, Some("storage"));
+    let tc = t.turn_complete();
     assert_eq!(tc["outcome"], "failed", "{tc}");
     assert!(tc["reason"].as_str().is_some_and(|r| !r.is_empty()), "{tc}");
-    assert_eq!(t.updates.last().unwrap()["type"], "turn_complete");
+    assert_eq!(t.updates().last().unwrap()["type"], "turn_complete");
 }
 
 /// `turn_complete.content` is the text streamed so far (§8.5): the chunks sent.
 #[track_caller]
 fn assert_content_is_streamed_text(t: &Turn) {
-    let tc = t.complete();
+    let tc = t.turn_complete();
     assert_eq!(
         tc["content"],
         json!(t.text()),
@@ -118,11 +99,11 @@ fn turn_begin_fault_starts_no_turn() {
     let before = dump_all(&env.db());
     rpc.faults(&["turn_begin"]);
     let t = rpc.prompt(sid, "two");
-    assert_code_reason(t.err(), -32603, Some("storage"));
+    assert_error(t.error(), -32603, Some("storage"));
     assert!(
-        t.updates.is_empty(),
+        t.updates().is_empty(),
         "a turn that did not begin sent {:?}",
-        t.updates
+        t.updates()
     );
     // A prompt sent as a notification still hears how it ended (§3.5).
     rpc.notify(
@@ -146,24 +127,8 @@ fn turn_begin_fault_starts_no_turn() {
     rpc.faults(&[]);
     rpc.prompt_ok(sid, "four");
     let rows = rpc.messages(sid);
-    assert_eq!(
-        shape(&rows),
-        vec![
-            row("user", "message", "one"),
-            row("assistant", "message", "one"),
-            row("user", "message", "four"),
-            row("assistant", "message", "four"),
-        ]
-    );
-    assert_eq!(
-        rpc.context(sid),
-        vec![
-            ctx("user", "one"),
-            ctx("assistant", "one"),
-            ctx("user", "four"),
-            ctx("assistant", "four")
-        ]
-    );
+    assert_eq!(shape(&rows), echo_rows(&["one", "four"]));
+    assert_eq!(rpc.context(sid), echo_ctx(&["one", "four"]));
 }
 
 // ---------------------------------------------------------------------------
@@ -183,7 +148,7 @@ fn checkpoint_append_fault_fails_the_turn_and_leaves_the_checkpoint() {
     assert!(
         t.of_type("agent_message_chunk").is_empty(),
         "an event whose append failed was sent: {:?}",
-        t.updates
+        t.updates()
     );
     // The begin committed; the checkpoint (the prompt alone) is left for recovery.
     assert_eq!(count(&env, "acp_turn_checkpoints", sid), 1);
@@ -226,10 +191,10 @@ fn checkpoint_append_fault_mid_turn_keeps_exactly_what_was_sent() {
     let mut ctl = env.rpc();
     let sid = "ca-mid";
     rpc.new_session(sid, "acp");
-    let id = rpc.send_prompt(sid, SLOW);
+    let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 3);
     ctl.faults(&["checkpoint_append"]);
-    let t = rpc.finish_turn(sid, id, common::RECV_TIMEOUT);
+    let t = rpc.finish_turn(sid, &id, common::RECV_TIMEOUT);
     assert_failed_turn(&t);
     assert_content_is_streamed_text(&t);
     let sent = t.text();
@@ -324,15 +289,12 @@ fn recovery_fault_changes_nothing_and_creates_no_live_session() {
     let before = dump_all(&env.db());
     rpc.faults(&["recovery"]);
     let e = rpc.messages_mode(sid, None).unwrap_err();
-    assert_code_reason(&e, -32603, Some("storage"));
+    assert_error(&e, -32603, Some("storage"));
     let t = rpc.prompt(sid, "three");
-    assert_code_reason(t.err(), -32603, Some("storage"));
-    assert!(t.updates.is_empty(), "{:?}", t.updates);
-    let e = rpc.err(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
-    );
-    assert_code_reason(&e, -32603, Some("storage"));
+    assert_error(t.error(), -32603, Some("storage"));
+    assert!(t.updates().is_empty(), "{:?}", t.updates());
+    let e = rpc.new_session_fails(sid, "acp");
+    assert_error(&e, -32603, Some("storage"));
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     assert_eq!(
         dump_all(&env.db()),
@@ -391,8 +353,8 @@ fn refused_while_idle(
     rpc.prompt_ok(sid, "one");
     let before = dump_all(&env.db());
     rpc.faults(&[point]);
-    let e = rpc.err(method, json!({"session_id": sid}));
-    assert_code_reason(&e, -32603, Some("storage"));
+    let e = rpc.fails(method, json!({"session_id": sid}));
+    assert_error(&e, -32603, Some("storage"));
     assert_eq!(
         dump_all(&env.db()),
         before,
@@ -406,12 +368,9 @@ fn check_killed(env: &AcpEnv, rpc: &mut Rpc, sid: &str, rows: usize) {
     let before = rpc.messages(sid);
     assert_eq!(before.len(), rows, "{before:?}");
     let t = rpc.prompt(sid, "again");
-    assert_code_reason(t.err(), -32000, Some("killed"));
-    let e = rpc.err(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
-    );
-    assert_code_reason(&e, -32000, Some("killed"));
+    assert_error(t.error(), -32000, Some("killed"));
+    let e = rpc.new_session_fails(sid, "acp");
+    assert_error(&e, -32000, Some("killed"));
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     let listed = rpc.ok("session/list-acp", json!({}));
     assert!(
@@ -432,8 +391,8 @@ fn check_killed(env: &AcpEnv, rpc: &mut Rpc, sid: &str, rows: usize) {
         .clone();
     assert_eq!(entry["state"], "killed");
     // Nothing to kill any more.
-    let e = rpc.err("session/kill", json!({"session_id": sid}));
-    assert_code_reason(&e, -32000, None);
+    let e = rpc.fails("session/kill", json!({"session_id": sid}));
+    assert_error(&e, -32000, None);
     assert_eq!(
         rpc.messages(sid),
         before,
@@ -449,18 +408,18 @@ fn tombstone_fault_on_a_running_turn_then_kill_retried() {
     let mut ctl = env.rpc();
     let sid = "tomb-run";
     rpc.new_session(sid, "acp");
-    let id = rpc.send_prompt(sid, SLOW);
-    let queued = rpc.send_prompt(sid, "queued");
+    let id = rpc.start_prompt(sid, SLOW);
+    let queued = rpc.start_prompt(sid, "queued");
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["tombstone"]);
-    let e = ctl.err("session/kill", json!({"session_id": sid}));
-    assert_code_reason(&e, -32603, Some("storage"));
+    let e = ctl.fails("session/kill", json!({"session_id": sid}));
+    assert_error(&e, -32603, Some("storage"));
     // The hard cancel came first: the running prompt is answered killed,
     // without turn_complete, and so is the queued one.
-    let t = rpc.finish_turn(sid, id, common::RECV_TIMEOUT);
-    assert_code_reason(t.err(), -32000, Some("killed"));
-    assert_code_reason(&rpc.wait(queued).unwrap_err(), -32000, Some("killed"));
-    assert!(t.of_type("turn_complete").is_empty(), "{:?}", t.updates);
+    let t = rpc.finish_turn(sid, &id, common::RECV_TIMEOUT);
+    assert_error(t.error(), -32000, Some("killed"));
+    assert_error(&rpc.wait(&queued).unwrap_err(), -32000, Some("killed"));
+    assert!(t.of_type("turn_complete").is_empty(), "{:?}", t.updates());
     let sent = t.text();
     assert!(!ctl.live_ids().contains(&sid.to_owned()));
     // The row and its checkpoint remain.
@@ -490,20 +449,20 @@ fn tombstone_fault_on_a_running_turn_then_recovered() {
     let mut ctl = env.rpc();
     let sid = "tomb-rec";
     rpc.new_session(sid, "acp");
-    let id = rpc.send_prompt(sid, SLOW);
+    let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["tombstone"]);
-    assert_code_reason(
-        &ctl.err("session/kill", json!({"session_id": sid})),
+    assert_error(
+        &ctl.fails("session/kill", json!({"session_id": sid})),
         -32603,
         Some("storage"),
     );
-    let t = rpc.finish_turn(sid, id, common::RECV_TIMEOUT);
-    assert_code_reason(t.err(), -32000, Some("killed"));
+    let t = rpc.finish_turn(sid, &id, common::RECV_TIMEOUT);
+    assert_error(t.error(), -32000, Some("killed"));
     ctl.faults(&[]);
     // Not killed after all: the next prompt rehydrates and recovers it.
     let t2 = ctl.prompt_ok(sid, "after");
-    assert_eq!(t2.ok()["content"], "after");
+    assert_eq!(t2.result()["content"], "after");
     let rows = ctl.messages(sid);
     let s = shape(&rows);
     assert_eq!(s.len(), 5, "{rows:?}");
@@ -538,21 +497,10 @@ fn acp_delete_fault_on_an_idle_session_keeps_it_usable() {
 fn check_deleted(env: &AcpEnv, rpc: &mut Rpc, sid: &str, row_id: i64) {
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     let e = rpc.messages_mode(sid, None).unwrap_err();
-    assert_code_reason(&e, -32000, None);
+    assert_error(&e, -32000, None);
     let e = rpc.prompt(sid, "again");
-    assert_eq!(e.err()["code"], -32000);
-    for t in [
-        "acp_transcript",
-        "acp_context_snapshots",
-        "acp_turn_checkpoints",
-        "acp_checkpoint_events",
-    ] {
-        let n = db_int(
-            &env.db(),
-            &format!("SELECT COUNT(*) FROM {t} WHERE session_row = {row_id}"),
-        );
-        assert_eq!(n, 0, "{t} still has rows of the deleted session");
-    }
+    assert_eq!(e.error()["code"], -32000);
+    assert_no_rows_of(&env.db(), row_id);
     assert_eq!(
         db_int(
             &env.db(),
@@ -571,14 +519,14 @@ fn acp_delete_fault_on_a_running_turn_keeps_the_row_recoverable() {
     let mut ctl = env.rpc();
     let sid = "del-run";
     rpc.new_session(sid, "acp");
-    let id = rpc.send_prompt(sid, SLOW);
+    let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["acp_delete"]);
-    let e = ctl.err("session/delete", json!({"session_id": sid}));
-    assert_code_reason(&e, -32603, Some("storage"));
-    let t = rpc.finish_turn(sid, id, common::RECV_TIMEOUT);
-    assert_code_reason(t.err(), -32000, Some("deleted"));
-    assert!(t.of_type("turn_complete").is_empty(), "{:?}", t.updates);
+    let e = ctl.fails("session/delete", json!({"session_id": sid}));
+    assert_error(&e, -32603, Some("storage"));
+    let t = rpc.finish_turn(sid, &id, common::RECV_TIMEOUT);
+    assert_error(t.error(), -32000, Some("deleted"));
+    assert!(t.of_type("turn_complete").is_empty(), "{:?}", t.updates());
     assert!(!ctl.live_ids().contains(&sid.to_owned()));
     assert_eq!(count(&env, "acp_turn_checkpoints", sid), 1);
 
@@ -613,13 +561,7 @@ fn chat_append_fault_fails_the_turn_and_keeps_history_and_context() {
     assert_content_is_streamed_text(&t);
     assert_eq!(t.text(), "two");
     let hist = rpc.messages(sid);
-    assert_eq!(
-        shape(&hist),
-        vec![
-            row("user", "message", "one"),
-            row("assistant", "message", "one")
-        ]
-    );
+    assert_eq!(shape(&hist), echo_rows(&["one"]));
     rpc.faults(&[]);
     // The in-memory context was not extended by the failed turn.
     assert_eq!(
@@ -640,7 +582,7 @@ fn chat_delete_fault_keeps_the_session_usable() {
     let r = rpc.ok("session/delete", json!({"session_id": sid}));
     assert_eq!(r, json!({"session_id": sid, "deleted": true}));
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
-    assert_code_reason(&rpc.messages_mode(sid, None).unwrap_err(), -32000, None);
+    assert_error(&rpc.messages_mode(sid, None).unwrap_err(), -32000, None);
     assert_eq!(dump_table(&env.db(), "chat_messages").len(), 0);
     assert_eq!(dump_table(&env.db(), "chat_sessions").len(), 0);
 }
@@ -656,18 +598,18 @@ fn kill_of_a_running_turn_answers_killed_and_keeps_history_readable() {
     let sid = "kill-run";
     rpc.new_session(sid, "acp");
     rpc.prompt_ok(sid, "one");
-    let id = rpc.send_prompt(sid, SLOW);
-    let queued: Vec<u64> = (0..2)
-        .map(|i| rpc.send_prompt(sid, &format!("q{i}")))
+    let id = rpc.start_prompt(sid, SLOW);
+    let queued: Vec<Value> = (0..2)
+        .map(|i| rpc.start_prompt(sid, &format!("q{i}")))
         .collect();
     read_chunks(&mut rpc, sid, 2);
     let r = ctl.ok("session/kill", json!({"session_id": sid}));
     assert_eq!(r, json!({"session_id": sid, "killed": true}));
-    let t = rpc.finish_turn(sid, id, common::RECV_TIMEOUT);
-    assert_code_reason(t.err(), -32000, Some("killed"));
+    let t = rpc.finish_turn(sid, &id, common::RECV_TIMEOUT);
+    assert_error(t.error(), -32000, Some("killed"));
     for q in queued {
-        let a = rpc.wait(q);
-        assert_code_reason(&a.unwrap_err(), -32000, Some("killed"));
+        let a = rpc.wait(&q);
+        assert_error(&a.unwrap_err(), -32000, Some("killed"));
     }
     // No turn_complete for the killed prompt, nor for the queued ones.
     rpc.ok("status", json!({}));
@@ -675,7 +617,7 @@ fn kill_of_a_running_turn_answers_killed_and_keeps_history_readable() {
     assert!(
         t.of_type("turn_complete").is_empty() && late.iter().all(|u| u["type"] != "turn_complete"),
         "{:?} {late:?}",
-        t.updates
+        t.updates()
     );
     let rows = ctl.messages(sid);
     let s = shape(&rows);
@@ -699,13 +641,13 @@ fn kill_of_a_persisted_row_folds_its_leftover_checkpoint() {
     let mut rpc = env.rpc();
     let sid = "kill-persisted";
     rpc.new_session(sid, "acp");
-    let id = rpc.send_prompt(sid, SLOW);
+    let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 3);
     let sent = chunk_text(
         &rpc.stash
             .iter()
-            .filter(|v| v["method"] == "session/update")
-            .map(|v| v["params"].clone())
+            .filter(|f| f.is_update())
+            .map(|f| f.params().clone())
             .collect::<Vec<Value>>(),
     );
     let _ = id;
@@ -752,7 +694,7 @@ fn delete_of_a_running_turn_answers_deleted_and_removes_the_rows() {
     assert!(tc["reason"].is_string(), "{tc}");
     assert_eq!(tc["content"], json!(chunk_text(&updates)), "{tc}");
     check_deleted(&env, &mut ctl, sid, row_id);
-    rpc.c.expect_silence(Duration::from_millis(200));
+    rpc.expect_silence(Duration::from_millis(200));
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::acp::*;
-use common::assert::assert_code_reason;
+use common::assert::assert_error;
 use serde_json::json;
 
 const SURFACE: &str = "acp_stdio";
@@ -62,15 +62,12 @@ fn attempts(env: &AcpEnv, sid: &str) {
     let mut rpc = env.rpc();
     let want = json!({"reason": "unsupported_interaction_surface", "interaction_surface": SURFACE});
     let t = rpc.prompt(sid, "resume me");
-    assert_code_reason(t.err(), -32000, Some("unsupported_interaction_surface"));
-    assert_eq!(t.err()["data"], want, "{}", t.err());
-    assert!(t.updates.is_empty(), "{:?}", t.updates);
+    assert_error(t.error(), -32000, Some("unsupported_interaction_surface"));
+    assert_eq!(t.error()["data"], want, "{}", t.error());
+    assert!(t.updates().is_empty(), "{:?}", t.updates());
     for _ in 0..2 {
-        let e = rpc.err(
-            "session/new",
-            json!({"agent_alias": "echo", "session_id": sid, "chat_mode": "acp"}),
-        );
-        assert_code_reason(&e, -32000, Some("unsupported_interaction_surface"));
+        let e = rpc.new_session_fails(sid, "acp");
+        assert_error(&e, -32000, Some("unsupported_interaction_surface"));
         assert_eq!(e["data"], want, "{e}");
     }
     // As a notification: refused after the ownership check, so a failed turn_complete (§3.5).
@@ -188,7 +185,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
     assert_eq!(old_tail, "NULL");
     assert_ne!(new_tail, "NULL");
     let t = rpc.prompt("stdio-kill", "x");
-    assert_code_reason(t.err(), -32000, Some("killed"));
+    assert_error(t.error(), -32000, Some("killed"));
     assert_eq!(rpc.messages("stdio-kill").len(), 2);
 
     // Delete deletes the row with everything under it, checkpoint included.
@@ -198,19 +195,8 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
     );
     let r = rpc.ok("session/delete", json!({"session_id": "stdio-del"}));
     assert_eq!(r["deleted"], true);
-    for t in [
-        "acp_transcript",
-        "acp_context_snapshots",
-        "acp_turn_checkpoints",
-        "acp_checkpoint_events",
-    ] {
-        let n = db_int(
-            &env.db(),
-            &format!("SELECT COUNT(*) FROM {t} WHERE session_row = {del_row}"),
-        );
-        assert_eq!(n, 0, "{t}");
-    }
-    assert_code_reason(
+    assert_no_rows_of(&env.db(), del_row);
+    assert_error(
         &rpc.messages_mode("stdio-del", None).unwrap_err(),
         -32000,
         None,
@@ -235,13 +221,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
         &env.db(),
         "SELECT id FROM acp_sessions WHERE session_id = 'stdio-1'",
     );
-    for t in [
-        "acp_sessions",
-        "acp_transcript",
-        "acp_context_snapshots",
-        "acp_turn_checkpoints",
-        "acp_checkpoint_events",
-    ] {
+    for t in std::iter::once("acp_sessions").chain(SESSION_TABLES) {
         assert_eq!(rows_of(&now, t, one), rows_of(&before, t, one), "{t}");
         assert!(!rows_of(&now, t, one).is_empty(), "{t}");
     }

@@ -3,12 +3,9 @@
 //! `config/get` view (issue 12).
 
 mod common;
-use common::sessions;
 use common::start::{start, start_echo, ECHO_ONLY};
 
 use serde_json::{json, Value};
-
-use sessions::Rpc;
 
 fn bad_member(e: &Value, member: &str, message: &str) {
     assert_eq!(e["code"], -32602, "{e}");
@@ -73,7 +70,7 @@ fn bad_params_name_the_member() {
         ),
     ];
     for (method, params, member, message) in cases {
-        let e = c.err(method, params.clone());
+        let e = c.fails(method, params.clone());
         bad_member(&e, member, message);
     }
     for method in [
@@ -83,10 +80,10 @@ fn bad_params_name_the_member() {
         "health",
         "logs/subscribe",
     ] {
-        let e = c.err(method, json!([1]));
+        let e = c.fails(method, json!([1]));
         assert_eq!(e["code"], -32602, "{method}: {e}");
     }
-    let e = c.err("session/git_branch", json!({"session_id": "nope"}));
+    let e = c.fails("session/git_branch", json!({"session_id": "nope"}));
     assert_eq!(
         e,
         json!({"code": -32000, "message": "Session not found: nope"})
@@ -345,9 +342,9 @@ fn a_non_admin_sees_its_agents_and_its_own_records_only() {
     other.initialize();
     drop(other);
     // Subscribed: records may come before an answer.
-    let id = c.send_request("status", json!({}));
+    let id = c.send("status", json!({}));
     c.until_answer(&id);
-    let id = c.send_request("logs/query", json!({"limit": 2048}));
+    let id = c.send("logs/query", json!({"limit": 2048}));
     let page = c.until_answer(&id).result().clone();
     let events = page["events"].as_array().unwrap();
     let actions: Vec<&str> = events

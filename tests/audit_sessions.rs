@@ -5,12 +5,10 @@
 //! daemon's stderr JSON lines.
 
 mod common;
-use common::sessions;
-use common::start::start_echo;
+use common::start::echo_session;
 
 use common::own_peer_label;
 use serde_json::{json, Value};
-use sessions::*;
 
 const PRINCIPAL: &str = "shared-operator";
 
@@ -35,9 +33,7 @@ fn assert_audited(d: &common::Daemon, name: &str, sid: &str, count: usize) {
 
 #[test]
 fn every_lifecycle_event_names_the_peer_and_the_principal() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("a1", "acp");
+    let (d, mut c) = echo_session("a1", "acp");
     c.prompt("a1", "one").check("a1");
     c.ok("session/close", json!({"session_id": "a1"}));
     // Rehydrated by a prompt.

@@ -6,12 +6,12 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
-use common::rpc::{call, fails, ok};
-use common::start::write_config;
+use common::assert::{assert_error_exact, err_of};
+use common::errors::{credential_rejected, missing_grant, not_initialized, revoked};
+use common::start::{start, Env};
 
-use common::users::{config_bytes, digest, get, initialize, set_many, ADMIN_TOKEN};
-use common::{euid, Client, Daemon, TestDir};
+use common::users::{config_bytes, digest, get, initialize, new_token, set_many, ADMIN_TOKEN};
+use common::{euid, Client, Daemon};
 use serde_json::{json, Value};
 
 fn self_roster_config() -> String {
@@ -41,9 +41,8 @@ permission_profiles = ["me"]
     )
 }
 
-fn start_self_roster(dir: &TestDir) -> Daemon {
-    write_config(&dir.config_dir(), &self_roster_config());
-    Daemon::builder().config_dir(dir.config_dir()).spawn()
+fn start_self_roster() -> Env {
+    start(&self_roster_config())
 }
 
 fn admin(d: &Daemon) -> Client {
@@ -60,33 +59,27 @@ fn me(d: &Daemon) -> Client {
     c
 }
 
-fn revoked() -> Option<Value> {
-    Some(json!({"reason": "revoked"}))
-}
-
 #[test]
 fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut me = me(&d);
-    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+    assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 
-    assert_error(
-        &fails(&mut me, "session/new", json!({"agent_alias": "echo"})),
-        -32012,
-        Some("Principal is not granted sessions:create (required by session/new)"),
-        Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
+    missing_grant(
+        &me.fails("session/new", json!({"agent_alias": "echo"})),
+        "sessions:create",
+        "session/new",
     );
     for m in ["pairing/list", "pairing/create"] {
-        assert_error(
-            &fails(&mut me, m, json!({})),
+        assert_error_exact(
+            &me.fails(m, json!({})),
             -32012,
             Some(&format!("Principal is not an admin (required by {m})")),
             Some(json!({"reason": "admin_only"})),
         );
     }
     // Without --test-faults the method does not exist at all (§8.20).
-    let v = call(&mut me, "debug/set-faults", json!({"faults": []}));
+    let v = me.call_frame("debug/set-faults", json!({"faults": []}));
     assert_eq!(v["error"]["code"], -32601, "{v}");
 
     let before = config_bytes(&d.config_dir);
@@ -124,92 +117,51 @@ fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
 
 #[test]
 fn a_revoked_permission_fails_the_next_request_of_an_open_connection() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
     let mut me = me(&d);
 
     // Narrower grants: the binding stays, the gate applies the new grants.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants.config", "value": ["read"]}),
-    );
+    admin.config_set("permission_profiles.me.grants.config", json!(["read"]));
     let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(2))]);
-    assert_error(
-        &err_of(&v),
-        -32012,
-        Some("Principal is not granted config:update (required by config/set-many)"),
-        Some(json!({"reason": "missing_grant", "required": "config:update"})),
-    );
+    missing_grant(&err_of(&v), "config:update", "config/set-many");
     assert_eq!(get(&mut me, "agents.echo.chunk_chars"), 16);
 
     // No grants left: revoked once, then unbound.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants", "value": {}}),
-    );
-    assert_error(
-        &fails(&mut me, "config/get", json!({})),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        revoked(),
-    );
+    admin.config_set("permission_profiles.me.grants", json!({}));
+    revoked(&me.fails("config/get", json!({})));
     for _ in 0..2 {
-        assert_error(
-            &fails(&mut me, "config/get", json!({})),
-            -32010,
-            Some("First call must be 'initialize'"),
-            Some(json!({"reason": "not_initialized"})),
-        );
+        not_initialized(&me.fails("config/get", json!({})));
     }
     let v = initialize(&mut me, None);
     assert_eq!(v["error"]["data"]["reason"], "no_grants", "{v}");
 
     // Grants back: a fresh initialize binds again.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants", "value": {"system": ["read"]}}),
-    );
+    admin.config_set("permission_profiles.me.grants", json!({"system": ["read"]}));
     let v = initialize(&mut me, None);
     assert_eq!(v["result"]["principalId"], "user:me", "{v}");
-    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+    assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 }
 
 #[test]
 fn a_notification_after_a_revocation_drops_the_binding_silently() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
     let mut me = me(&d);
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants", "value": {}}),
-    );
+    admin.config_set("permission_profiles.me.grants", json!({}));
     // §6.5: the gate runs before notifications too. A notification is never
     // answered, but the revocation it meets drops the binding, so the next
     // request is not_initialized rather than revoked.
     me.send_line(r#"{"jsonrpc":"2.0","method":"status","params":{}}"#);
     me.expect_nothing_before_probe();
-    assert_error(
-        &fails(&mut me, "status", json!({})),
-        -32010,
-        Some("First call must be 'initialize'"),
-        Some(json!({"reason": "not_initialized"})),
-    );
+    not_initialized(&me.fails("status", json!({})));
 }
 
 #[test]
 fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() {
     let d = Daemon::start();
     let mut uid_admin = d.client();
-    let token = ok(&mut uid_admin, "pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = new_token(&mut uid_admin);
     let mut token_admin = d.connect();
     let v = initialize(&mut token_admin, Some(&token));
     assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
@@ -223,47 +175,32 @@ fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() 
         v["result"],
         json!({"props": ["security.trust_daemon_uid"], "set": true})
     );
-    assert_error(
-        &fails(&mut uid_admin, "status", json!({})),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        revoked(),
-    );
-    let v = call(&mut uid_admin, "status", json!({}));
+    revoked(&uid_admin.fails("status", json!({})));
+    let v = uid_admin.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     // Root included: an unmapped uid is rejected (§5.2).
     let v = initialize(&mut uid_admin, None);
-    assert_error(
-        &err_of(&v),
-        -32010,
-        Some("Credential rejected"),
-        Some(json!({"reason": "credential_rejected"})),
-    );
+    credential_rejected(&err_of(&v));
     let mut fresh = d.connect();
     let v = initialize(&mut fresh, None);
     assert_eq!(v["error"]["data"]["reason"], "credential_rejected", "{v}");
 
     // The token's binding does not depend on the uid.
     assert_eq!(
-        ok(&mut token_admin, "status", json!({}))["principal_id"],
+        token_admin.ok("status", json!({}))["principal_id"],
         "shared-operator"
     );
-    ok(
-        &mut token_admin,
-        "config/set",
-        json!({"prop": "security.trust_daemon_uid", "value": true}),
-    );
+    token_admin.config_set("security.trust_daemon_uid", json!(true));
     let v = initialize(&mut uid_admin, None);
     assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
 }
 
 #[test]
 fn a_profile_added_to_the_roster_user_widens_its_grants_live() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
     let mut me = me(&d);
-    let v = call(&mut me, "session/new", json!({"agent_alias": "echo"}));
+    let v = me.call_frame("session/new", json!({"agent_alias": "echo"}));
     assert_eq!(v["error"]["data"]["reason"], "missing_grant", "{v}");
     // One request creates a profile and gives it to the user (union, §6.3).
     let v = set_many(
@@ -278,14 +215,13 @@ fn a_profile_added_to_the_roster_user_widens_its_grants_live() {
         ],
     );
     assert_eq!(v["result"]["set"], true, "{v}");
-    let v = call(
-        &mut me,
+    let v = me.call_frame(
         "session/new",
         json!({"agent_alias": "echo", "chat_mode": "acp"}),
     );
     assert!(v.get("result").is_some(), "{v}");
     // The other profile's grants are still there.
-    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+    assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 }
 
 /// Sends `session/prompt` and returns the streamed `agent_message_chunk`
@@ -307,13 +243,11 @@ fn prompt(c: &mut Client, session_id: &str, text: &str) -> (Vec<String>, Value) 
 
 #[test]
 fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants.sessions", "value": ["create", "execute", "read"]}),
+    admin.config_set(
+        "permission_profiles.me.grants.sessions",
+        json!(["create", "execute", "read"]),
     );
     let mut me = me(&d);
 
@@ -327,24 +261,21 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
     );
     assert_eq!(v["result"]["set"], true, "{v}");
     // §6.6: the user's profile allows only `echo`.
-    let v = call(
-        &mut me,
+    let v = me.call_frame(
         "session/new",
         json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32012,
         Some("Principal is not entitled to agent tiny"),
         Some(json!({"reason": "agent", "agent": "tiny"})),
     );
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.me.allowed_agents", "value": ["echo", "tiny"]}),
+    admin.config_set(
+        "permission_profiles.me.allowed_agents",
+        json!(["echo", "tiny"]),
     );
-    ok(
-        &mut me,
+    me.ok(
         "session/new",
         json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
     );
@@ -355,8 +286,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
     // A tuning prop the user may write applies to the next turn.
     let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(5))]);
     assert_eq!(v["result"]["set"], true, "{v}");
-    ok(
-        &mut me,
+    me.ok(
         "session/new",
         json!({"agent_alias": "echo", "session_id": "e1", "chat_mode": "acp"}),
     );
@@ -366,8 +296,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
 
 #[test]
 fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
-    let dir = TestDir::new();
-    let d = start_self_roster(&dir);
+    let d = start_self_roster();
     let mut admin = admin(&d);
     let mut me = me(&d);
     let v = set_many(
@@ -380,7 +309,7 @@ fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
     assert_eq!(v["result"]["set"], true, "{v}");
     // Admin passes every check: admin-only methods and props.
     assert_eq!(
-        ok(&mut me, "pairing/list", json!({}))["token_hashes"],
+        me.ok("pairing/list", json!({}))["token_hashes"],
         json!([digest(ADMIN_TOKEN)])
     );
     let v = set_many(
@@ -391,15 +320,11 @@ fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
         ],
     );
     assert_eq!(v["result"]["set"], true, "{v}");
-    assert_eq!(ok(&mut me, "status", json!({}))["principal_id"], "user:me");
+    assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.boss.admin", "value": false}),
-    );
-    assert_error(
-        &fails(&mut me, "pairing/list", json!({})),
+    admin.config_set("permission_profiles.boss.admin", json!(false));
+    assert_error_exact(
+        &me.fails("pairing/list", json!({})),
         -32012,
         Some("Principal is not an admin (required by pairing/list)"),
         Some(json!({"reason": "admin_only"})),

@@ -4,11 +4,11 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
-use common::rpc::{call, fails, ok};
+use common::assert::{assert_error_exact, err_of};
+use common::errors::{credential_rejected, not_initialized};
 use common::start::write_config;
 
-use common::users::{config_bytes, digest, initialize, ADMIN_TOKEN};
+use common::users::{config_bytes, digest, initialize, new_token, ADMIN_TOKEN};
 use common::{Daemon, TestDir};
 use serde_json::{json, Value};
 use zeroclaw::config::Config;
@@ -30,7 +30,7 @@ fn is_token(t: &str) -> bool {
 fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator() {
     let d = Daemon::start();
     let mut admin = d.client();
-    let created = ok(&mut admin, "pairing/create", json!({}));
+    let created = admin.ok("pairing/create", json!({}));
     let token = created["token"].as_str().unwrap().to_owned();
     assert!(is_token(&token), "{created}");
     assert_eq!(created["token_hash"], digest(&token), "{created}");
@@ -47,29 +47,24 @@ fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator(
         "the token itself is not stored"
     );
     assert_eq!(file_config(&d).gateway.paired_tokens, [digest(&token)]);
-    let all = ok(&mut admin, "config/get", json!({}));
+    let all = admin.ok("config/get", json!({}));
     assert_eq!(all["gateway"]["paired_tokens"], json!(["****"]), "{all}");
     assert!(!all.to_string().contains(&digest(&token)), "{all}");
-    let one = ok(
-        &mut admin,
-        "config/get",
-        json!({"prop": "gateway.paired_tokens"}),
-    );
+    let one = admin.ok("config/get", json!({"prop": "gateway.paired_tokens"}));
     assert_eq!(
         one,
         json!({"prop": "gateway.paired_tokens", "value": ["****"]})
     );
     assert_eq!(
-        ok(&mut admin, "pairing/list", json!({})),
+        admin.ok("pairing/list", json!({})),
         json!({"token_hashes": [digest(&token)]})
     );
     // The list is managed by pairing/* only, even for an admin.
-    let v = call(
-        &mut admin,
+    let v = admin.call_frame(
         "config/set",
         json!({"prop": "gateway.paired_tokens", "value": []}),
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("gateway.paired_tokens: read-only prop; use pairing/*"),
@@ -82,13 +77,17 @@ fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator(
         json!({"protocolVersion": 1, "authToken": token, "authProvider": "native"}),
     ] {
         let mut c = d.connect();
-        let v = call(&mut c, "initialize", params);
+        let v = c.call_frame("initialize", params);
         assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
     }
-    let bound = d.log.events_named("principal_bound");
+    // The log is written behind the answers: wait for the line (bounded).
+    let native = d.log.wait_for(0, common::RECV_TIMEOUT, |e| {
+        e["event"] == "principal_bound" && e["auth_provider"] == "native"
+    });
     assert!(
-        bound.iter().any(|e| e["auth_provider"] == "native"),
-        "{bound:?}"
+        native.is_some(),
+        "{:?}",
+        d.log.events_named("principal_bound")
     );
 }
 
@@ -96,14 +95,8 @@ fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator(
 fn revoking_a_token_fails_the_next_request_of_its_connections() {
     let d = Daemon::start();
     let mut admin = d.client();
-    let token = ok(&mut admin, "pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let other = ok(&mut admin, "pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = new_token(&mut admin);
+    let other = new_token(&mut admin);
     let mut t1 = d.connect();
     assert_eq!(
         initialize(&mut t1, Some(&token))["result"]["principalId"],
@@ -114,62 +107,51 @@ fn revoking_a_token_fails_the_next_request_of_its_connections() {
         initialize(&mut t2, Some(&other))["result"]["principalId"],
         "shared-operator"
     );
-    ok(&mut t1, "status", json!({}));
+    t1.ok("status", json!({}));
 
     assert_eq!(
-        ok(&mut admin, "pairing/revoke", json!({"token": token})),
+        admin.ok("pairing/revoke", json!({"token": token})),
         json!({"revoked": true})
     );
     assert_eq!(file_config(&d).gateway.paired_tokens, [digest(&other)]);
-    assert_error(
-        &fails(&mut t1, "status", json!({})),
+    assert_error_exact(
+        &t1.fails("status", json!({})),
         -32010,
         Some("Pairing token revoked: re-pair and re-initialize"),
         Some(json!({"reason": "token_revoked"})),
     );
-    assert_error(
-        &fails(&mut t1, "status", json!({})),
-        -32010,
-        Some("First call must be 'initialize'"),
-        Some(json!({"reason": "not_initialized"})),
-    );
+    not_initialized(&t1.fails("status", json!({})));
     let v = initialize(&mut t1, Some(&token));
-    assert_error(
-        &err_of(&v),
-        -32010,
-        Some("Credential rejected"),
-        Some(json!({"reason": "credential_rejected"})),
-    );
+    credential_rejected(&err_of(&v));
     // The other token's connection is unaffected by the generation change.
-    ok(&mut t2, "status", json!({}));
+    t2.ok("status", json!({}));
 
     // Revoking what is not paired commits nothing.
     let before = config_bytes(&d.config_dir);
     assert_eq!(
-        ok(&mut admin, "pairing/revoke", json!({"token": token})),
+        admin.ok("pairing/revoke", json!({"token": token})),
         json!({"revoked": false})
     );
     assert_eq!(config_bytes(&d.config_dir), before);
     // By digest, in any case.
     assert_eq!(
-        ok(
-            &mut admin,
+        admin.ok(
             "pairing/revoke",
             json!({"token_hash": digest(&other).to_ascii_uppercase()})
         ),
         json!({"revoked": true})
     );
-    let v = call(&mut t2, "status", json!({}));
+    let v = t2.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "token_revoked", "{v}");
     assert_eq!(
-        ok(&mut admin, "pairing/list", json!({})),
+        admin.ok("pairing/list", json!({})),
         json!({"token_hashes": []})
     );
     for params in [
         json!({}),
         json!({"token": other, "token_hash": digest(&other)}),
     ] {
-        let v = call(&mut admin, "pairing/revoke", params);
+        let v = admin.call_frame("pairing/revoke", params);
         assert_eq!(v["error"]["code"], -32602, "{v}");
     }
     let dropped = d.log.events_named("binding_dropped");
@@ -183,10 +165,7 @@ fn revoking_a_token_fails_the_next_request_of_its_connections() {
 fn bad_credentials_are_rejected_without_falling_back_to_the_uid() {
     let d = Daemon::start();
     let mut admin = d.client();
-    let token = ok(&mut admin, "pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = new_token(&mut admin);
     let cases: [(Value, &str, &str); 4] = [
         (
             json!({"protocolVersion": 1, "authToken": token, "authProvider": "oauth"}),
@@ -214,19 +193,19 @@ fn bad_credentials_are_rejected_without_falling_back_to_the_uid() {
         // The uid of this connection is trusted, but a presented token is
         // the credential (no fallback, §5.2).
         let mut c = d.connect();
-        assert_error(
-            &fails(&mut c, "initialize", params.clone()),
+        assert_error_exact(
+            &c.fails("initialize", params.clone()),
             -32010,
             Some(message),
             Some(json!({"reason": reason})),
         );
-        let v = call(&mut c, "status", json!({}));
+        let v = c.call_frame("status", json!({}));
         assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
         // On a bound connection, the failure unbinds it (§5.3).
         let mut bound = d.client();
-        let v = call(&mut bound, "initialize", params);
+        let v = bound.call_frame("initialize", params);
         assert_eq!(v["error"]["data"]["reason"], reason, "{v}");
-        let v = call(&mut bound, "status", json!({}));
+        let v = bound.call_frame("status", json!({}));
         assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     }
 }
@@ -249,10 +228,10 @@ fn a_seeded_token_is_the_only_way_in_when_the_uid_is_not_trusted() {
     // A connection may revoke its own token: the answer still comes, then
     // the binding is gone.
     assert_eq!(
-        ok(&mut c, "pairing/revoke", json!({"token": ADMIN_TOKEN})),
+        c.ok("pairing/revoke", json!({"token": ADMIN_TOKEN})),
         json!({"revoked": true})
     );
-    let v = call(&mut c, "status", json!({}));
+    let v = c.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "token_revoked", "{v}");
     let v = initialize(&mut c, Some(ADMIN_TOKEN));
     assert_eq!(v["error"]["data"]["reason"], "credential_rejected", "{v}");

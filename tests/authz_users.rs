@@ -9,8 +9,8 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
-use common::rpc::{call, fails, ok};
+use common::assert::{assert_error_exact, err_of};
+use common::errors::{credential_rejected, missing_grant, not_initialized, revoked};
 use common::start::{traversable_dir, write_config};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -19,9 +19,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::users::{
-    client_as, config_bytes, connect_as, get, initialize, set_many, Accounts, OsGroup, OsUser,
+    client_as, config_bytes, connect_as, get, initialize, new_token, set_many, Accounts, OsGroup,
+    OsUser,
 };
-use common::{run_cli, Daemon, BIN, RECV_TIMEOUT};
+use common::{run_cli_code, Daemon, TestDir, BIN, RECV_TIMEOUT};
 use serde_json::{json, Value};
 
 /// The roster of these tests.
@@ -40,15 +41,6 @@ struct Roster {
     carol: OsUser,
     /// Not a member of the group.
     dave: OsUser,
-}
-
-macro_rules! accounts_or_skip {
-    () => {
-        match Accounts::new() {
-            Ok(a) => a,
-            Err(why) => skip_test!("{why}"),
-        }
-    };
 }
 
 fn roster(acc: &mut Accounts) -> Roster {
@@ -121,14 +113,21 @@ permission_profiles = ["empty"]
 }
 
 /// Starts a daemon serving `r`'s group, with the roster in config.toml.
-fn start(dir: &Path, r: &Roster, test_faults: bool) -> Daemon {
-    let cfg = dir.join("cfg");
-    write_config(&cfg, &config_text(r));
+/// The OS accounts, their roster and a daemon started on it (in a
+/// traversable dir), or why this machine cannot create them. Dropped in
+/// reverse: daemon, dir, then the accounts.
+fn started(test_faults: bool) -> Result<(Accounts, Roster, TestDir, Daemon), String> {
+    let mut acc = Accounts::new()?;
+    let r = roster(&mut acc);
+    let dir = traversable_dir();
+    let cfg = dir.path().join("cfg");
+    write_config(&cfg, &config_text(&r));
     let mut b = Daemon::builder().config_dir(&cfg);
     if test_faults {
         b = b.arg("--test-faults");
     }
-    b.spawn()
+    let d = b.spawn();
+    Ok((acc, r, dir, d))
 }
 
 /// A connection as `user` that completed `initialize` as `principal`.
@@ -153,10 +152,7 @@ fn forbidden_path(index: usize, prop: &str) -> (String, Value) {
 
 #[test]
 fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
-    let mut acc = accounts_or_skip!();
-    let r = roster(&mut acc);
-    let dir = traversable_dir();
-    let d = start(dir.path(), &r, false);
+    let (_acc, r, _dir, d) = ok_or_skip!(started(false));
 
     // §2.3: socket 0660 and data dir 0750 owned by the group; the config dir
     // is search-only for the group (docs/decisions.md); config.toml stays 0600.
@@ -175,10 +171,7 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
     // §5.2: a mapped uid binds `user:<principal_id>`.
     let alice_id = format!("user:{}", r.alice.name);
     let mut alice = session_as(&d, &r.alice, &alice_id);
-    assert_eq!(
-        ok(&mut alice, "status", json!({}))["principal_id"],
-        alice_id
-    );
+    assert_eq!(alice.ok("status", json!({}))["principal_id"], alice_id);
     let mut erin = session_as(&d, &r.erin, "user:erin-id");
     let mut frank = session_as(&d, &r.frank, &format!("user:{}", r.frank.name));
     let bound = d
@@ -199,64 +192,43 @@ fn roster_users_reach_the_group_socket_and_map_to_their_principals() {
     // except as the daemon's own uid, which binds the shared operator.
     let mut carol = client_as(&d.socket, &r.carol);
     let v = initialize(&mut carol, None);
-    assert_error(
-        &err_of(&v),
-        -32010,
-        Some("Credential rejected"),
-        Some(json!({"reason": "credential_rejected"})),
-    );
-    assert_error(
-        &fails(&mut carol, "status", json!({})),
-        -32010,
-        Some("First call must be 'initialize'"),
-        Some(json!({"reason": "not_initialized"})),
-    );
+    credential_rejected(&err_of(&v));
+    not_initialized(&carol.fails("status", json!({})));
 
     // A mapped user whose profiles grant nothing fails initialize.
     let mut bob = client_as(&d.socket, &r.bob);
     let v = initialize(&mut bob, None);
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32012,
         Some("Authenticated, but no permission profile grants this identity anything"),
         Some(json!({"reason": "no_grants"})),
     );
-    let v = call(&mut bob, "status", json!({}));
+    let v = bob.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
 
     let mut admin = d.client();
     assert_eq!(
-        ok(&mut admin, "status", json!({}))["principal_id"],
+        admin.ok("status", json!({}))["principal_id"],
         "shared-operator"
     );
     // The roster connections are still served under their own principals.
-    assert_eq!(
-        ok(&mut alice, "status", json!({}))["principal_id"],
-        alice_id
-    );
+    assert_eq!(alice.ok("status", json!({}))["principal_id"], alice_id);
     for c in [&mut erin, &mut frank] {
-        assert_eq!(ok(c, "session/list", json!({}))["sessions"], json!([]));
+        assert_eq!(c.ok("session/list", json!({}))["sessions"], json!([]));
     }
 }
 
 #[test]
 fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
-    let mut acc = accounts_or_skip!();
-    let r = roster(&mut acc);
-    let dir = traversable_dir();
-    let d = start(dir.path(), &r, true);
+    let (_acc, r, _dir, d) = ok_or_skip!(started(true));
     let alice_id = format!("user:{}", r.alice.name);
     let mut alice = session_as(&d, &r.alice, &alice_id);
     let mut erin = session_as(&d, &r.erin, "user:erin-id");
 
     // §6.4: a missing grant names the required grant and is audited.
-    let v = call(&mut alice, "session/new", json!({"agent_alias": "echo"}));
-    assert_error(
-        &err_of(&v),
-        -32012,
-        Some("Principal is not granted sessions:create (required by session/new)"),
-        Some(json!({"reason": "missing_grant", "required": "sessions:create"})),
-    );
+    let v = alice.call_frame("session/new", json!({"agent_alias": "echo"}));
+    missing_grant(&err_of(&v), "sessions:create", "session/new");
     let denied = d
         .log
         .wait_for(0, RECV_TIMEOUT, |v| {
@@ -274,8 +246,8 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         "{denied}"
     );
     for (method, required) in [("config/get", "config:read"), ("status", "system:read")] {
-        assert_error(
-            &fails(&mut erin, method, json!({})),
+        assert_error_exact(
+            &erin.fails(method, json!({})),
             -32012,
             Some(&format!(
                 "Principal is not granted {required} (required by {method})"
@@ -291,8 +263,8 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ("pairing/revoke", json!({"token_hash": "00".repeat(32)})),
         ("debug/set-faults", json!({"faults": ["config_commit"]})),
     ] {
-        assert_error(
-            &fails(&mut alice, method, params),
+        assert_error_exact(
+            &alice.fails(method, params),
             -32012,
             Some(&format!("Principal is not an admin (required by {method})")),
             Some(json!({"reason": "admin_only"})),
@@ -328,7 +300,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     let (msg, data) = forbidden_path(2, "users.someone.uid");
-    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
+    assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
 
     // §6.3: admin-only props whatever config_write_paths says (alice has "*").
     let admin_only: Vec<(String, Value)> = vec![
@@ -372,13 +344,9 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
             ],
         );
         let (msg, data) = forbidden_path(1, prop);
-        assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
-        let v = call(
-            &mut alice,
-            "config/set",
-            json!({"prop": prop, "value": value}),
-        );
-        assert_error(
+        assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
+        let v = alice.call_frame("config/set", json!({"prop": prop, "value": value}));
+        assert_error_exact(
             &err_of(&v),
             -32012,
             Some(&format!(
@@ -397,14 +365,13 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     let (msg, data) = forbidden_path(1, "gateway.host");
-    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
+    assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
     // ... and the shape check (step 1) comes before both.
-    let v = call(
-        &mut alice,
+    let v = alice.call_frame(
         "config/set-many",
         json!({"sets": [{"prop": "gateway.host", "value": "x"}, 7]}),
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("sets[1]: must be an object"),
@@ -426,10 +393,10 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     let (msg, data) = forbidden_path(1, "daemon.ask_timeout_secs");
-    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
+    assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
     let v = set_many(&mut erin, &[("agents.echo.backend", json!("echo"))]);
     let (msg, data) = forbidden_path(0, "agents.echo.backend");
-    assert_error(&err_of(&v), -32012, Some(&msg), Some(data));
+    assert_error_exact(&err_of(&v), -32012, Some(&msg), Some(data));
     assert_eq!(config_bytes(&d.config_dir), before);
 
     // Allowed paths succeed and are persisted.
@@ -456,8 +423,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
         ],
     );
     assert_eq!(v["result"]["set"], true, "{v}");
-    let v = call(
-        &mut erin,
+    let v = erin.call_frame(
         "config/set",
         json!({"prop": "agents.echo.system_prompt", "value": "tuned"}),
     );
@@ -476,10 +442,7 @@ fn a_roster_user_is_held_to_grants_admin_only_methods_and_write_paths() {
 
 #[test]
 fn policy_changes_reach_open_connections_at_their_next_request() {
-    let mut acc = accounts_or_skip!();
-    let r = roster(&mut acc);
-    let dir = traversable_dir();
-    let d = start(dir.path(), &r, false);
+    let (_acc, r, _dir, d) = ok_or_skip!(started(false));
     let alice_id = format!("user:{}", r.alice.name);
     let mut alice = session_as(&d, &r.alice, &alice_id);
     let mut erin = session_as(&d, &r.erin, "user:erin-id");
@@ -487,98 +450,58 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
     let mut admin = d.client();
 
     // A grant taken away applies at alice's next request; she stays bound.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.writer.grants.config", "value": []}),
+    admin.config_set("permission_profiles.writer.grants.config", json!([]));
+    missing_grant(
+        &alice.fails("config/get", json!({})),
+        "config:read",
+        "config/get",
     );
-    assert_error(
-        &fails(&mut alice, "config/get", json!({})),
-        -32012,
-        Some("Principal is not granted config:read (required by config/get)"),
-        Some(json!({"reason": "missing_grant", "required": "config:read"})),
-    );
-    assert_eq!(
-        ok(&mut alice, "status", json!({}))["principal_id"],
-        alice_id
-    );
+    assert_eq!(alice.ok("status", json!({}))["principal_id"], alice_id);
     // A grant given applies too, without reconnecting.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.writer.grants.config", "value": ["read"]}),
-    );
+    admin.config_set("permission_profiles.writer.grants.config", json!(["read"]));
     assert_eq!(get(&mut alice, "agents.echo.backend"), "echo");
     // Read but no longer update: set-many is refused by the gate.
     let v = set_many(&mut alice, &[("daemon.ask_timeout_secs", json!(3))]);
-    assert_error(
-        &err_of(&v),
-        -32012,
-        Some("Principal is not granted config:update (required by config/set-many)"),
-        Some(json!({"reason": "missing_grant", "required": "config:update"})),
-    );
+    missing_grant(&err_of(&v), "config:update", "config/set-many");
 
     // Profiles granting nothing: revoked, then the binding is gone.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.writer.grants", "value": {}}),
-    );
-    assert_error(
-        &fails(&mut alice, "status", json!({})),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        Some(json!({"reason": "revoked"})),
-    );
-    assert_error(
-        &fails(&mut alice, "status", json!({})),
-        -32010,
-        Some("First call must be 'initialize'"),
-        Some(json!({"reason": "not_initialized"})),
-    );
+    admin.config_set("permission_profiles.writer.grants", json!({}));
+    revoked(&alice.fails("status", json!({})));
+    not_initialized(&alice.fails("status", json!({})));
     let v = initialize(&mut alice, None);
     assert_eq!(v["error"]["data"]["reason"], "no_grants", "{v}");
 
     // The roster entry no longer maps erin's uid (map keys cannot be deleted
     // through the protocol, §8.16; remapping the uid is the removal).
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": format!("users.{}.uid", r.erin.name), "value": 3_999_999_999u32}),
+    admin.config_set(
+        &format!("users.{}.uid", r.erin.name),
+        json!(3_999_999_999u32),
     );
-    assert_error(
-        &fails(&mut erin, "session/list", json!({})),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        Some(json!({"reason": "revoked"})),
-    );
-    let v = call(&mut erin, "session/list", json!({}));
+    revoked(&erin.fails("session/list", json!({})));
+    let v = erin.call_frame("session/list", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     let v = initialize(&mut erin, None);
     assert_eq!(v["error"]["data"]["reason"], "credential_rejected", "{v}");
 
     // A renamed principal is another principal: revoked too, and a new
     // initialize binds the new id.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": format!("users.{}.principal_id", r.frank.name), "value": "renamed"}),
+    admin.config_set(
+        &format!("users.{}.principal_id", r.frank.name),
+        json!("renamed"),
     );
-    let v = call(&mut frank, "session/list", json!({}));
+    let v = frank.call_frame("session/list", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "revoked", "{v}");
     let v = initialize(&mut frank, None);
     assert_eq!(v["result"]["principalId"], "user:renamed", "{v}");
-    assert!(call(&mut frank, "session/list", json!({}))
+    assert!(frank
+        .call_frame("session/list", json!({}))
         .get("result")
         .is_some());
 
     // A config change that leaves frank's principal alone keeps him bound.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "daemon.ask_timeout_secs", "value": 60}),
-    );
-    assert!(call(&mut frank, "session/list", json!({}))
+    admin.config_set("daemon.ask_timeout_secs", json!(60));
+    assert!(frank
+        .call_frame("session/list", json!({}))
         .get("result")
         .is_some());
 
@@ -596,35 +519,25 @@ fn policy_changes_reach_open_connections_at_their_next_request() {
 
 #[test]
 fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
-    let mut acc = accounts_or_skip!();
-    let r = roster(&mut acc);
-    let dir = traversable_dir();
-    let d = start(dir.path(), &r, false);
+    let (_acc, r, _dir, d) = ok_or_skip!(started(false));
     let alice_id = format!("user:{}", r.alice.name);
     let mut alice = session_as(&d, &r.alice, &alice_id);
     // §5.3: a token presented by a roster user is checked, with no fallback
     // to the uid; the failure leaves the connection unbound.
     let v = initialize(&mut alice, Some(&format!("zc_{}", "0".repeat(64))));
-    assert_error(
-        &err_of(&v),
-        -32010,
-        Some("Credential rejected"),
-        Some(json!({"reason": "credential_rejected"})),
-    );
-    let v = call(&mut alice, "status", json!({}));
+    credential_rejected(&err_of(&v));
+    let v = alice.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     let v = initialize(&mut alice, None);
     assert_eq!(v["result"]["principalId"], alice_id, "{v}");
     // A token from the admin binds the roster user's connection to the shared
     // operator (a token authenticates as the shared operator, §6.7).
     let mut admin = d.client();
-    let token = ok(&mut admin, "pairing/create", json!({}))["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = new_token(&mut admin);
     let v = initialize(&mut alice, Some(&token));
     assert_eq!(v["result"]["principalId"], "shared-operator", "{v}");
-    assert!(call(&mut alice, "pairing/list", json!({}))
+    assert!(alice
+        .call_frame("pairing/list", json!({}))
         .get("result")
         .is_some());
 }
@@ -632,13 +545,11 @@ fn a_failed_reinitialize_leaves_the_user_connection_unbound() {
 /// `zeroclaw --config-dir <cfg> rpc ARGS…` run as `user` (or as this
 /// process when `None`): (exit code, stdout, stderr).
 fn rpc_as(d: &Daemon, user: Option<&OsUser>, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut cmd = d.cli();
+    let mut cmd = d.rpc_command(args);
     if let Some(u) = user {
         cmd.uid(u.uid).gid(u.gid);
     }
-    cmd.arg("rpc").args(args);
-    let (status, out, err) = run_cli(cmd);
-    (status.code(), out, err)
+    run_cli_code(cmd)
 }
 
 /// Whether `user` may execute the zeroclaw binary where it was built.
@@ -656,7 +567,7 @@ fn binary_runnable_by(user: &OsUser) -> bool {
 
 #[test]
 fn the_worked_example_of_docs_config_md() {
-    let mut acc = accounts_or_skip!();
+    let mut acc = ok_or_skip!(Accounts::new());
     let group = acc.group();
     let alice = acc.user(Some(&group));
     if !binary_runnable_by(&alice) {
@@ -783,15 +694,15 @@ fn the_worked_example_of_docs_config_md() {
         ],
     );
     assert_eq!(code, Some(0), "{out}{err}");
-    let v = call(&mut open, "status", json!({}));
+    let v = open.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "revoked", "{v}");
-    let v = call(&mut open, "status", json!({}));
+    let v = open.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
 }
 
 #[test]
 fn the_socket_group_follows_the_config_from_one_start_to_the_next() {
-    let mut acc = accounts_or_skip!();
+    let mut acc = ok_or_skip!(Accounts::new());
     let (g1, g2) = (acc.group(), acc.group());
     let (alice, bob) = (acc.user(Some(&g1)), acc.user(Some(&g2)));
     let dir = traversable_dir();
@@ -824,11 +735,7 @@ fn the_socket_group_follows_the_config_from_one_start_to_the_next() {
     assert!(reaches(&d, &alice) && !reaches(&d, &bob));
     // Changed by the admin: applies at the next start.
     let mut admin = d.client();
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "security.socket_group", "value": g2.name}),
-    );
+    admin.config_set("security.socket_group", json!(g2.name));
     assert!(reaches(&d, &alice) && !reaches(&d, &bob));
     drop(admin);
     drop(d);

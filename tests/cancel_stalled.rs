@@ -63,7 +63,7 @@ fn cancel_then_close(mode: &str) {
     let mut b = d.client();
     let r = b.ok("session/cancel", json!({"session_id": "st1"}));
     assert_eq!(r["cancelled"], true, "{r}");
-    let close = b.send_request("session/close", json!({"session_id": "st1"}));
+    let close = b.send("session/close", json!({"session_id": "st1"}));
     let f = answer_within(&mut b, &close, GRACE + Duration::from_secs(2));
     assert_eq!(f.result(), &json!({"session_id": "st1", "closed": true}));
     // The daemon still serves everyone else.
@@ -87,7 +87,7 @@ fn a_replacing_session_new_beats_a_stalled_client() {
     let d = start_echo();
     let _a = stalled_client(&d, "st2", "acp");
     let mut c = d.client();
-    let new = c.send_request(
+    let new = c.send(
         "session/new",
         json!({"agent_alias": "echo", "session_id": "st2", "chat_mode": "acp"}),
     );

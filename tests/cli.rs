@@ -20,17 +20,10 @@ fn one_json_line(out: &str) -> Value {
     serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("not JSON ({e}): {out:?}"))
 }
 
-fn rpc(d: &Daemon, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut cmd = d.cli();
-    cmd.arg("rpc").args(args);
-    let (status, out, err) = run_cli(cmd);
-    (status.code(), out, err)
-}
-
 #[test]
 fn rpc_status_prints_the_result_on_stdout_and_exits_0() {
     let d = Daemon::start();
-    let (code, out, err) = rpc(&d, &["status"]);
+    let (code, out, err) = d.rpc_cli(&["status"]);
     assert_eq!(code, Some(0), "stdout: {out}\nstderr: {err}");
     assert_eq!(err, "", "nothing on stderr for a plain request");
     let r = one_json_line(&out);
@@ -46,10 +39,10 @@ fn rpc_status_prints_the_result_on_stdout_and_exits_0() {
     assert_eq!(r["local_ipc_endpoint"], d.socket.display().to_string());
 
     // Explicit params object.
-    let (code, out, err) = rpc(&d, &["status", "{}"]);
+    let (code, out, err) = d.rpc_cli(&["status", "{}"]);
     assert_eq!(code, Some(0), "stdout: {out}\nstderr: {err}");
     assert_eq!(one_json_line(&out)["server_pid"], d.pid);
-    let (code, out, err) = rpc(&d, &["status", r#"{"extra":[1,2]}"#]);
+    let (code, out, err) = d.rpc_cli(&["status", r#"{"extra":[1,2]}"#]);
     assert_eq!(code, Some(0), "stdout: {out}\nstderr: {err}");
     assert_eq!(one_json_line(&out)["server_pid"], d.pid);
 }
@@ -57,7 +50,7 @@ fn rpc_status_prints_the_result_on_stdout_and_exits_0() {
 #[test]
 fn rpc_of_an_unknown_method_prints_the_error_on_stderr_and_exits_1() {
     let d = Daemon::start();
-    let (code, out, err) = rpc(&d, &["nope"]);
+    let (code, out, err) = d.rpc_cli(&["nope"]);
     assert_eq!(code, Some(1), "stdout: {out}\nstderr: {err}");
     assert_eq!(out, "", "nothing on stdout for an error");
     assert_eq!(
@@ -70,7 +63,7 @@ fn rpc_of_an_unknown_method_prints_the_error_on_stderr_and_exits_1() {
 fn rpc_with_params_that_are_not_an_object_exits_2() {
     let d = Daemon::start();
     for params in ["[]", "x", "null", "1", "\"s\"", "{", "[{}]"] {
-        let (code, out, err) = rpc(&d, &["status", params]);
+        let (code, out, err) = d.rpc_cli(&["status", params]);
         assert_eq!(
             code,
             Some(2),
@@ -86,7 +79,7 @@ fn rpc_with_params_that_are_not_an_object_exits_2() {
         d.log.text()
     );
     // Missing METHOD is a usage error too.
-    let (code, _, _) = rpc(&d, &[]);
+    let (code, _, _) = d.rpc_cli(&[]);
     assert_eq!(code, Some(2));
 }
 
@@ -182,7 +175,7 @@ fn rpc_initializes_before_sending_its_request() {
     // `zeroclaw rpc initialize` works, and the daemon bound a principal twice
     // on the CLI's one connection: the client's own handshake, then ours.
     let d = Daemon::start();
-    let (code, out, err) = rpc(&d, &["initialize", r#"{"protocolVersion":1}"#]);
+    let (code, out, err) = d.rpc_cli(&["initialize", r#"{"protocolVersion":1}"#]);
     assert_eq!(code, Some(0), "stdout: {out}\nstderr: {err}");
     let r = one_json_line(&out);
     assert_eq!(r["protocolVersion"], 1);

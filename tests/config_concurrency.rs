@@ -5,8 +5,8 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
-use common::rpc::{call, ok};
+use common::assert::err_of;
+use common::errors::{missing_grant, revoked};
 use common::start::write_config;
 
 use std::fs::{File, OpenOptions};
@@ -83,7 +83,7 @@ fn batches_of_two_clients_serialize_without_interleaving() {
         std::thread::spawn(move || {
             let mut seen = 0u32;
             while !stop.load(Ordering::SeqCst) {
-                which_running(&ok(&mut c, "config/get", json!({})));
+                which_running(&c.ok("config/get", json!({})));
                 which_on_disk(&cfg);
                 seen += 1;
             }
@@ -99,7 +99,7 @@ fn batches_of_two_clients_serialize_without_interleaving() {
                     let v = set_many(&mut c, &batch(who, i));
                     assert_eq!(v["result"]["set"], true, "writer {who} batch {i}: {v}");
                     // My batch landed whole; another may already follow it.
-                    which_running(&ok(&mut c, "config/get", json!({})));
+                    which_running(&c.ok("config/get", json!({})));
                 }
             })
         })
@@ -112,7 +112,7 @@ fn batches_of_two_clients_serialize_without_interleaving() {
     assert!(snapshots > 0);
 
     // The last batch of one of the writers won, in memory and on disk alike.
-    let last = which_running(&ok(&mut first, "config/get", json!({})));
+    let last = which_running(&first.ok("config/get", json!({})));
     assert!(
         last == (1, BATCHES - 1) || last == (2, BATCHES - 1),
         "{last:?}"
@@ -170,7 +170,7 @@ fn send_set_many(c: &mut Client, id: &str, sets: &[(&str, Value)]) {
 /// is answered concurrently while a set-many waits (§3.7), and frames are
 /// dispatched in order.
 fn passed_the_gate(c: &mut Client) {
-    let v = call(c, "status", json!({}));
+    let v = c.call_frame("status", json!({}));
     assert!(v.get("result").is_some(), "{v}");
 }
 
@@ -217,21 +217,12 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
     // rejects the whole batch.
     let v = me.recv_json();
     assert_eq!(v["id"], "mine", "{v}");
-    assert_error(
-        &err_of(&v),
-        -32012,
-        Some("Principal is not granted config:update (required by config/set-many)"),
-        Some(json!({"reason": "missing_grant", "required": "config:update"})),
-    );
+    missing_grant(&err_of(&v), "config:update", "config/set-many");
     assert_eq!(get(&mut admin, "agents.echo.chunk_chars"), 16);
 
     // Same with the whole binding revoked while waiting: `revoked`, and the
     // binding is dropped.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.me.grants.config", "value": ["update"]}),
-    );
+    admin.config_set("permission_profiles.me.grants.config", json!(["update"]));
     let lock = hold_file_lock(&d.config_dir);
     send_set_many(
         &mut admin,
@@ -245,13 +236,8 @@ fn a_commit_waits_for_the_file_lock_then_rechecks_the_callers_permissions() {
     assert_eq!(admin.recv_json()["result"]["set"], true);
     let v = me.recv_json();
     assert_eq!(v["id"], "mine-2", "{v}");
-    assert_error(
-        &err_of(&v),
-        -32012,
-        Some("Permission revoked: the principal no longer resolves"),
-        Some(json!({"reason": "revoked"})),
-    );
-    let v = call(&mut me, "status", json!({}));
+    revoked(&err_of(&v));
+    let v = me.call_frame("status", json!({}));
     assert_eq!(v["error"]["data"]["reason"], "not_initialized", "{v}");
     assert_eq!(get(&mut admin, "agents.echo.chunk_chars"), 16);
 }

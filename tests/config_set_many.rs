@@ -5,8 +5,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
-use common::rpc::{call, ok};
+use common::assert::{assert_error_exact, err_of};
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -25,13 +24,13 @@ type Sets = Vec<(&'static str, Value)>;
 
 /// A `config/set-many` with raw JSON `sets`.
 fn set_many_raw(c: &mut Client, sets: Value) -> Value {
-    call(c, "config/set-many", json!({ "sets": sets }))
+    c.call_frame("config/set-many", json!({ "sets": sets }))
 }
 
 /// Runs `f`, then checks that `config.toml` and `config/get` did not change.
 fn unchanged<T>(d: &Daemon, c: &mut Client, f: impl FnOnce(&mut Client) -> T) -> T {
     let bytes = config_bytes(&d.config_dir);
-    let running = ok(c, "config/get", json!({}));
+    let running = c.ok("config/get", json!({}));
     let out = f(c);
     assert_eq!(
         config_bytes(&d.config_dir),
@@ -39,7 +38,7 @@ fn unchanged<T>(d: &Daemon, c: &mut Client, f: impl FnOnce(&mut Client) -> T) ->
         "config.toml must stay byte-identical"
     );
     assert_eq!(
-        ok(c, "config/get", json!({})),
+        c.ok("config/get", json!({})),
         running,
         "the running config must not change"
     );
@@ -80,11 +79,11 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
         r#"{"jsonrpc":"2.0","result":{"props":["users.example.uid","users.example.permission_profiles"],"set":true},"id":2}"#
     );
     assert_eq!(
-        ok(&mut c, "config/get", json!({"prop": "users.example.uid"})),
+        c.ok("config/get", json!({"prop": "users.example.uid"})),
         json!({"prop": "users.example.uid", "value": 1001})
     );
     assert_eq!(
-        ok(&mut c, "config/get", json!({}))["users"],
+        c.ok("config/get", json!({}))["users"],
         json!({"example": {"uid": 1001, "permission_profiles": ["operator"], "principal_id": null}})
     );
     let file = file_config(&d);
@@ -101,13 +100,12 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
     // One entry at a time cannot create a user (§6.2): config/set fails
     // validation naming the missing field, without an index.
     let v = unchanged(&d, &mut c, |c| {
-        call(
-            c,
+        c.call_frame(
             "config/set",
             json!({"prop": "users.other.uid", "value": 1002}),
         )
     });
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("invalid configuration: users.other.permission_profiles: required"),
@@ -117,7 +115,7 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
     let v = unchanged(&d, &mut c, |c| {
         set_many(c, &[("users.other.uid", json!(1002))])
     });
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("invalid configuration: users.other.permission_profiles: required"),
@@ -196,7 +194,7 @@ fn an_invalid_entry_at_index_1_changes_neither_the_file_nor_the_running_config()
     ];
     for (sets, message, data) in cases {
         let v = unchanged(&d, &mut c, |c| set_many(c, &sets));
-        assert_error(&err_of(&v), -32602, Some(message), Some(data));
+        assert_error_exact(&err_of(&v), -32602, Some(message), Some(data));
     }
     // The entries before index 1 were valid on their own.
     let v = set_many(&mut c, &[("daemon.ask_timeout_secs", json!(5))]);
@@ -220,13 +218,15 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
     ];
     not_arrays.push(json!({"sets": {"prop": "daemon.ask_timeout_secs", "value": 7}}));
     for params in not_arrays {
-        let v = unchanged(&d, &mut c, |c| call(c, "config/set-many", params.clone()));
-        assert_error(&err_of(&v), -32602, Some("sets must be an array"), None);
+        let v = unchanged(&d, &mut c, |c| {
+            c.call_frame("config/set-many", params.clone())
+        });
+        assert_error_exact(&err_of(&v), -32602, Some("sets must be an array"), None);
     }
     let too_many: Vec<Value> = (0..257).map(|_| ok_entry.clone()).collect();
     for sets in [json!([]), Value::Array(too_many)] {
         let v = unchanged(&d, &mut c, |c| set_many_raw(c, sets));
-        assert_error(
+        assert_error_exact(
             &err_of(&v),
             -32602,
             Some("sets must have 1 to 256 entries"),
@@ -234,7 +234,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
         );
     }
     // Positional params are not supported (§1.3).
-    let v = call(&mut c, "config/set-many", json!([[ok_entry.clone()]]));
+    let v = c.call_frame("config/set-many", json!([[ok_entry.clone()]]));
     assert_eq!(v["error"]["code"], -32602, "{v}");
 
     // Step 1, one entry: named sets[<i>] with data.index only.
@@ -259,7 +259,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
         let v = unchanged(&d, &mut c, |c| {
             set_many_raw(c, json!([ok_entry.clone(), entry.clone()]))
         });
-        assert_error(
+        assert_error_exact(
             &err_of(&v),
             -32602,
             Some(&format!("sets[1]: {why}")),
@@ -274,7 +274,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
             json!([{"prop": "nope", "value": 1}, ok_entry.clone(), 3]),
         )
     });
-    assert_error(
+    assert_error_exact(
         &err_of(&v),
         -32602,
         Some("sets[2]: must be an object"),
@@ -282,6 +282,14 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
     );
 
     // Step 5: entries that cannot be applied carry index and prop.
+    const U32: &str = "expected an integer in 0..=4294967295";
+    const U16: &str = "expected an integer in 0..=65535";
+    const BOOL: &str = "expected a boolean";
+    const STRING: &str = "expected a string";
+    const STRINGS: &str = "expected an array of strings";
+    const STRING_MAP: &str = "expected an object of string values";
+    const GRANTS: &str = "expected an object of resource to array of verbs";
+    const NO_NULL: &str = "null is not accepted (deleting a prop is out of scope)";
     let entry_cases: Vec<(&str, Value, String)> = vec![
         ("nope", json!(1), "unknown prop".into()),
         ("daemon", json!({}), "unknown prop".into()),
@@ -293,91 +301,35 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
         ("agents..chunk_chars", json!(1), "unknown prop".into()),
         ("users.x.grants", json!({}), "unknown prop".into()),
         ("", json!(1), "unknown prop".into()),
-        (
-            "agents.echo.chunk_chars",
-            json!("many"),
-            "expected an integer in 0..=4294967295".into(),
-        ),
-        (
-            "agents.echo.chunk_chars",
-            json!(-1),
-            "expected an integer in 0..=4294967295".into(),
-        ),
-        (
-            "agents.echo.chunk_chars",
-            json!(1.5),
-            "expected an integer in 0..=4294967295".into(),
-        ),
+        ("agents.echo.chunk_chars", json!("many"), U32.into()),
+        ("agents.echo.chunk_chars", json!(-1), U32.into()),
+        ("agents.echo.chunk_chars", json!(1.5), U32.into()),
         (
             "agents.echo.chunk_chars",
             json!(4_294_967_296u64),
-            "expected an integer in 0..=4294967295".into(),
+            U32.into(),
         ),
-        (
-            "agents.echo.chunk_chars",
-            json!([1]),
-            "expected an integer in 0..=4294967295".into(),
-        ),
-        (
-            "gateway.port",
-            json!(65536),
-            "expected an integer in 0..=65535".into(),
-        ),
-        (
-            "security.trust_daemon_uid",
-            json!("yes"),
-            "expected a boolean".into(),
-        ),
-        (
-            "security.trust_daemon_uid",
-            json!(1),
-            "expected a boolean".into(),
-        ),
-        (
-            "agents.echo.system_prompt",
-            json!(["a"]),
-            "expected a string".into(),
-        ),
-        (
-            "agents.echo.system_prompt",
-            json!({}),
-            "expected a string".into(),
-        ),
-        (
-            "agents.echo.command",
-            json!("sh"),
-            "expected an array of strings".into(),
-        ),
-        (
-            "agents.echo.command",
-            json!(["sh", 1]),
-            "expected an array of strings".into(),
-        ),
-        (
-            "agents.echo.env",
-            json!({"A": 1}),
-            "expected an object of string values".into(),
-        ),
+        ("agents.echo.chunk_chars", json!([1]), U32.into()),
+        ("gateway.port", json!(65536), U16.into()),
+        ("security.trust_daemon_uid", json!("yes"), BOOL.into()),
+        ("security.trust_daemon_uid", json!(1), BOOL.into()),
+        ("agents.echo.system_prompt", json!(["a"]), STRING.into()),
+        ("agents.echo.system_prompt", json!({}), STRING.into()),
+        ("agents.echo.command", json!("sh"), STRINGS.into()),
+        ("agents.echo.command", json!(["sh", 1]), STRINGS.into()),
+        ("agents.echo.env", json!({"A": 1}), STRING_MAP.into()),
         (
             "permission_profiles.p.grants",
             json!(["sessions"]),
-            "expected an object of resource to array of verbs".into(),
+            GRANTS.into(),
         ),
         (
             "permission_profiles.p.grants",
             json!({"sessions": "read"}),
-            "expected an object of resource to array of verbs".into(),
+            GRANTS.into(),
         ),
-        (
-            "agents.echo.chunk_chars",
-            json!(null),
-            "null is not accepted (deleting a prop is out of scope)".into(),
-        ),
-        (
-            "users.x.uid",
-            json!(null),
-            "null is not accepted (deleting a prop is out of scope)".into(),
-        ),
+        ("agents.echo.chunk_chars", json!(null), NO_NULL.into()),
+        ("users.x.uid", json!(null), NO_NULL.into()),
         ("schema_version", json!(1), "read-only prop".into()),
         (
             "gateway.paired_tokens",
@@ -392,7 +344,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
                 json!([ok_entry.clone(), {"prop": prop, "value": value.clone()}]),
             )
         });
-        assert_error(
+        assert_error_exact(
             &err_of(&v),
             -32602,
             Some(&format!("sets[1]: {prop}: {why}")),
@@ -477,16 +429,8 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
         json!([])
     );
     // An env table replaces the whole table.
-    ok(
-        &mut c,
-        "config/set",
-        json!({"prop": "agents.echo.env", "value": {"A": "1", "B": "2"}}),
-    );
-    ok(
-        &mut c,
-        "config/set",
-        json!({"prop": "agents.echo.env", "value": {"C": "3"}}),
-    );
+    c.config_set("agents.echo.env", json!({"A": "1", "B": "2"}));
+    c.config_set("agents.echo.env", json!({"C": "3"}));
     assert_eq!(get(&mut c, "agents.echo.env"), json!({"C": "3"}));
 
     // config/get: unknown props are -32602; unset optional fields are null.
@@ -497,11 +441,11 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
         "daemon",
         "agents.ghost.backend",
     ] {
-        let v = call(&mut c, "config/get", json!({"prop": prop}));
+        let v = c.call_frame("config/get", json!({"prop": prop}));
         assert_eq!(v["error"]["code"], -32602, "{prop}: {v}");
     }
     assert_eq!(get(&mut c, "security.socket_group"), Value::Null);
-    let all = ok(&mut c, "config/get", json!({}));
+    let all = c.ok("config/get", json!({}));
     assert_eq!(
         all["daemon"],
         json!({"session_idle_secs": 1800, "approval_timeout_secs": 120, "ask_timeout_secs": 7, "upload_idle_secs": 300, "memory_budget_mib": 1024, "advertised_server_version": null})
@@ -521,8 +465,7 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
 fn config_set_runs_the_same_pipeline_naming_the_prop() {
     let d = Daemon::start();
     let mut c = d.client();
-    let v = call(
-        &mut c,
+    let v = c.call_frame(
         "config/set",
         json!({"prop": "agents.echo.chunk_chars", "value": 4}),
     );
@@ -558,15 +501,15 @@ fn config_set_runs_the_same_pipeline_naming_the_prop() {
         ),
     ];
     for (params, message, data) in cases {
-        let v = unchanged(&d, &mut c, |c| call(c, "config/set", params.clone()));
-        assert_error(&err_of(&v), -32602, Some(message), Some(data));
+        let v = unchanged(&d, &mut c, |c| c.call_frame("config/set", params.clone()));
+        assert_error_exact(&err_of(&v), -32602, Some(message), Some(data));
     }
     // Missing members fail decoding.
     for params in [
         json!({"prop": "agents.echo.chunk_chars"}),
         json!({"value": 1}),
     ] {
-        let v = unchanged(&d, &mut c, |c| call(c, "config/set", params.clone()));
+        let v = unchanged(&d, &mut c, |c| c.call_frame("config/set", params.clone()));
         assert_eq!(v["error"]["code"], -32602, "{v}");
     }
     assert_eq!(get(&mut c, "agents.echo.chunk_chars"), 4);

@@ -4,8 +4,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error, err_of};
-use common::rpc::{call, ok};
+use common::assert::{assert_error_exact, err_of};
 use common::start::write_config;
 
 use std::os::unix::fs::PermissionsExt;
@@ -16,11 +15,11 @@ use serde_json::{json, Value};
 use zeroclaw::config::Config;
 
 fn running(c: &mut Client) -> Value {
-    ok(c, "config/get", json!({}))
+    c.ok("config/get", json!({}))
 }
 
 fn storage_error(v: &Value) {
-    assert_error(
+    assert_error_exact(
         &err_of(v),
         -32603,
         Some("Config save failed: injected fault: config_commit"),
@@ -29,7 +28,7 @@ fn storage_error(v: &Value) {
 }
 
 fn config_changed(v: &Value) {
-    assert_error(
+    assert_error_exact(
         &err_of(v),
         -32603,
         Some("config.toml changed on disk; restart the daemon"),
@@ -42,11 +41,7 @@ fn an_injected_commit_fault_fails_every_writer_with_storage_and_changes_nothing(
     let d = Daemon::builder().arg("--test-faults").spawn();
     let mut c = d.client();
     assert_eq!(
-        ok(
-            &mut c,
-            "debug/set-faults",
-            json!({"faults": ["config_commit"]})
-        ),
+        c.ok("debug/set-faults", json!({"faults": ["config_commit"]})),
         json!({"faults": ["config_commit"]})
     );
     let bytes = config_bytes(&d.config_dir);
@@ -60,18 +55,14 @@ fn an_injected_commit_fault_fails_every_writer_with_storage_and_changes_nothing(
         ],
     );
     storage_error(&v);
-    let v = call(
-        &mut c,
+    let v = c.call_frame(
         "config/set",
         json!({"prop": "agents.echo.chunk_chars", "value": 3}),
     );
     storage_error(&v);
-    let v = call(&mut c, "pairing/create", json!({}));
+    let v = c.call_frame("pairing/create", json!({}));
     storage_error(&v);
-    assert_eq!(
-        ok(&mut c, "pairing/list", json!({})),
-        json!({"token_hashes": []})
-    );
+    assert_eq!(c.ok("pairing/list", json!({})), json!({"token_hashes": []}));
     // Validation still comes first (step 6 before step 8).
     let v = set_many(&mut c, &[("agents.echo.chunk_chars", json!(0))]);
     assert_eq!(v["error"]["code"], -32602, "{v}");
@@ -85,11 +76,11 @@ fn an_injected_commit_fault_fails_every_writer_with_storage_and_changes_nothing(
     let v = set_many(&mut c, &[("security.trust_daemon_uid", json!(false))]);
     storage_error(&v);
     assert_eq!(get(&mut c, "security.trust_daemon_uid"), true);
-    ok(&mut c, "status", json!({}));
+    c.ok("status", json!({}));
 
     // With the fault cleared the same batch commits.
     assert_eq!(
-        ok(&mut c, "debug/set-faults", json!({"faults": []})),
+        c.ok("debug/set-faults", json!({"faults": []})),
         json!({"faults": []})
     );
     let v = set_many(
@@ -104,14 +95,13 @@ fn an_injected_commit_fault_fails_every_writer_with_storage_and_changes_nothing(
     assert_eq!(get(&mut c, "agents.echo.chunk_chars"), 3);
 
     // Other fault points do not touch config commits.
-    ok(
-        &mut c,
+    c.ok(
         "debug/set-faults",
         json!({"faults": ["snapshot_write", "upload_write"]}),
     );
     let v = set_many(&mut c, &[("agents.echo.chunk_chars", json!(4))]);
     assert_eq!(v["result"]["set"], true, "{v}");
-    let v = call(&mut c, "debug/set-faults", json!({"faults": ["nope"]}));
+    let v = c.call_frame("debug/set-faults", json!({"faults": ["nope"]}));
     assert_eq!(v["error"]["code"], -32602, "{v}");
 }
 
@@ -130,13 +120,12 @@ fn a_config_toml_edited_behind_the_daemon_is_never_overwritten() {
     std::fs::write(d.config_dir.join("config.toml"), &edited).unwrap();
     let v = set_many(&mut c, &[("agents.echo.chunk_chars", json!(4))]);
     config_changed(&v);
-    let v = call(
-        &mut c,
+    let v = c.call_frame(
         "config/set",
         json!({"prop": "agents.echo.chunk_chars", "value": 4}),
     );
     config_changed(&v);
-    let v = call(&mut c, "pairing/create", json!({}));
+    let v = c.call_frame("pairing/create", json!({}));
     config_changed(&v);
     assert_eq!(config_bytes(&d.config_dir), edited);
     assert_eq!(running(&mut c), before);

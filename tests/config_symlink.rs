@@ -3,7 +3,6 @@
 //! the link stays a link (issue 13 item 8; docs/decisions.md).
 
 mod common;
-use common::rpc::{call, ok};
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -30,14 +29,9 @@ fn config_set_writes_through_a_symlinked_config_toml() {
 
     let d = Daemon::builder().config_dir(&cfg).spawn();
     let mut c = d.client();
-    ok(
-        &mut c,
-        "config/set",
-        json!({"prop": "agents.echo.chunk_chars", "value": 3}),
-    );
+    c.config_set("agents.echo.chunk_chars", json!(3));
     // Twice: the second commit reads through the link what the first wrote.
-    let v = call(
-        &mut c,
+    let v = c.call_frame(
         "config/set",
         json!({"prop": "agents.echo.chunk_chars", "value": 4}),
     );

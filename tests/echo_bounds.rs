@@ -25,10 +25,10 @@ fn the_context_bomb_is_bounded_and_the_session_survives_a_restart() {
     rpc.new_session("bomb", "acp");
     let mut longest = 0;
     for turn in 1..=14 {
-        let id = rpc.send_prompt("bomb", "::chunk 65536\n::context");
-        let t = rpc.finish_turn("bomb", id, Duration::from_secs(60));
+        let id = rpc.start_prompt("bomb", "::chunk 65536\n::context");
+        let t = rpc.finish_turn("bomb", &id, Duration::from_secs(60));
         let text = t.text();
-        assert_eq!(t.complete()["outcome"], "completed", "turn {turn}");
+        assert_eq!(t.turn_complete()["outcome"], "completed", "turn {turn}");
         assert!(
             text.len() <= ITEM_MAX + SUFFIX.len(),
             "turn {turn}: {} bytes",
@@ -48,9 +48,9 @@ fn the_context_bomb_is_bounded_and_the_session_survives_a_restart() {
     // Rehydration after a restart stays bounded too.
     env.restart();
     let mut rpc = env.rpc();
-    let id = rpc.send_prompt("bomb", "after");
-    let t = rpc.finish_turn("bomb", id, Duration::from_secs(60));
-    assert_eq!(t.complete()["outcome"], "completed");
+    let id = rpc.start_prompt("bomb", "after");
+    let t = rpc.finish_turn("bomb", &id, Duration::from_secs(60));
+    assert_eq!(t.turn_complete()["outcome"], "completed");
     let peak = peak_mib(env.d());
     eprintln!("rehydrating the bombed session: peak RSS {peak} MiB");
     assert!(peak < 512, "peak RSS {peak} MiB after rehydration");
@@ -61,9 +61,9 @@ fn one_16_mb_repeat_turn_peaks_under_240_mib_and_gives_memory_back() {
     let env = AcpEnv::new(&echo_config(""));
     let mut rpc = env.rpc();
     rpc.new_session("rep", "acp");
-    let id = rpc.send_prompt("rep", "::chunk 65536\n::repeat 16000000 y");
-    let t = rpc.finish_turn("rep", id, Duration::from_secs(60));
-    assert_eq!(t.complete()["outcome"], "completed");
+    let id = rpc.start_prompt("rep", "::chunk 65536\n::repeat 16000000 y");
+    let t = rpc.finish_turn("rep", &id, Duration::from_secs(60));
+    assert_eq!(t.turn_complete()["outcome"], "completed");
     let peak = peak_mib(env.d());
     let after = env.d().rss_kib().unwrap() / 1024;
     eprintln!("one 16 MB ::repeat turn (acp): peak {peak} MiB, resident after {after} MiB");

@@ -14,7 +14,7 @@ mod common;
 use std::path::Path;
 
 use common::acp::*;
-use common::assert::assert_code_reason;
+use common::assert::assert_error;
 use common::env_ops::*;
 use common::tmpfs::{Filler, Tmpfs};
 use common::{DaemonBuilder, TestDir};
@@ -26,16 +26,13 @@ const SIZE: u64 = 2 * 1024 * 1024;
 const BIG_REPLY: &str = "::repeat 40000 0123456789";
 
 fn assert_full(e: &Value) {
-    assert_code_reason(e, -32603, Some("storage_full"));
+    assert_error(e, -32603, Some("storage_full"));
 }
 
 #[test]
 fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     // State stored while there is room.
-    let (mut env, mut rpc, before) = match start_with_state(&echo_config(""), SIZE) {
-        Ok(started) => started,
-        Err(why) => skip_test!("{why}"),
-    };
+    let (mut env, mut rpc, before) = ok_or_skip!(start_with_state(&echo_config(""), SIZE));
     let cfg = env.config_dir().to_owned();
     let db_before = dump_all(&env.db());
     let a1_before = rpc.messages("a1");
@@ -45,25 +42,22 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     let filler = Filler::fill(&cfg);
 
     let t = rpc.prompt("a1", "no room");
-    assert_full(t.err());
+    assert_full(t.error());
     assert!(
-        t.updates.is_empty(),
+        t.updates().is_empty(),
         "a turn whose begin failed sent updates: {:?}",
-        t.updates
+        t.updates()
     );
 
     let t = rpc.prompt("c1", "no room in chat");
-    assert_full(t.err());
-    assert_eq!(t.complete()["outcome"], "failed");
+    assert_full(t.error());
+    assert_eq!(t.turn_complete()["outcome"], "failed");
 
     assert_config_commit_fails(&mut rpc, "storage_full");
 
     assert_full(&upload(&mut rpc, "a1", &[7u8; 64 * 1024]).unwrap_err());
     assert_full(&attach(&mut rpc, "a1", &[9u8; 32 * 1024]).unwrap_err());
-    let e = rpc.err(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "a2", "chat_mode": "acp"}),
-    );
+    let e = rpc.new_session_fails("a2", "acp");
     assert_full(&e);
 
     // Up, and nothing stored earlier changed; no temporary file survived.
@@ -78,8 +72,8 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     // first append that does not fit; what the client saw is what was kept.
     filler.leave_free(64 * 1024);
     let t = rpc.prompt("a1", BIG_REPLY);
-    assert_full(t.err());
-    assert_eq!(t.complete()["outcome"], "failed");
+    assert_full(t.error());
+    assert_eq!(t.turn_complete()["outcome"], "failed");
     let sent = t.text();
     assert!(
         !sent.is_empty() && sent.len() < 400_000,
@@ -127,15 +121,7 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
     ]);
     assert_eq!(shape(&rpc.messages("c1")), want);
     // The failed chat turn is in neither the history nor the live context.
-    assert_eq!(
-        rpc.context("c1"),
-        vec![
-            ctx("user", "hi chat"),
-            ctx("assistant", "hi chat"),
-            ctx("user", "after chat"),
-            ctx("assistant", "after chat"),
-        ]
-    );
+    assert_eq!(rpc.context("c1"), echo_ctx(&["hi chat", "after chat"]));
 
     set_ask_timeout(&mut rpc, 78).unwrap();
     assert_eq!(ask_timeout(&mut rpc), 78);
@@ -156,10 +142,7 @@ fn a_full_file_system_fails_cleanly_and_recovers_without_a_restart() {
 #[test]
 fn starting_on_a_full_file_system_exits_1_says_why_and_changes_nothing() {
     let dir = TestDir::new();
-    let fs = match Tmpfs::mount(&dir.config_dir(), SIZE) {
-        Ok(fs) => fs,
-        Err(why) => skip_test!("{why}"),
-    };
+    let fs = ok_or_skip!(Tmpfs::mount(&dir.config_dir(), SIZE));
     let cfg = fs.path();
     let refused = |what: &str| {
         let f = match DaemonBuilder::new().config_dir(cfg).try_spawn() {
@@ -183,7 +166,7 @@ fn starting_on_a_full_file_system_exits_1_says_why_and_changes_nothing() {
     // A restart with state, once the disk is full again: SQLite cannot
     // create its shared-memory file. The database is left as it was.
     let mut d = DaemonBuilder::new().config_dir(cfg).spawn();
-    let mut rpc = Rpc::new(&d);
+    let mut rpc = d.client();
     rpc.new_session("a1", "acp");
     rpc.prompt_ok("a1", "hello");
     drop(rpc);
@@ -207,6 +190,6 @@ fn starting_on_a_full_file_system_exits_1_says_why_and_changes_nothing() {
     // Space again: the same state serves.
     drop(filler);
     let d = DaemonBuilder::new().config_dir(cfg).spawn();
-    let mut rpc = Rpc::new(&d);
+    let mut rpc = d.client();
     assert_eq!(shape(&rpc.messages("a1")).len(), 2);
 }

@@ -15,7 +15,7 @@ mod common;
 use std::time::Duration;
 
 use common::acp::*;
-use common::assert::assert_code_reason;
+use common::assert::assert_error;
 use common::env_ops::*;
 use common::tmpfs::{ReadOnly, TmpfsEnv};
 use serde_json::{json, Value};
@@ -27,36 +27,33 @@ fn config() -> String {
 }
 
 fn assert_read_only(e: &Value) {
-    assert_code_reason(e, -32603, Some("storage_read_only"));
+    assert_error(e, -32603, Some("storage_read_only"));
 }
 
 /// Turns on `n` sessions at once, each appending many small checkpoint
 /// events, so that the daemon's database pool needs several connections at
 /// the same moment. Returns each turn's answer.
 fn concurrent_turns(env: &TmpfsEnv, tag: &str, n: usize) -> Vec<Result<Value, Value>> {
-    let mut clients: Vec<(Rpc, String, u64)> = (0..n)
+    let mut clients: Vec<(Rpc, String, Value)> = (0..n)
         .map(|i| {
             let mut rpc = env.rpc();
             let sid = format!("{tag}{i}");
             rpc.new_session(&sid, "acp");
-            (rpc, sid, 0)
+            (rpc, sid, Value::Null)
         })
         .collect();
     for (rpc, sid, id) in &mut clients {
-        *id = rpc.send_prompt(sid, "::chunk 1\n::repeat 40 abcdefgh");
+        *id = rpc.start_prompt(sid, "::chunk 1\n::repeat 40 abcdefgh");
     }
     clients
         .iter_mut()
-        .map(|(rpc, sid, id)| rpc.finish_turn(sid, *id, Duration::from_secs(30)).answer)
+        .map(|(rpc, sid, id)| rpc.finish_turn(sid, id, Duration::from_secs(30)).answer())
         .collect()
 }
 
 #[test]
 fn a_read_only_data_dir_fails_cleanly_and_recovers_without_a_restart() {
-    let (mut env, mut rpc, before) = match start_with_state(&config(), SIZE) {
-        Ok(started) => started,
-        Err(why) => skip_test!("{why}"),
-    };
+    let (mut env, mut rpc, before) = ok_or_skip!(start_with_state(&config(), SIZE));
     let cfg = env.config_dir().to_owned();
 
     env.read_only = match ReadOnly::bind(&cfg) {
@@ -68,7 +65,7 @@ fn a_read_only_data_dir_fails_cleanly_and_recovers_without_a_restart() {
     assert_read_only(&upload(&mut rpc, "a1", b"second upload").unwrap_err());
     assert_read_only(&attach(&mut rpc, "a1", b"attached").unwrap_err());
     // A session of an agent whose workspace does not exist yet.
-    let e = rpc.err(
+    let e = rpc.fails(
         "session/new",
         json!({"agent_alias": "two", "session_id": "t1", "chat_mode": "acp"}),
     );

@@ -7,9 +7,9 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
-use common::rpc::call;
-use common::start::{start_echo, Env};
+use common::assert::assert_error_exact;
+use common::errors::{invalid_params, not_owner, session_not_found, storage_failed};
+use common::start::{echo_session, Env};
 
 use std::os::unix::fs::MetadataExt;
 
@@ -18,9 +18,7 @@ use serde_json::{json, Value};
 
 #[test]
 fn data_b64_entries_are_stored_content_addressed_with_exact_results() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
 
     // The spec's example: 4 bytes named notes.txt.
     let got = attach_ok(&mut c, "s1", json!([entry(b"test", Some("notes.txt"))]));
@@ -88,9 +86,7 @@ fn data_b64_entries_are_stored_content_addressed_with_exact_results() {
 
 #[test]
 fn path_mode_reads_the_file_and_image_markers_name_the_original_path() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let scratch = d.scratch();
     let img = pattern(10, 4096);
     let txt = b"report body\n".to_vec();
@@ -134,19 +130,16 @@ fn path_mode_reads_the_file_and_image_markers_name_the_original_path() {
         "s1",
         json!([entry(&fresh, Some("f.txt")), {"path": missing.to_str().unwrap()}]),
     ));
-    assert_error(&e, -32602, None, None);
+    invalid_params(&e);
     assert_eq!(tree(&d.uploads()), before);
 }
 
 #[test]
 fn path_mode_is_admin_only() {
-    let r = match Roster::start(UPLOADER, "") {
-        Ok(r) => r,
-        Err(why) => skip_test!("{why}"),
-    };
+    let r = ok_or_skip!(Roster::start(UPLOADER, ""));
     let d = &r.env;
     let mut u = r.client();
-    new_session(&mut u, "mine", "chat");
+    u.new_session("mine", "chat");
     let scratch = d.scratch();
     let file = put(&scratch.join("a.txt"), b"from disk");
 
@@ -156,7 +149,7 @@ fn path_mode_is_admin_only() {
         json!([entry(b"first", Some("first.txt")), {"path": file}]),
     ] {
         let e = err_of(&attach(&mut u, "mine", files));
-        assert_error(
+        assert_error_exact(
             &e,
             -32012,
             Some("Parameter path is admin-only"),
@@ -166,7 +159,7 @@ fn path_mode_is_admin_only() {
     }
     // The same entry as a prompt attachment: refused, the prompt does not run.
     let p = prompt(&mut u, "mine", "hello", Some(json!([{"path": file}])));
-    assert_error(
+    assert_error_exact(
         &err_of(&p.answer),
         -32012,
         Some("Parameter path is admin-only"),
@@ -184,14 +177,14 @@ fn path_mode_is_admin_only() {
         vec![file_result(b"mine", &pm, doc_marker("m.txt", &pm), false)]
     );
     // ... but not to the operator's (ownership, §6.6), and nothing is written.
-    let mut admin = d.admin();
-    new_session(&mut admin, "theirs", "chat");
+    let mut admin = d.client();
+    admin.new_session("theirs", "chat");
     let e = err_of(&attach(
         &mut u,
         "theirs",
         json!([entry(b"intruder", Some("i.txt"))]),
     ));
-    assert_error(&e, -32003, Some("Caller does not own this session"), None);
+    not_owner(&e);
     assert_files(&d.uploads(), &[(&pm, b"mine")]);
     // The admin may use path mode on the same file.
     let got = attach_ok(&mut admin, "theirs", json!([{"path": file}]));
@@ -209,9 +202,7 @@ fn path_mode_is_admin_only() {
 
 #[test]
 fn size_limits_are_checked_on_the_whole_request_before_anything_is_stored() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let s = d.scratch();
     let over = put(&s.join("over.bin"), &pattern(20, MAX_FILE + 1));
     let six: Vec<String> = (0..3)
@@ -231,7 +222,7 @@ fn size_limits_are_checked_on_the_whole_request_before_anything_is_stored() {
         "s1",
         json!([entry(&small, Some("small.txt")), {"path": over}]),
     ));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("File exceeds 10 MB limit (10485761 bytes)"),
@@ -245,7 +236,7 @@ fn size_limits_are_checked_on_the_whole_request_before_anything_is_stored() {
         "s1",
         json!([{"path": six[0]}, {"path": six[1]}, {"path": six[2]}, entry(&three, Some("t.bin"))]),
     ));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("Request exceeds 20 MB limit (22020096 bytes)"),
@@ -287,9 +278,7 @@ fn size_limits_are_checked_on_the_whole_request_before_anything_is_stored() {
 
 #[test]
 fn malformed_entries_are_refused_and_store_nothing() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let good = entry(b"good", Some("good.txt"));
     let f = put(&d.scratch().join("f.txt"), b"f");
     let long = format!("{}.txt", "a".repeat(252)); // 256 bytes
@@ -322,11 +311,11 @@ fn malformed_entries_are_refused_and_store_nothing() {
             "{what}: something was stored"
         );
     }
-    let e = err_of(&call(&mut c, "file/attach", json!({"session_id": "s1"})));
-    assert_error(&e, -32602, None, None);
+    let e = err_of(&c.call_frame("file/attach", json!({"session_id": "s1"})));
+    invalid_params(&e);
     // Unknown session.
     let e = err_of(&attach(&mut c, "nope", json!([good.clone()])));
-    assert_error(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     assert!(tree(&d.uploads()).is_empty());
 
     // An empty list stores nothing and answers an empty list.
@@ -347,9 +336,7 @@ fn malformed_entries_are_refused_and_store_nothing() {
 
 #[test]
 fn markers_replace_slashes_backslashes_and_control_characters() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let cases = [
         ("dir/sub\\name.txt", "dir_sub_name.txt", Some("txt")),
         ("a\tb\u{1}c\u{1f}d\u{7f}e.md", "a_b_c_d_e.md", Some("md")),
@@ -389,9 +376,7 @@ fn markers_replace_slashes_backslashes_and_control_characters() {
 
 #[test]
 fn stored_extension_is_one_to_sixteen_ascii_alphanumerics_lowercased() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let cases: [(&str, Option<&str>); 14] = [
         ("notes.TXT", Some("txt")),
         ("archive.tar.GZ", Some("gz")),
@@ -429,10 +414,8 @@ fn stored_extension_is_one_to_sixteen_ascii_alphanumerics_lowercased() {
 
 #[test]
 fn deduplication_is_per_live_session() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
-    new_session(&mut c, "s2", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
+    c.new_session("s2", "chat");
     let x = pattern(300, 5000);
     let p = d.stored(&x, Some("txt"));
 
@@ -473,7 +456,7 @@ fn deduplication_is_per_live_session() {
     assert_eq!(std::fs::metadata(&p).unwrap().ino(), ino, "not rewritten");
 
     // A recreated session starts with an empty index.
-    new_session(&mut c, "s1", "chat");
+    c.new_session("s1", "chat");
     let got = attach_ok(&mut c, "s1", json!([entry(&x, Some("x.txt"))]));
     assert_eq!(got[0]["deduplicated"], false);
     assert_eq!(std::fs::metadata(&p).unwrap().ino(), ino, "not rewritten");
@@ -497,9 +480,7 @@ fn expect_restored(d: &Env, c: &mut common::Client, x: &[u8], p: &std::path::Pat
 
 #[test]
 fn an_indexed_file_edited_deleted_or_replaced_is_restored() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let x = pattern(400, 3000);
     let p = d.stored(&x, Some("txt"));
     attach_ok(&mut c, "s1", json!([entry(&x, Some("x.txt"))]));
@@ -553,9 +534,7 @@ fn an_indexed_file_edited_deleted_or_replaced_is_restored() {
 
 #[test]
 fn an_indexed_path_that_cannot_be_replaced_is_a_storage_error_leaving_nothing_behind() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let x = pattern(500, 100);
     let p = d.stored(&x, Some("txt"));
     attach_ok(&mut c, "s1", json!([entry(&x, Some("x.txt"))]));
@@ -565,7 +544,7 @@ fn an_indexed_path_that_cannot_be_replaced_is_a_storage_error_leaving_nothing_be
     std::fs::write(p.join("inside"), b"keep").unwrap();
     let before = tree(&d.uploads());
     let e = err_of(&attach(&mut c, "s1", json!([entry(&x, Some("x.txt"))])));
-    assert_error(&e, -32603, None, Some(json!({"reason": "storage"})));
+    storage_failed(&e);
     assert_eq!(tree(&d.uploads()), before, "no temporary file remains");
     // Once the obstacle is gone the file is restored.
     std::fs::remove_dir_all(&p).unwrap();
@@ -574,15 +553,13 @@ fn an_indexed_path_that_cannot_be_replaced_is_a_storage_error_leaving_nothing_be
 
 #[test]
 fn a_path_that_never_yields_data_does_not_stall_the_daemon() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, _c) = echo_session("s1", "chat");
     let fifo = d.scratch().join("fifo");
     let cpath = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: mkfifo reads a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(cpath.as_ptr(), 0o600) }, 0);
     let workers = std::thread::available_parallelism().map_or(4, |n| n.get()) + 1;
-    let mut stuck: Vec<common::Client> = (0..workers).map(|_| d.admin()).collect();
+    let mut stuck: Vec<common::Client> = (0..workers).map(|_| d.client()).collect();
     for s in &mut stuck {
         s.send_json(&json!({"jsonrpc": "2.0", "method": "file/attach", "id": 1,
             "params": {"session_id": "s1", "files": [{"path": fifo.to_str().unwrap()}]}}));
@@ -610,14 +587,12 @@ fn a_path_that_never_yields_data_does_not_stall_the_daemon() {
 
 #[test]
 fn a_relative_path_is_refused() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     // The test runs in the package root, and so does the daemon it spawned.
     assert!(std::path::Path::new("Cargo.toml").is_file());
     for rel in ["Cargo.toml", "./Cargo.toml", "src/../Cargo.toml"] {
         let e = err_of(&attach(&mut c, "s1", json!([{"path": rel}])));
-        assert_error(&e, -32602, None, None);
+        invalid_params(&e);
     }
     assert!(tree(&d.uploads()).is_empty(), "{:?}", names(&d.uploads()));
 }

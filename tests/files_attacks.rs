@@ -6,9 +6,9 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
-use common::rpc::ok;
-use common::start::{start_echo, Env};
+use common::assert::assert_error_exact;
+use common::errors::session_not_found;
+use common::start::{echo_session, start_echo, Env};
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -18,9 +18,7 @@ use serde_json::json;
 
 #[test]
 fn a_first_store_replaces_whatever_was_planted_at_the_destination() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     std::fs::create_dir_all(d.uploads()).unwrap();
     let scratch = d.scratch();
 
@@ -96,9 +94,7 @@ fn a_first_store_replaces_whatever_was_planted_at_the_destination() {
 
 #[test]
 fn a_symlinked_or_non_directory_uploads_is_refused_and_nothing_is_written() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let elsewhere = d.scratch().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     std::fs::create_dir_all(d.workspace()).unwrap();
@@ -108,16 +104,16 @@ fn a_symlinked_or_non_directory_uploads_is_refused_and_nothing_is_written() {
 
     // file/attach.
     let e = err_of(&attach(&mut c, "s1", json!([entry(&x, Some("x.txt"))])));
-    assert_error(&e, -32603, None, storage.clone());
+    assert_error_exact(&e, -32603, None, storage.clone());
     // A chunked upload: refused at commit, and released like any failed store.
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 100}));
     chunk_ok(&mut c, &id, 0, &x);
     let e = err_of(&commit(&mut c, &id));
-    assert_error(&e, -32603, None, storage.clone());
+    assert_error_exact(&e, -32603, None, storage.clone());
     assert_unknown_upload(&err_of(&commit(&mut c, &id)));
     // A prompt attachment: refused, the prompt does not run.
     let p = prompt(&mut c, "s1", "hi", Some(json!([entry(&x, None)])));
-    assert_error(&err_of(&p.answer), -32603, None, storage.clone());
+    assert_error_exact(&err_of(&p.answer), -32603, None, storage.clone());
     assert!(p.before.is_empty(), "{:?}", p.before);
 
     assert!(tree(&elsewhere).is_empty(), "{:?}", tree(&elsewhere));
@@ -128,7 +124,7 @@ fn a_symlinked_or_non_directory_uploads_is_refused_and_nothing_is_written() {
     std::fs::remove_file(d.uploads()).unwrap();
     std::fs::write(d.uploads(), b"not a dir").unwrap();
     let e = err_of(&attach(&mut c, "s1", json!([entry(&x, Some("x.txt"))])));
-    assert_error(&e, -32603, None, storage);
+    assert_error_exact(&e, -32603, None, storage);
     assert_eq!(std::fs::read(d.uploads()).unwrap(), b"not a dir");
     assert_eq!(names(&d.workspace()), vec!["uploads"]);
 }
@@ -145,7 +141,7 @@ fn staged(c: &mut common::Client, sid: &str, x: &[u8]) -> String {
 
 #[track_caller]
 fn assert_session_changed(e: &serde_json::Value) {
-    assert_error(
+    assert_error_exact(
         e,
         -32000,
         Some("Session changed since the upload began"),
@@ -156,94 +152,80 @@ fn assert_session_changed(e: &serde_json::Value) {
 #[test]
 fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
     let d = start_echo();
-    let mut c = d.admin();
+    let mut c = d.client();
     let x = pattern(20, 1000);
 
     // Closed (and not reopened).
-    new_session(&mut c, "closed", "chat");
+    c.new_session("closed", "chat");
     let id = staged(&mut c, "closed", &x);
-    ok(&mut c, "session/close", json!({"session_id": "closed"}));
+    c.ok("session/close", json!({"session_id": "closed"}));
     assert_session_changed(&err_of(&commit(&mut c, &id)));
     // Released from step 2 on: the id is unknown afterwards.
     assert_unknown_upload(&err_of(&commit(&mut c, &id)));
 
     // Recreated with the same id (a new incarnation), same owner and agent.
-    new_session(&mut c, "again", "chat");
+    c.new_session("again", "chat");
     let id = staged(&mut c, "again", &x);
-    new_session(&mut c, "again", "chat");
+    c.new_session("again", "chat");
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     // Closed and reopened by session/new (ACP resume).
-    new_session(&mut c, "acp", "acp");
+    c.new_session("acp", "acp");
     let id = staged(&mut c, "acp", &x);
-    ok(&mut c, "session/close", json!({"session_id": "acp"}));
+    c.ok("session/close", json!({"session_id": "acp"}));
     // Closed but restorable: no live session to attach or upload to (§8.17, §8.18.1).
     let e = err_of(&attach(&mut c, "acp", json!([entry(&x, None)])));
-    assert_error(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     let e = err_of(&begin(
         &mut c,
         json!({"session_id": "acp", "size_bytes": 1}),
     ));
-    assert_error(&e, -32000, Some("Session not found"), None);
-    new_session(&mut c, "acp", "acp");
+    session_not_found(&e);
+    c.new_session("acp", "acp");
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     // Closed and rehydrated by a prompt.
-    new_session(&mut c, "rehyd", "acp");
+    c.new_session("rehyd", "acp");
     let id = staged(&mut c, "rehyd", &x);
-    ok(&mut c, "session/close", json!({"session_id": "rehyd"}));
+    c.ok("session/close", json!({"session_id": "rehyd"}));
     let p = prompt(&mut c, "rehyd", "hello", None);
     assert_eq!(p.answer["result"]["content"], "hello", "{:?}", p.answer);
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     // Killed.
-    new_session(&mut c, "killed", "acp");
+    c.new_session("killed", "acp");
     let id = staged(&mut c, "killed", &x);
-    ok(&mut c, "session/kill", json!({"session_id": "killed"}));
+    c.ok("session/kill", json!({"session_id": "killed"}));
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     // Deleted.
-    new_session(&mut c, "deleted", "chat");
+    c.new_session("deleted", "chat");
     let id = staged(&mut c, "deleted", &x);
-    let r = ok(&mut c, "session/delete", json!({"session_id": "deleted"}));
+    let r = c.ok("session/delete", json!({"session_id": "deleted"}));
     assert_eq!(r["deleted"], true);
     assert_session_changed(&err_of(&commit(&mut c, &id)));
 
     assert!(tree(&d.uploads()).is_empty(), "{:?}", tree(&d.uploads()));
     // The same content still stores into a live session.
-    new_session(&mut c, "live", "chat");
+    c.new_session("live", "chat");
     let r = res_of(&upload(&mut c, "live", &x, None));
     assert_eq!(r["deduplicated"], false);
     assert_files(&d.uploads(), &[(&d.stored(&x, None), &x)]);
 }
 
-/// A roster daemon, or skip.
-macro_rules! roster_or_skip {
-    ($profile:expr) => {
-        match Roster::start($profile, "") {
-            Ok(r) => r,
-            Err(why) => skip_test!("{why}"),
-        }
-    };
-}
-
 #[test]
 fn a_grant_revoked_between_begin_and_commit_stores_nothing() {
-    let r = roster_or_skip!(UPLOADER);
+    let r = ok_or_skip!(Roster::start(UPLOADER, ""));
     let d = &r.env;
     let mut u = r.client();
-    let mut admin = d.admin();
-    new_session(&mut u, "mine", "chat");
+    let mut admin = d.client();
+    u.new_session("mine", "chat");
     let x = pattern(30, 1000);
     let id = staged(&mut u, "mine", &x);
 
     // The profile loses files:create: commit (and chunk) are denied.
     let set = |admin: &mut common::Client, files: serde_json::Value| {
-        ok(
-            admin,
-            "config/set",
-            json!({"prop": "permission_profiles.uploader.grants.files", "value": files}),
-        )
+        admin.config_set("permission_profiles.uploader.grants.files", json!(files))
     };
     set(&mut admin, json!([]));
     let denied = |m: &str| {
@@ -254,13 +236,13 @@ fn a_grant_revoked_between_begin_and_commit_stores_nothing() {
     };
     let e = err_of(&commit(&mut u, &id));
     let (msg, data) = denied("file/upload/commit");
-    assert_error(&e, -32012, Some(&msg), data);
+    assert_error_exact(&e, -32012, Some(&msg), data);
     let e = err_of(&chunk(&mut u, &id, 0, &x));
     let (msg, data) = denied("file/upload/chunk");
-    assert_error(&e, -32012, Some(&msg), data);
+    assert_error_exact(&e, -32012, Some(&msg), data);
     let e = err_of(&attach(&mut u, "mine", json!([entry(&x, None)])));
     let (msg, data) = denied("file/attach");
-    assert_error(&e, -32012, Some(&msg), data);
+    assert_error_exact(&e, -32012, Some(&msg), data);
     assert!(tree(&d.uploads()).is_empty());
 
     // The denial ran no step of the commit: with the grant back, the upload commits.
@@ -274,28 +256,24 @@ fn a_grant_revoked_between_begin_and_commit_stores_nothing() {
 
 #[test]
 fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
-    let r = roster_or_skip!(UPLOADER);
+    let r = ok_or_skip!(Roster::start(UPLOADER, ""));
     let d = &r.env;
     let mut u = r.client();
-    let mut admin = d.admin();
-    new_session(&mut u, "mine", "chat");
+    let mut admin = d.client();
+    u.new_session("mine", "chat");
     let x = pattern(31, 1000);
     let id = staged(&mut u, "mine", &x);
     // files:create stays: the gate lets the commit through, the store step refuses it.
-    ok(
-        &mut admin,
-        "config/set",
-        json!({"prop": "permission_profiles.uploader.allowed_agents", "value": []}),
-    );
+    admin.config_set("permission_profiles.uploader.allowed_agents", json!([]));
     let e = err_of(&commit(&mut u, &id));
-    assert_error(
+    assert_error_exact(
         &e,
         -32012,
         Some("Principal is not entitled to agent echo"),
         Some(json!({"reason": "agent", "agent": "echo"})),
     );
     let e = err_of(&attach(&mut u, "mine", json!([entry(&x, None)])));
-    assert_error(
+    assert_error_exact(
         &e,
         -32012,
         Some("Principal is not entitled to agent echo"),
@@ -305,7 +283,7 @@ fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
         &mut u,
         json!({"session_id": "mine", "size_bytes": 1}),
     ));
-    assert_error(
+    assert_error_exact(
         &e,
         -32012,
         Some("Principal is not entitled to agent echo"),
@@ -327,9 +305,7 @@ fn outside(root: &Path, d: &Env) -> Vec<PathBuf> {
 
 #[test]
 fn filenames_never_steer_the_stored_path() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     attach_ok(&mut c, "s1", json!([entry(b"warm-up", None)]));
     let root = d.dir.path().to_owned();
     let before = outside(&root, &d);

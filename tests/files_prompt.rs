@@ -6,9 +6,9 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
-use common::rpc::ok;
-use common::start::start_echo;
+use common::assert::assert_error_exact;
+use common::errors::{invalid_params, missing_grant, storage_failed};
+use common::start::{echo_session, start_echo};
 
 use common::files::*;
 use common::run_cli;
@@ -16,9 +16,7 @@ use serde_json::{json, Value};
 
 #[test]
 fn markers_follow_the_prompt_on_their_own_lines_in_entry_order() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let (a, b, img) = (pattern(1, 100), pattern(2, 200), pattern(3, 300));
     let img_path = put(&d.scratch().join("shot.png"), &img);
     let p = prompt(
@@ -56,12 +54,10 @@ fn markers_follow_the_prompt_on_their_own_lines_in_entry_order() {
 
 #[test]
 fn an_empty_prompt_is_allowed_only_with_attachments() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     for attachments in [None, Some(json!([]))] {
         let p = prompt(&mut c, "s1", "", attachments);
-        assert_error(&err_of(&p.answer), -32602, None, None);
+        invalid_params(&err_of(&p.answer));
         assert!(p.before.is_empty(), "{:?}", p.before);
     }
     assert!(transcript(&mut c, "s1").is_empty());
@@ -87,11 +83,8 @@ fn an_empty_prompt_is_allowed_only_with_attachments() {
 
 #[test]
 fn a_failing_attachment_stops_the_prompt_and_keeps_what_was_stored() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
-    ok(
-        &mut c,
+    let (d, mut c) = echo_session("s1", "chat");
+    c.ok(
         "file/attach",
         json!({"session_id": "s1", "files": [entry(b"seed", None)]}),
     );
@@ -111,12 +104,7 @@ fn a_failing_attachment_stops_the_prompt_and_keeps_what_was_stored() {
             entry(&later, Some("later.txt"))
         ])),
     );
-    assert_error(
-        &err_of(&p.answer),
-        -32603,
-        None,
-        Some(json!({"reason": "storage"})),
-    );
+    storage_failed(&err_of(&p.answer));
     assert!(p.before.is_empty(), "no turn ran: {:?}", p.before);
     assert!(transcript(&mut c, "s1").is_empty());
     // The first file stays stored and indexed; the third was never stored.
@@ -138,7 +126,7 @@ fn a_failing_attachment_stops_the_prompt_and_keeps_what_was_stored() {
         "never runs",
         Some(json!([entry(&fresh, None), {"path": over}])),
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&p.answer),
         -32602,
         Some("File exceeds 10 MB limit (10485761 bytes)"),
@@ -165,9 +153,7 @@ fn a_failing_attachment_stops_the_prompt_and_keeps_what_was_stored() {
 
 #[test]
 fn zeroclaw_upload_prints_the_file_result() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, _c) = echo_session("s1", "chat");
     let x = pattern(30, 2 * CHUNK + 123);
     let file = put(&d.scratch().join("Data.CSV"), &x);
 
@@ -257,7 +243,7 @@ fn prompt_without_files_grant() -> Option<(Roster, Prompted)> {
         }
     };
     let mut u = r.client();
-    new_session(&mut u, "mine", "chat");
+    u.new_session("mine", "chat");
     let p = prompt(
         &mut u,
         "mine",
@@ -291,10 +277,5 @@ fn the_missing_grant_message_names_the_method_called() {
     let Some((_r, p)) = prompt_without_files_grant() else {
         return;
     };
-    assert_error(
-        &err_of(&p.answer),
-        -32012,
-        Some("Principal is not granted files:create (required by session/prompt)"),
-        Some(json!({"reason": "missing_grant", "required": "files:create"})),
-    );
+    missing_grant(&err_of(&p.answer), "files:create", "session/prompt");
 }

@@ -6,9 +6,8 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
-use common::rpc::call;
-use common::start::start_echo;
+use common::assert::assert_error_exact;
+use common::start::echo_session;
 
 use common::files::*;
 use serde_json::json;
@@ -16,7 +15,7 @@ use serde_json::json;
 const PAGEMAP: &str = "/proc/self/pagemap";
 
 fn assert_too_large(e: &serde_json::Value) {
-    assert_error(
+    assert_error_exact(
         e,
         -32602,
         Some("File exceeds 10 MB limit (10485761 bytes)"),
@@ -29,15 +28,12 @@ fn an_endless_file_that_claims_size_0_is_file_too_large() {
     if std::fs::metadata(PAGEMAP).map(|m| m.len()).ok() != Some(0) {
         skip_test!("{PAGEMAP} is not a size-0 regular file here");
     }
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     assert_too_large(&err_of(&attach(&mut c, "s1", json!([{ "path": PAGEMAP }]))));
     assert!(tree(&d.uploads()).is_empty());
 
     // As a prompt attachment: refused before the turn.
-    let v = call(
-        &mut c,
+    let v = c.call_frame(
         "session/prompt",
         json!({"session_id": "s1", "prompt": "hi", "attachments": [{"path": PAGEMAP}]}),
     );

@@ -7,9 +7,10 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error;
-use common::rpc::{call, next_id, ok};
-use common::start::{config_with, start, start_echo};
+use common::assert::assert_error_exact;
+use common::errors::session_not_found;
+use common::rpc::next_id;
+use common::start::{config_with, echo_session, start, start_echo};
 use common::wait::eventually;
 
 use std::time::{Duration, Instant};
@@ -19,9 +20,7 @@ use serde_json::json;
 
 #[test]
 fn begin_chunks_commit_with_and_without_sha256() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
 
     // 2.5 MiB in chunks of exactly 1 MiB, 1 MiB and 0.5 MiB; sha256 in upper case.
     let x = pattern(1, 2 * CHUNK + CHUNK / 2);
@@ -74,9 +73,7 @@ fn begin_chunks_commit_with_and_without_sha256() {
 
 #[test]
 fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let x = pattern(10, 3000);
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 3000}));
     chunk_ok(&mut c, &id, 0, &x[..1000]);
@@ -93,7 +90,7 @@ fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
         (999, &flipped[..]),
     ] {
         let e = err_of(&chunk(&mut c, &id, offset, bytes));
-        assert_error(&e, -32602, Some("offset mismatch"), mismatch(1000));
+        assert_error_exact(&e, -32602, Some("offset mismatch"), mismatch(1000));
     }
     // (A huge offset: see `a_huge_offset_is_an_offset_mismatch`.)
 
@@ -109,7 +106,7 @@ fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
 
     // Beyond the declared size.
     let e = err_of(&chunk(&mut c, &id, 1000, &pattern(11, 2001)));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("chunk exceeds the declared size (3000 bytes)"),
@@ -120,7 +117,7 @@ fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
     chunk_ok(&mut c, &id, 2000, &x[2000..]);
     // Past the end, even a one-byte chunk at the right offset exceeds.
     let e = err_of(&chunk(&mut c, &id, 3000, b"z"));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("chunk exceeds the declared size (3000 bytes)"),
@@ -141,14 +138,12 @@ fn offsets_must_continue_the_upload_and_duplicates_are_acknowledged() {
 
 #[test]
 fn a_huge_offset_is_an_offset_mismatch() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (_d, mut c) = echo_session("s1", "chat");
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 10}));
     chunk_ok(&mut c, &id, 0, b"01234");
     for offset in [u64::MAX, u64::MAX - 4, 1 << 63] {
         let e = err_of(&chunk(&mut c, &id, offset, b"abcde"));
-        assert_error(
+        assert_error_exact(
             &e,
             -32602,
             Some("offset mismatch"),
@@ -161,9 +156,7 @@ fn a_huge_offset_is_an_offset_mismatch() {
 
 #[test]
 fn chunk_sizes_and_encodings_are_checked() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": MAX_FILE}));
     let too_big = b64(&pattern(20, CHUNK + 1));
     for (what, params) in [
@@ -195,7 +188,7 @@ fn chunk_sizes_and_encodings_are_checked() {
         ),
         ("no upload_id", json!({"offset": 0, "data_b64": "YQ=="})),
     ] {
-        let e = err_of(&call(&mut c, "file/upload/chunk", params));
+        let e = err_of(&c.call_frame("file/upload/chunk", params));
         assert_eq!(e["code"], -32602, "{what}: {e}");
         assert_eq!(e.get("data"), None, "{what}: {e}");
     }
@@ -217,12 +210,10 @@ fn chunk_sizes_and_encodings_are_checked() {
 
 #[test]
 fn begin_validates_its_params() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     for n in [MAX_FILE as u64 + 1, u64::MAX] {
         let e = err_of(&begin(&mut c, json!({"session_id": "s1", "size_bytes": n})));
-        assert_error(
+        assert_error_exact(
             &e,
             -32602,
             Some(&format!("File exceeds 10 MB limit ({n} bytes)")),
@@ -291,7 +282,7 @@ fn begin_validates_its_params() {
         &mut c,
         json!({"session_id": "nope", "size_bytes": 1}),
     ));
-    assert_error(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     // Refused begins hold no slot: four still fit on this connection.
     for _ in 0..4 {
         begin_ok(
@@ -304,9 +295,7 @@ fn begin_validates_its_params() {
 
 #[test]
 fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let x = pattern(30, 2000);
 
     let id = begin_ok(
@@ -314,7 +303,7 @@ fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
         json!({"session_id": "s1", "size_bytes": 2000, "sha256": sha256_hex(&x)}),
     );
     let e = err_of(&commit(&mut c, &id));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("incomplete upload: received 0 of 2000"),
@@ -322,7 +311,7 @@ fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
     );
     chunk_ok(&mut c, &id, 0, &x[..1000]);
     let e = err_of(&commit(&mut c, &id));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("incomplete upload: received 1000 of 2000"),
@@ -345,7 +334,7 @@ fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
     );
     chunk_ok(&mut c, &id, 0, &y);
     let e = err_of(&commit(&mut c, &id));
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("sha256 mismatch"),
@@ -358,14 +347,12 @@ fn an_incomplete_commit_keeps_the_upload_and_a_hash_mismatch_releases_it() {
 
 #[test]
 fn at_most_four_staged_uploads_per_connection() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let b = |n: usize| json!({"session_id": "s1", "size_bytes": n});
     let limit = || Some(json!({"limit": "uploads_per_connection", "max": 4}));
     let full = |c: &mut common::Client| {
         let e = err_of(&begin(c, json!({"session_id": "s1", "size_bytes": 9})));
-        assert_error(&e, -32004, Some("uploads_per_connection exceeded"), limit());
+        assert_error_exact(&e, -32004, Some("uploads_per_connection exceeded"), limit());
     };
     let mut ids: Vec<String> = (1..=3).map(|n| begin_ok(&mut c, b(n))).collect();
     ids.push(begin_ok(
@@ -375,7 +362,7 @@ fn at_most_four_staged_uploads_per_connection() {
     full(&mut c);
 
     // Another connection has its own four.
-    let mut other = d.admin();
+    let mut other = d.client();
     for n in 1..=4 {
         begin_ok(&mut other, b(n));
     }
@@ -406,9 +393,9 @@ fn at_most_four_staged_uploads_per_connection() {
 #[test]
 fn an_upload_is_visible_only_to_its_connection() {
     let d = start_echo();
-    let mut a = d.admin();
-    let mut b = d.admin();
-    new_session(&mut a, "s1", "chat");
+    let mut a = d.client();
+    let mut b = d.client();
+    a.new_session("s1", "chat");
     let x = pattern(40, 2000);
     let id = begin_ok(&mut a, json!({"session_id": "s1", "size_bytes": 2000}));
     chunk_ok(&mut a, &id, 0, &x[..1000]);
@@ -442,9 +429,9 @@ fn charge(size: usize, session: &str, filename: &str, sha: bool) -> usize {
 #[test]
 fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads() {
     let d = start_echo();
-    let mut adm = d.admin();
+    let mut adm = d.client();
     let sid = "budget";
-    new_session(&mut adm, sid, "chat");
+    adm.new_session(sid, "chat");
     let p = |n: usize| json!({"session_id": sid, "size_bytes": n, "filename": "f"});
     let over = || Some(json!({"limit": "staged_bytes", "max": BUDGET}));
     let full = |c: &mut common::Client, n: usize| {
@@ -452,11 +439,11 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
             c,
             json!({"session_id": sid, "size_bytes": n, "filename": "f"}),
         ));
-        assert_error(&e, -32004, Some("staged_bytes exceeded"), over());
+        assert_error_exact(&e, -32004, Some("staged_bytes exceeded"), over());
     };
 
     // 25 uploads of 10 MiB from 7 connections, all kept open.
-    let mut conns: Vec<common::Client> = (0..7).map(|_| d.admin()).collect();
+    let mut conns: Vec<common::Client> = (0..7).map(|_| d.client()).collect();
     let mut ids: Vec<Vec<String>> = vec![Vec::new(); 7];
     for k in 0..25 {
         ids[k / 4].push(begin_ok(&mut conns[k / 4], p(MAX_FILE)));
@@ -472,7 +459,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     let with_sha =
         |n: usize| json!({"session_id": sid, "size_bytes": n, "sha256": sha256_hex(b"")});
     let e = err_of(&begin(&mut conns[6], with_sha(fit + 1)));
-    assert_error(&e, -32004, Some("staged_bytes exceeded"), over());
+    assert_error_exact(&e, -32004, Some("staged_bytes exceeded"), over());
     ids[6].push(begin_ok(&mut conns[6], with_sha(fit)));
     // Full to the byte: even an empty upload costs its metadata.
     full(&mut conns[6], 0);
@@ -481,7 +468,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     // Closing a connection drops its uploads and frees their charge.
     drop(conns.remove(1));
     ids.remove(1);
-    let mut late = d.admin();
+    let mut late = d.client();
     let first = eventually("the closed connection's uploads freed", WAIT, || {
         begin(&mut late, p(MAX_FILE)).get("result").cloned()
     });
@@ -494,11 +481,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     // With a 1 s idle limit (set live; the sweep is not due for 30 s), a
     // begin that does not fit reclaims every upload idle for longer, even on
     // open connections, but not X, active again just before.
-    let r = ok(
-        &mut adm,
-        "config/set",
-        json!({"prop": "daemon.upload_idle_secs", "value": 1}),
-    );
+    let r = adm.config_set("daemon.upload_idle_secs", json!(1));
     assert_eq!(r, json!({"prop": "daemon.upload_idle_secs", "set": true}));
     std::thread::sleep(Duration::from_millis(1500));
     let v = chunk(&mut conns[0], &x_id, 0, b"x");
@@ -514,7 +497,7 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
     assert_unknown_upload(&err_of(&commit(&mut conns[5], &ids[5][0])));
     assert_unknown_upload(&err_of(&chunk(&mut late, &late_ids[2], 0, b"a")));
     // The freed budget is usable: four more 10 MiB uploads on a fresh connection.
-    let mut fresh = d.admin();
+    let mut fresh = d.client();
     for _ in 0..4 {
         begin_ok(&mut fresh, p(MAX_FILE));
     }
@@ -524,9 +507,9 @@ fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads()
 #[test]
 fn the_idle_sweep_drops_uploads_and_duplicate_chunks_count_as_activity() {
     let d = start(&config_with("[daemon]\nupload_idle_secs = 1\n"));
-    let mut c = d.admin();
-    let mut other = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let mut c = d.client();
+    let mut other = d.client();
+    c.new_session("s1", "chat");
     let x = pattern(50, 10);
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 10}));
     chunk_ok(&mut c, &id, 0, &x[..5]);
@@ -562,8 +545,8 @@ fn the_idle_sweep_drops_uploads_and_duplicate_chunks_count_as_activity() {
 #[test]
 fn only_accepted_or_duplicate_chunks_count_as_activity() {
     let d = start(&config_with("[daemon]\nupload_idle_secs = 1\n"));
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let mut c = d.client();
+    c.new_session("s1", "chat");
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 10}));
     chunk_ok(&mut c, &id, 0, b"01234");
     // For 4 s (four idle limits) only refused requests name the upload.
@@ -583,9 +566,7 @@ fn only_accepted_or_duplicate_chunks_count_as_activity() {
 
 #[test]
 fn pipelined_chunks_and_commit_are_handled_in_arrival_order() {
-    let d = start_echo();
-    let mut c = d.admin();
-    new_session(&mut c, "s1", "chat");
+    let (d, mut c) = echo_session("s1", "chat");
     let x = pattern(60, 3 * CHUNK + 17);
     let id = begin_ok(
         &mut c,

@@ -5,11 +5,9 @@
 //! peak RSS under the stated bound (budget + 512 MiB).
 
 mod common;
-use common::sessions;
 
 use common::{Client, Daemon, DaemonBuilder, MAX_FRAME};
 use serde_json::{json, Value};
-use sessions::*;
 
 const GIB: u64 = 1024 * 1024 * 1024;
 
@@ -89,7 +87,7 @@ fn over_the_budget_new_work_is_refused_with_memory_and_admitted_again_after() {
     assert!(ids_b.contains(&refused.v["id"]), "{}", refused.raw);
     // Closing gives every frame back.
     for (c, sid) in [(&mut a, "qa"), (&mut b, "qb")] {
-        let close = c.send_request("session/close", json!({ "session_id": sid }));
+        let close = c.send("session/close", json!({ "session_id": sid }));
         c.until_answer(&close);
     }
     let _ = ids_a;
@@ -137,7 +135,7 @@ fn every_memory_attack_under_ulimit_v_2_gib_leaves_the_daemon_up() {
     let mut probe = d.client();
     assert!(probe.status().is_object());
     for (i, (q, ids)) in queued.iter_mut().enumerate() {
-        q.send_request("session/close", json!({"session_id": format!("q{i}")}));
+        q.send("session/close", json!({"session_id": format!("q{i}")}));
         q.until_all(ids);
     }
     probe.ok("session/close", json!({"session_id": "flood"}));
@@ -176,6 +174,6 @@ fn seven_queued_8_mib_prompts_cost_about_their_frames() {
         grown * 10 < frames * 17,
         "RSS grew {grown} MiB for {frames} MiB"
     );
-    c.send_request("session/close", json!({"session_id": "q"}));
+    c.send("session/close", json!({"session_id": "q"}));
     c.until_all(&ids);
 }

@@ -9,6 +9,8 @@
 //! multi-byte and invalid UTF-8, JSON text, long runs near the bound), with a
 //! small bound so that oversized frames are common.
 
+mod common;
+
 #[path = "../fuzz/src/frames.rs"]
 #[allow(dead_code)]
 mod frames;
@@ -16,15 +18,6 @@ mod frames;
 use frames::{check_frame, decode, decode_cut, items, Item};
 use proptest::prelude::*;
 use zeroclaw::codec::Frame;
-
-/// Cases per property (each decodes a stream several times): 256, or
-/// `PROPTEST_CASES` for a longer hunt.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(256)
-}
 
 /// One piece of a stream.
 fn fragment() -> impl Strategy<Value = Vec<u8>> {
@@ -58,7 +51,7 @@ fn cut_stream() -> impl Strategy<Value = (Vec<u8>, usize, Vec<usize>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn any_cuts_decode_like_the_whole_stream((s, max, cuts) in cut_stream()) {

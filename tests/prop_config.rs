@@ -8,17 +8,11 @@
 //! TOML round trip (what the daemon persists is what it reads back), and
 //! `config/set` stages like a one-entry `config/set-many`.
 
+mod common;
+
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use zeroclaw::config::{props, stage_many, stage_one, validate, Config, ConfigError};
-
-/// Cases per property: 256, or `PROPTEST_CASES` for a longer hunt.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(256)
-}
 
 /// Running configs the entries are staged into.
 const RUNNING: &[&str] = &[
@@ -224,7 +218,7 @@ fn sequential(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn set_many_equals_sequential_sets(

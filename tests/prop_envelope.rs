@@ -11,6 +11,8 @@
 //! one-byte mutations. Ids are also spliced in as raw text (exponents, huge
 //! integers, escapes) to check that they are echoed byte for byte.
 
+mod common;
+
 #[path = "../fuzz/src/model.rs"]
 #[allow(dead_code)]
 mod model;
@@ -19,14 +21,6 @@ use model::{as_text, as_values, has_duplicate_keys, model, model_text, observe, 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use zeroclaw::jsonrpc::{classify, error_frame, Classified};
-
-/// Cases per property: 256, or `PROPTEST_CASES` for a longer hunt.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(256)
-}
 
 fn leaf() -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -239,7 +233,7 @@ fn class_of(frame: &str) -> Class {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(), ..ProptestConfig::default() })]
 
     /// The generated value is what the text holds, and the daemon classifies
     /// it as the model does, ids compared as exact text.

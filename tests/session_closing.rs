@@ -3,8 +3,7 @@
 //! close nor rehydrates the session behind it.
 
 mod common;
-use common::assert::assert_error;
-use common::sessions;
+use common::errors::session_closed;
 use common::start::{config_with, start_in};
 use common::wait::eventually;
 
@@ -12,7 +11,6 @@ use std::time::Duration;
 
 use common::RecvError;
 use serde_json::json;
-use sessions::*;
 
 /// A command agent that ignores `SIGTERM` (so a close waits the 5 s kill
 /// grace) and marks in `marker` that the signal came.
@@ -38,23 +36,18 @@ fn a_prompt_during_close_fails_at_once_with_closed() {
     a.until_update(|u| u["text"] == "started\n");
 
     let mut b = d.client();
-    let close = b.send_request("session/close", json!({"session_id": "c1"}));
+    let close = b.send("session/close", json!({"session_id": "c1"}));
     // The close has soft-cancelled the turn: the agent got SIGTERM.
     eventually("the agent to get SIGTERM", Duration::from_secs(10), || {
         marker.exists().then_some(())
     });
 
     let mut c = d.client();
-    let e = c.err(
+    let e = c.fails(
         "session/prompt",
         json!({"session_id": "c1", "prompt": "late"}),
     );
-    assert_error(
-        &e,
-        -32000,
-        Some("Session closed"),
-        Some(json!({"reason": "closed"})),
-    );
+    session_closed(&e);
     // Answered while the close is still waiting for the turn.
     assert!(
         matches!(b.try_recv_line(Duration::ZERO), Err(RecvError::Timeout(p)) if p.is_empty()),

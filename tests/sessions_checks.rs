@@ -3,7 +3,8 @@
 //! existence, then state; a refused `session/new` changes nothing.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
+use common::errors::{agent_not_configured, session_not_found};
 use common::sessions;
 use common::start::{config_with, start, start_echo, Env};
 
@@ -64,7 +65,7 @@ fn parameters_are_checked_before_existence() {
         ),
     ];
     for (method, params) in cases {
-        let e = c.err(method, params.clone());
+        let e = c.fails(method, params.clone());
         assert_eq!(e["code"], -32602, "{method} {params}: {e}");
     }
     // Positional params are refused too.
@@ -84,8 +85,8 @@ fn parameters_are_checked_before_existence() {
             json!({"session_id": "nope", "request_id": "r", "decision": "reject"}),
         ),
     ] {
-        let e = c.err(method, params.clone());
-        assert_error(&e, -32000, Some("Session not found"), None);
+        let e = c.fails(method, params.clone());
+        session_not_found(&e);
     }
     // Null members are absent (§1.3).
     c.new_session("s", "chat");
@@ -109,24 +110,24 @@ fn a_refused_session_new_leaves_the_live_session_and_its_turn_alone() {
     let running = c.start_prompt("s", "a\n::sleep 3600000");
     c.until_update(|u| u["text"] == "a");
     // Another agent for the chat history: refused before anything is closed.
-    let e = c.err(
+    let e = c.fails(
         "session/new",
         json!({"agent_alias": "other", "session_id": "s", "chat_mode": "chat"}),
     );
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("Chat session belongs to a different agent"),
         None,
     );
-    let e = c.err(
+    let e = c.fails(
         "session/new",
         json!({"agent_alias": "nope", "session_id": "s", "chat_mode": "chat"}),
     );
-    assert_error(&e, -32602, Some("Agent nope is not configured"), None);
+    agent_not_configured(&e, "nope");
     c.expect_nothing_before_probe();
     // The turn still runs and is ours to cancel.
-    let cid = c.send_request("session/cancel", json!({"session_id": "s"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s"}));
     let all = c.until_all(&[running.clone(), cid.clone()]);
     assert_eq!(
         all[answer_index(&all, &cid)].result(),
@@ -142,11 +143,11 @@ fn a_refused_session_new_leaves_the_live_session_and_its_turn_alone() {
     c.new_session("x", "acp");
     c.prompt("x", "hi");
     c.ok("session/close", json!({"session_id": "x"}));
-    let e = c.err(
+    let e = c.fails(
         "session/new",
         json!({"agent_alias": "other", "session_id": "x", "chat_mode": "acp"}),
     );
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("ACP session belongs to a different agent"),
@@ -169,7 +170,7 @@ fn the_other_mode_of_an_id_does_not_block_session_new() {
     c.prompt("s", "chat");
     let running = c.start_prompt("s", "b\n::sleep 3600000");
     c.until_update(|u| u["text"] == "b");
-    let nid = c.send_request(
+    let nid = c.send(
         "session/new",
         json!({"agent_alias": "other", "session_id": "s", "chat_mode": "acp"}),
     );
@@ -203,11 +204,11 @@ fn killed_acp_rows_refuse_resume_whatever_the_agent() {
     c.new_session("k", "acp");
     c.ok("session/kill", json!({"session_id": "k"}));
     for agent in ["echo", "other"] {
-        let e = c.err(
+        let e = c.fails(
             "session/new",
             json!({"agent_alias": agent, "session_id": "k", "chat_mode": "acp"}),
         );
-        assert_error(
+        assert_error_exact(
             &e,
             -32000,
             Some("Session killed"),

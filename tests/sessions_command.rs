@@ -3,7 +3,7 @@
 //! and the quick test of §14, verbatim.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::sessions;
 use common::start::{config_with, start, start_echo, Env};
 use common::wait::eventually;
@@ -30,6 +30,36 @@ fn with_script(script: &str, extra: &str) -> Env {
 }
 
 /// A fresh chat session of `cmd` on a new client.
+/// A command agent running `script` (`{pids}` in it: a file for the pids
+/// of the shell and of the program it starts, then "ready" on stdout), a
+/// client of session `s-1` whose prompt is running, its id, and the pids.
+fn script_running(script: &str) -> (Env, Client, Value, Vec<i32>) {
+    let dir = TestDir::new();
+    let file = dir.path().join("pids");
+    let d = with_script(&script.replace("{pids}", &file.display().to_string()), "");
+    let (mut c, _) = cmd_client(&d, "s-1");
+    let id = c.start_prompt("s-1", "x");
+    c.until_update(|u| u["text"] == "ready\n");
+    let text = std::fs::read_to_string(&file).expect("the script wrote its pids");
+    let pids: Vec<i32> = text
+        .split_whitespace()
+        .map(|p| p.parse().expect("a pid"))
+        .collect();
+    assert_eq!(pids.len(), 2, "{text:?}");
+    (d, c, id, pids)
+}
+
+/// Waits (bounded) until every process of `pids` has ended.
+fn all_gone(pids: &[i32]) {
+    for &pid in pids {
+        eventually(
+            &format!("process {pid} to end"),
+            Duration::from_secs(5),
+            || process_gone(pid).then_some(()),
+        );
+    }
+}
+
 fn cmd_client(d: &Daemon, sid: &str) -> (Client, Value) {
     let mut c = d.client();
     let r = c.new_session_of("cmd", sid, "chat");
@@ -126,7 +156,7 @@ fn an_admin_cwd_is_the_programs_working_directory() {
     assert_eq!(r["workspace_dir"], cwd.path().display().to_string());
     // Not a directory, or relative: -32602.
     for bad in ["relative/dir", "/nonexistent/zeroclaw"] {
-        let e = c.err(
+        let e = c.fails(
             "session/new",
             json!({"agent_alias": "cmd", "session_id": "s-2", "cwd": bad}),
         );
@@ -154,7 +184,7 @@ fn a_non_zero_exit_fails_the_turn_with_the_last_stderr_line() {
                 complete(&sid, "failed", "out\n", Some(message)),
             ]
         );
-        assert_error(
+        assert_error_exact(
             t.error(),
             -32603,
             Some(message),
@@ -165,7 +195,7 @@ fn a_non_zero_exit_fails_the_turn_with_the_last_stderr_line() {
     let d = with_script("exit 7", "");
     let (mut c, _) = cmd_client(&d, "s-1");
     let t = c.prompt("s-1", "x");
-    assert_error(
+    assert_error_exact(
         t.error(),
         -32603,
         Some("agent command exited with status 7"),
@@ -213,7 +243,7 @@ fn timeout_secs_fails_a_turn_that_runs_too_long() {
             complete("s-1", "failed", "started\n", Some(message)),
         ]
     );
-    assert_error(
+    assert_error_exact(
         t.error(),
         -32603,
         Some(message),
@@ -223,24 +253,9 @@ fn timeout_secs_fails_a_turn_that_runs_too_long() {
 
 #[test]
 fn cancel_terminates_the_program_and_its_children() {
-    let dir = TestDir::new();
-    let pids = dir.path().join("pids");
-    let script = format!(
-        "sleep 60 & echo $$ $! > {}; echo ready; wait",
-        pids.display()
-    );
-    let d = with_script(&script, "");
-    let (mut c, _) = cmd_client(&d, "s-1");
-    let id = c.start_prompt("s-1", "x");
-    c.until_update(|u| u["text"] == "ready\n");
-    let text = std::fs::read_to_string(&pids).expect("the script wrote its pids");
-    let pids: Vec<i32> = text
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect();
-    assert_eq!(pids.len(), 2, "{text:?}");
+    let (_d, mut c, id, pids) = script_running("sleep 60 & echo $$ $! > {pids}; echo ready; wait");
     assert!(pids.iter().all(|p| !process_gone(*p)), "running: {pids:?}");
-    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let all = c.until_all(&[id.clone(), cid]);
     assert_eq!(
         all[answer_index(&all, &id)].result(),
@@ -256,13 +271,7 @@ fn cancel_terminates_the_program_and_its_children() {
         )]]
     );
     // The shell and the sleep it started are gone (SIGTERM to the group).
-    for pid in pids {
-        eventually(
-            &format!("process {pid} to end"),
-            Duration::from_secs(5),
-            || process_gone(pid).then_some(()),
-        );
-    }
+    all_gone(&pids);
 }
 
 #[test]
@@ -292,13 +301,6 @@ fn context_json_input_carries_the_system_prompt_and_the_history() {
 // ---------------------------------------------------------------------------
 // zeroclaw rpc
 
-fn rpc(d: &Daemon, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut cmd = d.cli();
-    cmd.arg("rpc").args(args);
-    let (status, out, err) = run_cli(cmd);
-    (status.code(), out, err)
-}
-
 /// The JSON lines of a stream.
 fn json_lines(s: &str) -> Vec<Value> {
     s.lines()
@@ -309,24 +311,18 @@ fn json_lines(s: &str) -> Vec<Value> {
 #[test]
 fn rpc_session_prompt_streams_updates_on_stderr_and_the_result_on_stdout() {
     let d = start_echo();
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/new",
-            r#"{"agent_alias":"echo","session_id":"demo","chat_mode":"acp"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/new",
+        r#"{"agent_alias":"echo","session_id":"demo","chat_mode":"acp"}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(err, "");
     assert_eq!(json_lines(&out)[0]["session_id"], "demo");
 
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/prompt",
-            r#"{"session_id":"demo","prompt":"Hello\n::tool echo {\"text\":\"x\"}\n::think done"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/prompt",
+        r#"{"session_id":"demo","prompt":"Hello\n::tool echo {\"text\":\"x\"}\n::think done"}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(
         json_lines(&out),
@@ -344,13 +340,10 @@ fn rpc_session_prompt_streams_updates_on_stderr_and_the_result_on_stdout() {
     );
 
     // A failed turn: the updates, then the error on stderr; exit 1.
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/prompt",
-            r#"{"session_id":"demo","prompt":"a\n::fail no"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/prompt",
+        r#"{"session_id":"demo","prompt":"a\n::fail no"}"#,
+    ]);
     assert_eq!(code, Some(1), "{out}{err}");
     assert_eq!(out, "");
     assert_eq!(
@@ -366,26 +359,20 @@ fn rpc_session_prompt_streams_updates_on_stderr_and_the_result_on_stdout() {
 #[test]
 fn rpc_approve_answers_every_approval_request() {
     let d = start_echo();
-    rpc(
-        &d,
-        &[
-            "session/new",
-            r#"{"agent_alias":"echo","session_id":"s-1"}"#,
-        ],
-    );
+    d.rpc_cli(&[
+        "session/new",
+        r#"{"agent_alias":"echo","session_id":"s-1"}"#,
+    ]);
     for (decision, outputs) in [
         ("allow_once", ["{\"f\":1}", "{}"]),
         ("reject", ["denied: rejected", "denied: rejected"]),
     ] {
-        let (code, out, err) = rpc(
-            &d,
-            &[
-                "--approve",
-                decision,
-                "session/prompt",
-                r#"{"session_id":"s-1","prompt":"::approve rm {\"f\":1}\n::approve cp\nend"}"#,
-            ],
-        );
+        let (code, out, err) = d.rpc_cli(&[
+            "--approve",
+            decision,
+            "session/prompt",
+            r#"{"session_id":"s-1","prompt":"::approve rm {\"f\":1}\n::approve cp\nend"}"#,
+        ]);
         assert_eq!(code, Some(0), "{out}{err}");
         assert_eq!(
             json_lines(&out),
@@ -415,23 +402,17 @@ fn rpc_approve_answers_every_approval_request() {
     }
     // allow_always: the second call of the same tool is not asked (the
     // session stays live between the two commands).
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "--approve",
-            "allow_always",
-            "session/prompt",
-            r#"{"session_id":"s-1","prompt":"::approve rm"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "--approve",
+        "allow_always",
+        "session/prompt",
+        r#"{"session_id":"s-1","prompt":"::approve rm"}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/prompt",
-            r#"{"session_id":"s-1","prompt":"::approve rm"}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/prompt",
+        r#"{"session_id":"s-1","prompt":"::approve rm"}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
     let kinds: Vec<Value> = json_lines(&err)
         .iter()
@@ -450,23 +431,17 @@ fn rpc_approve_answers_every_approval_request() {
 #[test]
 fn rpc_elicitation_reply_answers_every_question() {
     let d = start_echo();
-    rpc(
-        &d,
-        &[
-            "session/new",
-            r#"{"agent_alias":"echo","session_id":"s-1"}"#,
-        ],
-    );
+    d.rpc_cli(&[
+        "session/new",
+        r#"{"agent_alias":"echo","session_id":"s-1"}"#,
+    ]);
     let prompt = r#"{"session_id":"s-1","prompt":"::ask Continue?\n::ask Again?"}"#;
-    let (code, out, err) = rpc(
-        &d,
-        &[
-            "session/prompt",
-            prompt,
-            "--elicitation-reply",
-            r#"{"action":"accept","content":{"answer":"yes"}}"#,
-        ],
-    );
+    let (code, out, err) = d.rpc_cli(&[
+        "session/prompt",
+        prompt,
+        "--elicitation-reply",
+        r#"{"action":"accept","content":{"answer":"yes"}}"#,
+    ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(
         json_lines(&out),
@@ -491,22 +466,19 @@ fn rpc_elicitation_reply_answers_every_question() {
         ]
     );
     // The default reply declines.
-    let (code, out, err) = rpc(&d, &["session/prompt", prompt]);
+    let (code, out, err) = d.rpc_cli(&["session/prompt", prompt]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(
         json_lines(&out)[0]["content"],
         "answer: declined\nanswer: declined"
     );
     // Another action.
-    let (code, out, _) = rpc(
-        &d,
-        &[
-            "--elicitation-reply",
-            r#"{"action":"cancel"}"#,
-            "session/prompt",
-            r#"{"session_id":"s-1","prompt":"::ask q"}"#,
-        ],
-    );
+    let (code, out, _) = d.rpc_cli(&[
+        "--elicitation-reply",
+        r#"{"action":"cancel"}"#,
+        "session/prompt",
+        r#"{"session_id":"s-1","prompt":"::ask q"}"#,
+    ]);
     assert_eq!(code, Some(0));
     assert_eq!(json_lines(&out)[0]["content"], "answer: cancelled");
 }
@@ -632,24 +604,12 @@ fn the_quick_test_works_verbatim_with_the_cli() {
 
 #[test]
 fn a_program_that_ignores_sigterm_is_killed_after_the_grace() {
-    let dir = TestDir::new();
-    let pidfile = dir.path().join("pid");
     // `trap '' TERM` is inherited by the sleep: only SIGKILL stops them.
-    let script = format!(
-        "trap '' TERM; sleep 60 & echo $$ $! > {}; echo ready; wait; echo after",
-        pidfile.display()
+    let (_d, mut c, id, pids) = script_running(
+        "trap '' TERM; sleep 60 & echo $$ $! > {pids}; echo ready; wait; echo after",
     );
-    let d = with_script(&script, "");
-    let (mut c, _) = cmd_client(&d, "s-1");
-    let id = c.start_prompt("s-1", "x");
-    c.until_update(|u| u["text"] == "ready\n");
-    let pids: Vec<i32> = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect();
     let start = Instant::now();
-    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let all = c.until_all(&[id.clone(), cid]);
     let took = start.elapsed();
     assert!(
@@ -660,11 +620,5 @@ fn a_program_that_ignores_sigterm_is_killed_after_the_grace() {
         all[answer_index(&all, &id)].result(),
         &json!({"session_id": "s-1", "stop_reason": "cancelled", "content": "ready\n"})
     );
-    for pid in pids {
-        eventually(
-            &format!("process {pid} to end"),
-            Duration::from_secs(5),
-            || process_gone(pid).then_some(()),
-        );
-    }
+    all_gone(&pids);
 }

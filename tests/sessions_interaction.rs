@@ -4,9 +4,9 @@
 //! id space, and prompts sent as notifications.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::sessions;
-use common::start::{config_with, start, start_args, start_echo, ECHO_ONLY};
+use common::start::{config_with, echo_session, start, start_args, start_echo, ECHO_ONLY};
 use common::wait::eventually;
 
 use std::time::Duration;
@@ -30,7 +30,7 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
         // The first chunk arrived: the turn is running.
         let first = c.until_update(|u| u["type"] == "agent_message_chunk");
         assert_eq!(first.len(), 1);
-        let cid = c.send_request("session/cancel", json!({ "session_id": sid }));
+        let cid = c.send("session/cancel", json!({ "session_id": sid }));
         let t = c.until_answer(&id);
         // The cancel's answer, at once, among the turn's last updates.
         let cancel: Vec<&Frame> = t.frames.iter().filter(|f| f.answers(&cid)).collect();
@@ -77,8 +77,8 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
             "mode {mode}"
         );
         // Nothing is running any more.
-        let e = c.err("session/cancel", json!({ "session_id": sid }));
-        assert_error(
+        let e = c.fails("session/cancel", json!({ "session_id": sid }));
+        assert_error_exact(
             &e,
             -32000,
             Some("No active turn for this session"),
@@ -92,7 +92,7 @@ fn cancel_without_a_running_turn_is_no_active_turn() {
     let d = start_echo();
     let mut c = d.client();
     let no_turn = |e: &Value| {
-        assert_error(
+        assert_error_exact(
             e,
             -32000,
             Some("No active turn for this session"),
@@ -100,28 +100,26 @@ fn cancel_without_a_running_turn_is_no_active_turn() {
         )
     };
     // No session at all.
-    no_turn(&c.err("session/cancel", json!({"session_id": "nope"})));
+    no_turn(&c.fails("session/cancel", json!({"session_id": "nope"})));
     // An idle session, before and after a turn.
     c.new_session("s-1", "acp");
-    no_turn(&c.err("session/cancel", json!({"session_id": "s-1"})));
+    no_turn(&c.fails("session/cancel", json!({"session_id": "s-1"})));
     c.prompt("s-1", "hi");
-    no_turn(&c.err("session/cancel", json!({"session_id": "s-1"})));
+    no_turn(&c.fails("session/cancel", json!({"session_id": "s-1"})));
     // Parameter errors come first.
-    let e = c.err("session/cancel", json!({}));
+    let e = c.fails("session/cancel", json!({}));
     assert_eq!(e["code"], -32602, "{e}");
-    let e = c.err("session/cancel", json!({"session_id": "bad id"}));
+    let e = c.fails("session/cancel", json!({"session_id": "bad id"}));
     assert_eq!(e["code"], -32602, "{e}");
 }
 
 #[test]
 fn cancel_stops_a_sleep_and_leaves_queued_prompts_alone() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let (_d, mut c) = echo_session("s-1", "chat");
     let first = c.start_prompt("s-1", "before\n::sleep 3600000\nnever");
     c.until_update(|u| u["text"] == "before");
     let second = c.start_prompt("s-1", "second");
-    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let all = c.until_all(&[first.clone(), second.clone(), cid.clone()]);
     assert_eq!(
         all[answer_index(&all, &first)].result(),
@@ -175,7 +173,7 @@ fn decide(
     if let Some(r) = replacement {
         params["replacement"] = json!(r);
     }
-    let aid = c.send_request("session/approve", params);
+    let aid = c.send("session/approve", params);
     let mut t = c.until_answer(prompt_id);
     let (acks, rest): (Vec<Frame>, Vec<Frame>) = t.frames.drain(..).partition(|f| f.answers(&aid));
     assert_eq!(acks.len(), 1, "the approve answer: {:#?}", t.raw());
@@ -189,9 +187,7 @@ fn decide(
 
 #[test]
 fn approval_decisions_shape_the_tool_result() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     let cases = [
         ("allow_once", None, "{\"path\":\"/x\",\"n\":1.0}"),
         ("reject", None, "denied: rejected"),
@@ -211,10 +207,7 @@ fn approval_decisions_shape_the_tool_result() {
         let rid = req["requestId"].as_str().unwrap().to_owned();
         assert_eq!(rid.len(), 36, "a UUID: {rid}");
         assert_eq!(
-            frames
-                .iter()
-                .map(|f| f.params().clone())
-                .collect::<Vec<_>>(),
+            params_of(&frames),
             vec![
                 msg("s-1", "go"),
                 upd(
@@ -266,9 +259,7 @@ fn approval_decisions_shape_the_tool_result() {
 
 #[test]
 fn allow_always_skips_later_requests_for_that_tool_in_this_live_session() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let (_d, mut c) = echo_session("s-1", "chat");
     // allow_always on the first call: the second in the same turn is not asked.
     let (id, _, req) = until_approval(&mut c, "s-1", "::approve rm {\"a\":1}\n::approve rm");
     let t = decide(&mut c, "s-1", &id, &req, "allow_always", None);
@@ -296,10 +287,7 @@ fn allow_always_skips_later_requests_for_that_tool_in_this_live_session() {
     // A later turn: rm goes through, another tool is still asked.
     let (id, frames, req) = until_approval(&mut c, "s-1", "::approve rm {\"b\":2}\n::approve cp");
     assert_eq!(
-        frames
-            .iter()
-            .map(|f| f.params().clone())
-            .collect::<Vec<_>>(),
+        params_of(&frames),
         vec![
             upd(
                 "s-1",
@@ -336,28 +324,26 @@ fn allow_always_skips_later_requests_for_that_tool_in_this_live_session() {
 
 #[test]
 fn approve_parameter_errors_and_unknown_requests() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let (_d, mut c) = echo_session("s-1", "chat");
     let (id, _, req) = until_approval(&mut c, "s-1", "::approve rm");
     let rid = req["requestId"].clone();
     // reject_with_edit without a replacement, an unknown decision, no decision.
-    let e = c.err(
+    let e = c.fails(
         "session/approve",
         json!({"session_id": "s-1", "request_id": rid, "decision": "reject_with_edit"}),
     );
-    assert_error(
+    assert_error_exact(
         &e,
         -32602,
         Some("replacement is required with reject_with_edit"),
         None,
     );
-    let e = c.err(
+    let e = c.fails(
         "session/approve",
         json!({"session_id": "s-1", "request_id": rid, "decision": "maybe"}),
     );
     assert_eq!(e["code"], -32602, "{e}");
-    let e = c.err(
+    let e = c.fails(
         "session/approve",
         json!({"session_id": "s-1", "request_id": rid}),
     );
@@ -408,9 +394,7 @@ fn approvals_time_out_as_denied_timed_out_and_late_answers_are_not_acknowledged(
 
 #[test]
 fn an_approval_whose_client_went_away_is_denied_unreachable() {
-    let d = start_echo();
-    let mut a = d.client();
-    a.new_session("s-1", "acp");
+    let (d, mut a) = echo_session("s-1", "acp");
     let _ = until_approval(&mut a, "s-1", "::approve rm\nafter");
     drop(a);
     let mut b = d.client();
@@ -505,13 +489,7 @@ fn ask_round_trips_with_every_kind_of_answer() {
     ];
     for (n, (response, text)) in cases.into_iter().enumerate() {
         let (id, before, ask) = until_ask(&mut c, "s-1", "first\n::ask Continue?\nlast");
-        assert_eq!(
-            before
-                .iter()
-                .map(|f| f.params().clone())
-                .collect::<Vec<_>>(),
-            vec![msg("s-1", "first")]
-        );
+        assert_eq!(params_of(&before), vec![msg("s-1", "first")]);
         // One zc-out-<n> per daemon request on this connection.
         assert_eq!(
             ask.raw,
@@ -684,7 +662,7 @@ fn cancel_ends_a_turn_waiting_for_an_ask_or_an_approval() {
     let mut c = client_caps(&d);
     c.new_session("s-1", "chat");
     let (id, _, _ask) = until_ask(&mut c, "s-1", "x\n::ask q\nnever");
-    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let t = c.until_answer(&id);
     assert!(t.frames.iter().any(|f| f.answers(&cid)));
     assert_eq!(
@@ -692,7 +670,7 @@ fn cancel_ends_a_turn_waiting_for_an_ask_or_an_approval() {
         &json!({"session_id": "s-1", "stop_reason": "cancelled", "content": "x"})
     );
     let (id, _, _req) = until_approval(&mut c, "s-1", "::approve rm\nnever");
-    c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    c.send("session/cancel", json!({"session_id": "s-1"}));
     let t = c.until_answer(&id);
     assert_eq!(t.result()["stop_reason"], "cancelled");
     let tc: Vec<Value> = t
@@ -712,16 +690,11 @@ fn cancel_ends_a_turn_waiting_for_an_ask_or_an_approval() {
 
 #[test]
 fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     c.notify_prompt("s-1", "Hello\n::tool t");
     let frames = c.until_update(|u| u["type"] == "turn_complete");
     assert_eq!(
-        frames
-            .iter()
-            .map(|f| f.params().clone())
-            .collect::<Vec<_>>(),
+        params_of(&frames),
         vec![
             msg("s-1", "Hello"),
             upd(
@@ -753,9 +726,7 @@ fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
 
 #[test]
 fn a_notification_prompt_that_cannot_run_still_gets_a_failed_turn_complete() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("k", "acp");
+    let (_d, mut c) = echo_session("k", "acp");
     c.prompt("k", "hi");
     c.ok("session/kill", json!({"session_id": "k"}));
     c.notify_prompt("k", "x");
@@ -775,12 +746,10 @@ fn a_notification_prompt_that_cannot_run_still_gets_a_failed_turn_complete() {
 fn a_notification_prompt_killed_mid_turn_gets_a_failed_turn_complete_with_the_streamed_text() {
     // §3.5: the turn_complete of a notification prompt that ends without
     // one carries "content set to the text streamed so far".
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("k2", "chat");
+    let (_d, mut c) = echo_session("k2", "chat");
     c.notify_prompt("k2", "abc\n::sleep 3600000");
     c.until_update(|u| u["text"] == "abc");
-    let kid = c.send_request("session/kill", json!({"session_id": "k2"}));
+    let kid = c.send("session/kill", json!({"session_id": "k2"}));
     let t = c.until_answer(&kid);
     assert_eq!(
         t.result(),
@@ -801,9 +770,7 @@ fn a_notification_prompt_killed_mid_turn_gets_a_failed_turn_complete_with_the_st
 
 #[test]
 fn a_notification_prompt_waits_in_the_queue_like_any_prompt() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let (_d, mut c) = echo_session("s-1", "chat");
     let first = c.start_prompt("s-1", "::chunk 1\n::delay 20\nabc");
     c.notify_prompt("s-1", "n");
     let last = c.start_prompt("s-1", "z");
@@ -847,7 +814,7 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
     // ACP: the turn never starts, nothing is streamed.
     let t = c.prompt("a", "x");
     assert!(t.frames.is_empty(), "{:#?}", t.raw());
-    assert_error(
+    assert_error_exact(
         t.error(),
         -32603,
         Some(begin),
@@ -869,7 +836,7 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
             complete("ch", "failed", "hello", Some(append))
         ]
     );
-    assert_error(
+    assert_error_exact(
         t.error(),
         -32603,
         Some(append),

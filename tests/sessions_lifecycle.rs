@@ -3,9 +3,10 @@
 //! close, kill, delete, store selection, listing and paging.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
+use common::errors::{agent_not_configured, session_closed, session_not_found};
 use common::sessions;
-use common::start::{config_with, start, start_echo};
+use common::start::{config_with, echo_session, start, start_echo};
 use common::wait::eventually;
 
 use common::Client;
@@ -208,18 +209,18 @@ fn the_33rd_waiting_prompt_is_queue_full() {
     let waiting: Vec<Value> = (0..32)
         .map(|k| c.start_prompt("s-1", &format!("w{k}")))
         .collect();
-    let e = c.err(
+    let e = c.fails(
         "session/prompt",
         json!({"session_id": "s-1", "prompt": "one too many"}),
     );
-    assert_error(
+    assert_error_exact(
         &e,
         -32002,
         Some("Session busy: queue full"),
         Some(json!({"reason": "queue_full", "max": 32})),
     );
     // Releasing the first turn lets the 32 run, in order.
-    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let mut ids = vec![first.clone(), cid];
     ids.extend(waiting.iter().cloned());
     let all = c.until_all(&ids);
@@ -260,18 +261,15 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
     );
     assert_eq!(c.status()["active_sessions"], 64);
     for mode in ["chat", "acp"] {
-        let e = c.err(
-            "session/new",
-            json!({"agent_alias": "echo", "session_id": "s64", "chat_mode": mode}),
-        );
-        assert_error(
+        let e = c.new_session_fails("s64", mode);
+        assert_error_exact(
             &e,
             -32001,
             Some("Session limit reached"),
             Some(json!({"max": 64})),
         );
     }
-    let e = c.err("session/new", json!({"agent_alias": "echo"}));
+    let e = c.fails("session/new", json!({"agent_alias": "echo"}));
     assert_eq!(e["code"], -32001);
 
     // Replacing a live one is allowed at the limit: a new incarnation.
@@ -283,11 +281,11 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
     // Rehydrating a closed ACP session counts too.
     c.ok("session/close", json!({"session_id": "s3"}));
     c.new_session("extra", "chat");
-    let e = c.err(
+    let e = c.fails(
         "session/prompt",
         json!({"session_id": "s3", "prompt": "hi"}),
     );
-    assert_error(
+    assert_error_exact(
         &e,
         -32001,
         Some("Session limit reached"),
@@ -320,12 +318,7 @@ fn replacing_a_session_fails_its_queued_prompts_with_closed() {
         all[answer_index(&all, &running)].result(),
         &json!({"session_id": "s-1", "stop_reason": "cancelled", "content": "abc"})
     );
-    assert_error(
-        all[answer_index(&all, &queued)].error(),
-        -32000,
-        Some("Session closed"),
-        Some(json!({"reason": "closed"})),
-    );
+    session_closed(all[answer_index(&all, &queued)].error());
     assert_eq!(
         turns_of(&all),
         vec![vec![complete("s-1", "cancelled", "abc", Some("cancelled"))]]
@@ -353,15 +346,10 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
         c.until_update(|u| u["text"] == "two");
         let queued = c.start_prompt(&sid, "queued");
         sync(&mut c);
-        let close = c.send_request("session/close", json!({ "session_id": sid }));
+        let close = c.send("session/close", json!({ "session_id": sid }));
         let all = c.until_all(&[running.clone(), queued.clone(), close.clone()]);
         // The queued prompt never runs.
-        assert_error(
-            all[answer_index(&all, &queued)].error(),
-            -32000,
-            Some("Session closed"),
-            Some(json!({"reason": "closed"})),
-        );
+        session_closed(all[answer_index(&all, &queued)].error());
         assert_eq!(turns_of(&all).len(), 1);
         let tc = all
             .iter()
@@ -380,8 +368,8 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
             &json!({"session_id": sid, "stop_reason": "cancelled", "content": "two"})
         );
         // Gone from memory...
-        let e = c.err("session/close", json!({ "session_id": sid }));
-        assert_error(&e, -32000, Some("Session not found"), None);
+        let e = c.fails("session/close", json!({ "session_id": sid }));
+        session_not_found(&e);
         assert_eq!(c.status()["session_ids"], json!([]));
         // ...not from storage.
         let m = c.ok("session/messages", json!({ "session_id": sid }));
@@ -397,8 +385,8 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
         );
         // A chat session is not rehydrated by a prompt; an ACP one is.
         if mode == "chat" {
-            let e = c.err("session/prompt", json!({"session_id": sid, "prompt": "x"}));
-            assert_error(&e, -32000, Some("Session not found"), None);
+            let e = c.fails("session/prompt", json!({"session_id": sid, "prompt": "x"}));
+            session_not_found(&e);
         }
         // session/new resumes it.
         let r = c.new_session(&sid, mode);
@@ -437,15 +425,13 @@ fn an_acp_session_closed_is_rehydrated_by_a_prompt() {
 
 #[test]
 fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("k", "acp");
+    let (_d, mut c) = echo_session("k", "acp");
     c.prompt("k", "before");
     let running = c.start_prompt("k", "abc\n::sleep 3600000");
     c.until_update(|u| u["text"] == "abc");
     let queued = c.start_prompt("k", "queued");
     sync(&mut c);
-    let kill = c.send_request("session/kill", json!({"session_id": "k"}));
+    let kill = c.send("session/kill", json!({"session_id": "k"}));
     let all = c.until_all(&[running.clone(), queued.clone(), kill.clone()]);
     // No turn_complete for the killed turn; its prompt and the queued one fail.
     assert!(
@@ -454,13 +440,13 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
         all.iter().map(|f| &f.raw).collect::<Vec<_>>()
     );
     let killed = Some(json!({"reason": "killed"}));
-    assert_error(
+    assert_error_exact(
         all[answer_index(&all, &running)].error(),
         -32000,
         Some("Session killed"),
         killed.clone(),
     );
-    assert_error(
+    assert_error_exact(
         all[answer_index(&all, &queued)].error(),
         -32000,
         Some("Session killed"),
@@ -472,13 +458,10 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
     );
     c.expect_nothing_before_probe();
     // Never rehydrated again.
-    let e = c.err(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "k", "chat_mode": "acp"}),
-    );
-    assert_error(&e, -32000, Some("Session killed"), killed.clone());
-    let e = c.err("session/prompt", json!({"session_id": "k", "prompt": "x"}));
-    assert_error(&e, -32000, Some("Session killed"), killed.clone());
+    let e = c.new_session_fails("k", "acp");
+    assert_error_exact(&e, -32000, Some("Session killed"), killed.clone());
+    let e = c.fails("session/prompt", json!({"session_id": "k", "prompt": "x"}));
+    assert_error_exact(&e, -32000, Some("Session killed"), killed.clone());
     // The history stays readable, the killed turn's progress folded in.
     let m = c.ok("session/messages", json!({"session_id": "k"}));
     assert_eq!(
@@ -499,8 +482,8 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
     assert_eq!(l["sessions"][0]["state"], "killed");
     assert_eq!(c.ok("session/list-acp", json!({}))["sessions"], json!([]));
     // Nothing left to kill; a new chat session may take the id.
-    let e = c.err("session/kill", json!({"session_id": "k"}));
-    assert_error(&e, -32000, Some("Session not found"), None);
+    let e = c.fails("session/kill", json!({"session_id": "k"}));
+    session_not_found(&e);
     let r = c.new_session("k", "chat");
     assert_eq!(r["resumed"], false);
 }
@@ -517,7 +500,7 @@ fn kill_of_an_idle_or_persisted_session() {
         c.ok("session/kill", json!({"session_id": "p"})),
         json!({"session_id": "p", "killed": true})
     );
-    let e = c.err("session/prompt", json!({"session_id": "p", "prompt": "x"}));
+    let e = c.fails("session/prompt", json!({"session_id": "p", "prompt": "x"}));
     assert_eq!(e["data"], json!({"reason": "killed"}));
     let m = c.ok("session/messages", json!({"session_id": "p"}));
     assert_eq!(rows(&m), vec![user("hi"), assistant("hi")]);
@@ -532,8 +515,8 @@ fn kill_of_an_idle_or_persisted_session() {
     let m = c.ok("session/messages", json!({"session_id": "ch"}));
     assert_eq!(rows(&m), vec![user("yo"), assistant("yo")]);
     // Unknown.
-    let e = c.err("session/kill", json!({"session_id": "nope"}));
-    assert_error(&e, -32000, Some("Session not found"), None);
+    let e = c.fails("session/kill", json!({"session_id": "nope"}));
+    session_not_found(&e);
 }
 
 #[test]
@@ -548,11 +531,11 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
         c.until_update(|u| u["text"] == "abc");
         let queued = c.start_prompt(&sid, "queued");
         sync(&mut c);
-        let del = c.send_request("session/delete", json!({ "session_id": sid }));
+        let del = c.send("session/delete", json!({ "session_id": sid }));
         let all = c.until_all(&[running.clone(), queued.clone(), del.clone()]);
         assert!(all.iter().all(|f| !f.is_update()));
         for id in [&running, &queued] {
-            assert_error(
+            assert_error_exact(
                 all[answer_index(&all, id)].error(),
                 -32000,
                 Some("Session deleted"),
@@ -563,8 +546,8 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
             all[answer_index(&all, &del)].result(),
             &json!({"session_id": sid, "deleted": true})
         );
-        let e = c.err("session/messages", json!({ "session_id": sid }));
-        assert_error(&e, -32000, Some("Session not found"), None);
+        let e = c.fails("session/messages", json!({ "session_id": sid }));
+        session_not_found(&e);
         assert_eq!(
             c.ok("session/delete", json!({ "session_id": sid })),
             json!({"session_id": sid, "deleted": false})
@@ -580,9 +563,7 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
 
 #[test]
 fn chat_and_acp_stores_of_one_id_stay_isolated() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("same", "chat");
+    let (_d, mut c) = echo_session("same", "chat");
     c.prompt("same", "chat words");
     // An ACP session with the same id replaces the live chat one, and starts empty.
     let r = c.new_session("same", "acp");
@@ -638,11 +619,11 @@ fn chat_and_acp_stores_of_one_id_stay_isolated() {
         )["deleted"],
         true
     );
-    let e = c.err(
+    let e = c.fails(
         "session/messages",
         json!({"session_id": "same", "chat_mode": "chat"}),
     );
-    assert_error(&e, -32000, Some("Session not found"), None);
+    session_not_found(&e);
     assert_eq!(c.prompt("same", "still").result()["content"], "still");
     // Resuming in chat mode now starts empty; the ACP row is untouched.
     let r = c.new_session("same", "chat");
@@ -676,9 +657,7 @@ fn chat_and_acp_stores_of_one_id_stay_isolated() {
 
 #[test]
 fn session_list_entries_states_and_limit() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("a-chat", "chat");
+    let (_d, mut c) = echo_session("a-chat", "chat");
     c.prompt("a-chat", "hi");
     c.new_session("b-acp", "acp");
     c.prompt("b-acp", "hi");
@@ -771,7 +750,7 @@ fn session_list_entries_states_and_limit() {
         assert_eq!(l["sessions"].as_array().unwrap().len(), n);
     }
     for bad in [json!(0), json!(1001), json!(-1), json!("x")] {
-        let e = c.err("session/list", json!({ "limit": bad }));
+        let e = c.fails("session/list", json!({ "limit": bad }));
         assert_eq!(e["code"], -32602, "limit {bad}: {e}");
     }
     assert_eq!(
@@ -781,7 +760,7 @@ fn session_list_entries_states_and_limit() {
             .len(),
         4
     );
-    let e = c.err("session/list", json!({"chat_mode": "other"}));
+    let e = c.fails("session/list", json!({"chat_mode": "other"}));
     assert_eq!(e["code"], -32602, "{e}");
 }
 
@@ -854,7 +833,7 @@ fn session_messages_pages_from_the_newest_rows() {
         assert_eq!(p["messages"][0]["seq"], 6);
         // limit bounds.
         for bad in [json!(0), json!(1001)] {
-            let e = c.err("session/messages", json!({"session_id": sid, "limit": bad}));
+            let e = c.fails("session/messages", json!({"session_id": sid, "limit": bad}));
             assert_eq!(e["code"], -32602, "limit {bad}: {e}");
         }
         assert_eq!(
@@ -867,14 +846,14 @@ fn session_messages_pages_from_the_newest_rows() {
     }
     // Unknown session, bad ids.
     let mut c = d.client();
-    let e = c.err("session/messages", json!({"session_id": "nope"}));
-    assert_error(&e, -32000, Some("Session not found"), None);
-    let e = c.err(
+    let e = c.fails("session/messages", json!({"session_id": "nope"}));
+    session_not_found(&e);
+    let e = c.fails(
         "session/messages",
         json!({"session_id": "nope", "chat_mode": "acp"}),
     );
-    assert_error(&e, -32000, Some("Session not found"), None);
-    let e = c.err("session/messages", json!({}));
+    session_not_found(&e);
+    let e = c.fails("session/messages", json!({}));
     assert_eq!(e["code"], -32602);
 }
 
@@ -882,18 +861,18 @@ fn session_messages_pages_from_the_newest_rows() {
 fn session_new_validation() {
     let d = start_echo();
     let mut c = d.client();
-    let e = c.err("session/new", json!({"agent_alias": "nope"}));
-    assert_error(&e, -32602, Some("Agent nope is not configured"), None);
-    let e = c.err("session/new", json!({}));
+    let e = c.fails("session/new", json!({"agent_alias": "nope"}));
+    agent_not_configured(&e, "nope");
+    let e = c.fails("session/new", json!({}));
     assert_eq!(e["code"], -32602);
     for bad in ["", "a b", "x/y", &"x".repeat(129)] {
-        let e = c.err(
+        let e = c.fails(
             "session/new",
             json!({"agent_alias": "echo", "session_id": bad}),
         );
         assert_eq!(e["code"], -32602, "{bad:?}: {e}");
     }
-    let e = c.err(
+    let e = c.fails(
         "session/new",
         json!({"agent_alias": "echo", "chat_mode": "other"}),
     );
@@ -924,9 +903,7 @@ fn session_new_validation() {
 
 #[test]
 fn big_replies_are_bounded_in_answers_and_pages_stay_within_4_mib() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("big", "acp");
+    let (_d, mut c) = echo_session("big", "acp");
     let n = 1_050_000;
     let bounded = format!("{}\u{2026}[truncated]", "a".repeat(1_048_576));
     for k in 0..4 {
@@ -1013,7 +990,7 @@ fn idle_sessions_are_reclaimed_and_busy_ones_kept() {
         .filter(|(id, _)| id == "idle-chat")
         .collect();
     assert_eq!(states, vec![(json!("idle-chat"), json!("persisted"))]);
-    c.send_request("session/cancel", json!({"session_id": "busy"}));
+    c.send("session/cancel", json!({"session_id": "busy"}));
     let t = c.until_answer(&running);
     assert_eq!(t.result()["stop_reason"], "cancelled");
 }

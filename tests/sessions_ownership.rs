@@ -4,7 +4,8 @@
 //! skipped with a printed message otherwise.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
+use common::errors::not_owner;
 use common::sessions;
 use common::start::{start_in, traversable_dir, Env};
 
@@ -99,37 +100,30 @@ fn a_roster_user_cannot_touch_another_principals_sessions() {
     a.new_session("a-acp", "acp");
     a.prompt("a-acp", "mine");
 
-    let not_owned =
-        |e: &Value| assert_error(e, -32003, Some("Caller does not own this session"), None);
+    let not_owned = |e: &Value| not_owner(e);
     for sid in ["op-acp", "op-chat"] {
-        not_owned(&a.err("session/prompt", json!({"session_id": sid, "prompt": "x"})));
-        not_owned(&a.err("session/cancel", json!({ "session_id": sid })));
-        not_owned(&a.err(
+        not_owned(&a.fails("session/prompt", json!({"session_id": sid, "prompt": "x"})));
+        not_owned(&a.fails("session/cancel", json!({ "session_id": sid })));
+        not_owned(&a.fails(
             "session/approve",
             json!({"session_id": sid, "request_id": "r", "decision": "allow_once"}),
         ));
-        not_owned(&a.err("session/messages", json!({ "session_id": sid })));
-        not_owned(&a.err("session/close", json!({ "session_id": sid })));
-        not_owned(&a.err("session/kill", json!({ "session_id": sid })));
-        not_owned(&a.err("session/delete", json!({ "session_id": sid })));
+        not_owned(&a.fails("session/messages", json!({ "session_id": sid })));
+        not_owned(&a.fails("session/close", json!({ "session_id": sid })));
+        not_owned(&a.fails("session/kill", json!({ "session_id": sid })));
+        not_owned(&a.fails("session/delete", json!({ "session_id": sid })));
     }
     // Resuming or replacing another's session.
-    not_owned(&a.err(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "op-acp", "chat_mode": "acp"}),
-    ));
-    not_owned(&a.err(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "op-chat", "chat_mode": "chat"}),
-    ));
+    not_owned(&a.new_session_fails("op-acp", "acp"));
+    not_owned(&a.new_session_fails("op-chat", "chat"));
     // A persisted (not live) session of the operator's too.
     op.ok("session/close", json!({"session_id": "op-acp"}));
-    not_owned(&a.err(
+    not_owned(&a.fails(
         "session/prompt",
         json!({"session_id": "op-acp", "prompt": "x"}),
     ));
-    not_owned(&a.err("session/messages", json!({"session_id": "op-acp"})));
-    not_owned(&a.err("session/kill", json!({"session_id": "op-acp"})));
+    not_owned(&a.fails("session/messages", json!({"session_id": "op-acp"})));
+    not_owned(&a.fails("session/kill", json!({"session_id": "op-acp"})));
     // A notification prompt refused by ownership is not answered at all.
     a.notify_prompt("op-chat", "x");
     a.expect_nothing_before_probe();
@@ -168,17 +162,17 @@ fn a_roster_user_is_held_to_its_agents_and_parameters() {
         return;
     };
     let mut a = alice(&account, &env);
-    let e = a.err(
+    let e = a.fails(
         "session/new",
         json!({"agent_alias": "other", "session_id": "x"}),
     );
-    assert_error(
+    assert_error_exact(
         &e,
         -32012,
         Some("Principal is not entitled to agent other"),
         Some(json!({"reason": "agent", "agent": "other"})),
     );
-    let e = a.err(
+    let e = a.fails(
         "session/new",
         json!({"agent_alias": "echo", "session_id": "x", "cwd": "/tmp"}),
     );
@@ -187,19 +181,19 @@ fn a_roster_user_is_held_to_its_agents_and_parameters() {
     // A session of an agent she may not use, made by the admin: ownership first.
     let mut op = env.client();
     op.new_session_of("other", "o", "chat");
-    let e = a.err("session/prompt", json!({"session_id": "o", "prompt": "x"}));
-    assert_error(&e, -32003, Some("Caller does not own this session"), None);
+    let e = a.fails("session/prompt", json!({"session_id": "o", "prompt": "x"}));
+    not_owner(&e);
     // Her own sessions work end to end, approvals and cancel included.
     a.new_session("mine", "acp");
     let id = a.start_prompt("mine", "::approve rm\n::sleep 3600000");
     let frames = a.until_update(|u| u["type"] == "approval_request");
     let req = frames.last().unwrap().params().clone();
-    let aid = a.send_request(
+    let aid = a.send(
         "session/approve",
         json!({"session_id": "mine", "request_id": req["requestId"], "decision": "allow_once"}),
     );
     let mut all = a.until_update(|u| u["type"] == "tool_result");
-    let cid = a.send_request("session/cancel", json!({"session_id": "mine"}));
+    let cid = a.send("session/cancel", json!({"session_id": "mine"}));
     let mut wait = vec![id.clone(), cid];
     if !all.iter().any(|f| f.answers(&aid)) {
         wait.push(aid.clone());

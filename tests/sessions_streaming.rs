@@ -4,9 +4,9 @@
 //! the snake_case dialect.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::sessions;
-use common::start::{config_with, start, start_echo, Env};
+use common::start::{config_with, echo_session, start, start_echo, Env};
 use common::wait::eventually;
 
 use std::time::{Duration, Instant};
@@ -199,9 +199,7 @@ fn think_streams_thought_chunks_never_prefixed_and_not_in_the_content() {
 
 #[test]
 fn tool_calls_number_per_turn_and_keep_their_json_as_written() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     let t = c.prompt(
         "s-1",
         "::tool t {\"b\": 1, \"a\": 2.50, \"n\": 12345678901234567890123}\n::tool bare\n::tool bad {\nafter",
@@ -237,9 +235,7 @@ fn tool_calls_number_per_turn_and_keep_their_json_as_written() {
 
 #[test]
 fn tool_big_outputs_are_bounded_in_notifications_and_in_the_transcript() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     let t = c.prompt("s-1", "::tool big {\"bytes\":100000}");
     t.check("s-1");
     let u = t.updates();
@@ -308,9 +304,7 @@ fn context_shows_the_retained_context_the_turn_started_with() {
 
 #[test]
 fn context_after_tool_calls_and_a_failed_turn() {
-    let d = start_echo();
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let (_d, mut c) = echo_session("s-1", "acp");
     c.prompt("s-1", "a\n::tool t {\"k\":[1,2]}\nb");
     c.prompt("s-1", "x\n::fail no");
     let t = c.prompt("s-1", "::context");
@@ -344,7 +338,7 @@ fn fail_answers_agent_failed_after_a_failed_turn_complete() {
                 complete("s-1", "failed", "partial", Some("boom: it broke")),
             ]
         );
-        assert_error(
+        assert_error_exact(
             t.error(),
             -32603,
             Some("boom: it broke"),
@@ -452,7 +446,7 @@ fn snake_dialect_gets_snake_case_update_params() {
         seen[0].raw,
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"session_id":"s-1","type":"tool_call","tool_call_id":"tc_1","name":"rm","raw_input":{"x":1}}}"#
     );
-    let aid = c.send_request(
+    let aid = c.send(
         "session/approve",
         json!({"session_id": "s-1", "request_id": rid, "decision": "reject"}),
     );

@@ -1,18 +1,23 @@
 //! Helpers of the ACP durability tests (tests/acp_*.rs): a daemon on a
-//! config dir the test keeps across kills and restarts, a JSON-RPC client
-//! that sets aside the notifications it meets while it waits for an answer,
-//! turns, transcripts read through `session/messages`, and read-only views
+//! config dir the test keeps across kills and restarts, the ACP verbs of
+//! the one client (faults, context, transcripts read through
+//! `session/messages`), and read-only views
 //! of the session database for byte-identity checks.
 //!
 //! Every wait is bounded (the client's waits by [`super::RECV_TIMEOUT`]).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{Client, Daemon, DaemonBuilder, RecvError, TestDir, RECV_TIMEOUT};
+// Re-exported for the suites' glob imports.
+#[allow(unused_imports)]
+pub use super::rpc::Rpc;
+#[allow(unused_imports)]
+pub use super::sessions::Turn;
+use super::{Client, Daemon, DaemonBuilder, TestDir};
 
 /// The marker recovery appends (SPEC §9.6).
 pub const INTERRUPTED: &str = "Turn interrupted";
@@ -117,8 +122,8 @@ impl AcpEnv {
     }
 
     /// A new initialized client of the running daemon.
-    pub fn rpc(&self) -> Rpc {
-        Rpc::new(self.d())
+    pub fn rpc(&self) -> Client {
+        self.d().client()
     }
 }
 
@@ -128,58 +133,7 @@ fn set_mode(p: &Path, mode: u32) {
 }
 
 // ---------------------------------------------------------------------------
-// The JSON-RPC client
-
-/// A connected, initialized client. Frames that are not the answer a call
-/// waits for are kept, in order, in `stash`.
-#[derive(Debug)]
-pub struct Rpc {
-    pub c: Client,
-    next_id: u64,
-    pub stash: VecDeque<Value>,
-}
-
-/// One prompt's answer and the `session/update` params that came before it.
-#[derive(Debug, Clone)]
-pub struct Turn {
-    pub updates: Vec<Value>,
-    pub answer: Result<Value, Value>,
-}
-
-impl Turn {
-    /// Updates of `type` `t`.
-    pub fn of_type(&self, t: &str) -> Vec<&Value> {
-        self.updates.iter().filter(|u| u["type"] == t).collect()
-    }
-
-    /// The concatenated text of the `agent_message_chunk`s.
-    pub fn text(&self) -> String {
-        chunk_text(&self.updates)
-    }
-
-    /// The one `turn_complete`.
-    pub fn complete(&self) -> &Value {
-        let c = self.of_type("turn_complete");
-        assert_eq!(c.len(), 1, "expected one turn_complete: {:?}", self.updates);
-        c[0]
-    }
-
-    /// The result; panics on an error answer.
-    pub fn ok(&self) -> &Value {
-        match &self.answer {
-            Ok(r) => r,
-            Err(e) => panic!("the prompt failed: {e}; updates {:?}", self.updates),
-        }
-    }
-
-    /// The error; panics on a result.
-    pub fn err(&self) -> &Value {
-        match &self.answer {
-            Err(e) => e,
-            Ok(r) => panic!("the prompt succeeded: {r}; updates {:?}", self.updates),
-        }
-    }
-}
+// The ACP verbs of the one client
 
 /// The concatenated text of the `agent_message_chunk`s among `updates`.
 pub fn chunk_text(updates: &[Value]) -> String {
@@ -190,111 +144,7 @@ pub fn chunk_text(updates: &[Value]) -> String {
         .collect()
 }
 
-impl Rpc {
-    /// Connects to `d` and initializes.
-    pub fn new(d: &Daemon) -> Self {
-        let mut c = d.connect();
-        c.initialize();
-        Self {
-            c,
-            next_id: 1,
-            stash: VecDeque::new(),
-        }
-    }
-
-    /// Sends a request; returns its id.
-    pub fn send(&mut self, method: &str, params: Value) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.c
-            .send_json(&json!({"jsonrpc": "2.0", "method": method, "params": params, "id": id}));
-        id
-    }
-
-    /// Sends a notification (no id).
-    pub fn notify(&mut self, method: &str, params: Value) {
-        self.c
-            .send_json(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// The next frame from the socket (not the stash) within `timeout`.
-    pub fn read_frame(&mut self, timeout: Duration) -> Result<Value, RecvError> {
-        let line = self.c.try_recv_line(timeout)?;
-        Ok(serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("frame is not JSON ({e}): {line}")))
-    }
-
-    /// Waits for the answer to `id`, stashing every other frame.
-    pub fn wait(&mut self, id: u64) -> Result<Value, Value> {
-        self.wait_within(id, RECV_TIMEOUT)
-    }
-
-    /// [`Rpc::wait`] with its own bound.
-    pub fn wait_within(&mut self, id: u64, timeout: Duration) -> Result<Value, Value> {
-        let is_answer = |v: &Value| v.get("method").is_none() && v["id"] == json!(id);
-        // Answers may come in any order (§3.7): an earlier wait may have stashed this one.
-        let found = match self.stash.iter().position(is_answer) {
-            Some(i) => self.stash.remove(i).unwrap(),
-            None => {
-                let deadline = Instant::now() + timeout;
-                loop {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    let v = self.read_frame(left).unwrap_or_else(|e| {
-                        panic!(
-                            "no answer to request {id} within {timeout:?}: {}; stashed {:?}",
-                            super::describe(&e),
-                            self.stash
-                        )
-                    });
-                    if is_answer(&v) {
-                        break v;
-                    }
-                    self.stash.push_back(v);
-                }
-            }
-        };
-        match found.get("error") {
-            Some(e) => Err(e.clone()),
-            None => Ok(found["result"].clone()),
-        }
-    }
-
-    /// A request and its answer.
-    pub fn call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
-        let id = self.send(method, params);
-        self.wait(id)
-    }
-
-    /// A request that must succeed.
-    pub fn ok(&mut self, method: &str, params: Value) -> Value {
-        let p = params.to_string();
-        self.call(method, params)
-            .unwrap_or_else(|e| panic!("{method} {p} failed: {e}"))
-    }
-
-    /// A request that must fail; its error object.
-    pub fn err(&mut self, method: &str, params: Value) -> Value {
-        let p = params.to_string();
-        match self.call(method, params) {
-            Err(e) => e,
-            Ok(r) => panic!("{method} {p} succeeded: {r}"),
-        }
-    }
-
-    /// Takes the stashed `session/update` params (other stashed frames stay).
-    pub fn take_updates(&mut self) -> Vec<Value> {
-        let mut out = Vec::new();
-        self.stash.retain(|v| {
-            if v["method"] == "session/update" {
-                out.push(v["params"].clone());
-                false
-            } else {
-                true
-            }
-        });
-        out
-    }
-
+impl Client {
     /// `debug/set-faults`; checks the echo.
     pub fn faults(&mut self, points: &[&str]) {
         let r = self.ok("debug/set-faults", json!({ "faults": points }));
@@ -310,57 +160,12 @@ impl Rpc {
         assert_eq!(got, want, "debug/set-faults echo");
     }
 
-    /// `session/new` with `chat_mode`; the result.
-    pub fn new_session(&mut self, id: &str, mode: &str) -> Value {
-        self.ok(
-            "session/new",
-            json!({"agent_alias": "echo", "session_id": id, "chat_mode": mode}),
-        )
-    }
-
-    /// Sends `session/prompt`; its id.
-    pub fn send_prompt(&mut self, sid: &str, prompt: &str) -> u64 {
-        self.send(
-            "session/prompt",
-            json!({"session_id": sid, "prompt": prompt}),
-        )
-    }
-
-    /// Waits for prompt `id`'s answer; the updates for `sid` that came before it.
-    pub fn finish_turn(&mut self, sid: &str, id: u64, timeout: Duration) -> Turn {
-        let answer = self.wait_within(id, timeout);
-        let mut updates = Vec::new();
-        self.stash.retain(|v| {
-            if v["method"] == "session/update" && v["params"]["sessionId"] == sid {
-                updates.push(v["params"].clone());
-                false
-            } else {
-                true
-            }
-        });
-        Turn { updates, answer }
-    }
-
-    /// One prompt, to its answer.
-    pub fn prompt(&mut self, sid: &str, prompt: &str) -> Turn {
-        let id = self.send_prompt(sid, prompt);
-        self.finish_turn(sid, id, RECV_TIMEOUT)
-    }
-
-    /// One prompt that must complete; its turn.
-    pub fn prompt_ok(&mut self, sid: &str, prompt: &str) -> Turn {
-        let t = self.prompt(sid, prompt);
-        t.ok();
-        assert_eq!(t.complete()["outcome"], "completed", "{:?}", t.updates);
-        t
-    }
-
     /// The retained context the next turn starts with, through `::context`
     /// (one completed turn, which extends the context and the transcript).
     pub fn context(&mut self, sid: &str) -> Vec<Value> {
         let t = self.prompt_ok(sid, "::context");
-        let doc: Value = serde_json::from_str(t.ok()["content"].as_str().unwrap())
-            .unwrap_or_else(|e| panic!("::context reply is not JSON ({e}): {}", t.ok()));
+        let doc: Value = serde_json::from_str(t.result()["content"].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("::context reply is not JSON ({e}): {}", t.result()));
         doc["messages"].as_array().unwrap().clone()
     }
 
@@ -382,7 +187,7 @@ impl Rpc {
             if let Some(b) = before {
                 p["before_index"] = json!(b);
             }
-            let page = self.call("session/messages", p)?;
+            let page = self.request("session/messages", p)?;
             let mut msgs = page["messages"].as_array().unwrap().clone();
             let start = page["start"].as_u64().unwrap();
             msgs.append(&mut rows);
@@ -405,6 +210,43 @@ impl Rpc {
             .map(|v| v.as_str().unwrap().to_owned())
             .collect()
     }
+}
+
+/// The tables whose rows belong to one `acp_sessions` row (`session_row`).
+pub const SESSION_TABLES: [&str; 4] = [
+    "acp_transcript",
+    "acp_context_snapshots",
+    "acp_turn_checkpoints",
+    "acp_checkpoint_events",
+];
+
+/// Asserts that no table of [`SESSION_TABLES`] holds a row of session row `row_id`.
+#[track_caller]
+pub fn assert_no_rows_of(db: &Path, row_id: i64) {
+    for t in SESSION_TABLES {
+        let n = db_int(
+            db,
+            &format!("SELECT COUNT(*) FROM {t} WHERE session_row = {row_id}"),
+        );
+        assert_eq!(n, 0, "{t} still has rows of the deleted session {row_id}");
+    }
+}
+
+/// The user and assistant rows of echo turns, in order (the echo agent
+/// replies with the prompt).
+pub fn echo_rows(prompts: &[&str]) -> Vec<(String, String, String)> {
+    prompts
+        .iter()
+        .flat_map(|p| [row("user", "message", p), row("assistant", "message", p)])
+        .collect()
+}
+
+/// The retained context of echo turns, in order.
+pub fn echo_ctx(prompts: &[&str]) -> Vec<Value> {
+    prompts
+        .iter()
+        .flat_map(|p| [ctx("user", p), ctx("assistant", p)])
+        .collect()
 }
 
 /// Asserts that rows carry seq 1..=n in order.

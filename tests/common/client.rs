@@ -6,8 +6,11 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use std::collections::VecDeque;
+
 use serde_json::{json, Value};
 
+use super::rpc::Frame;
 use super::RECV_TIMEOUT;
 
 /// Why no line arrived.
@@ -21,10 +24,15 @@ pub enum RecvError {
     Io(io::ErrorKind),
 }
 
-/// An NDJSON client over a real Unix socket.
+/// An NDJSON client over a real Unix socket: the raw bytes here, the
+/// JSON-RPC calls in `rpc.rs`, the session helpers in `sessions.rs`.
 #[derive(Debug)]
 pub struct Client {
     pub stream: UnixStream,
+    /// Frames read while waiting for something else, oldest first: the
+    /// JSON-RPC reads (`rpc.rs`) take from here before the socket; the raw
+    /// reads here do not.
+    pub stash: VecDeque<Frame>,
     buf: Vec<u8>,
     probes: u64,
     write_closed: bool,
@@ -44,6 +52,7 @@ impl Client {
     pub fn over(stream: UnixStream) -> Self {
         Self {
             stream,
+            stash: VecDeque::new(),
             buf: Vec::new(),
             probes: 0,
             write_closed: false,

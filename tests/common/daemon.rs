@@ -406,6 +406,20 @@ impl Daemon {
     }
 }
 
+impl Daemon {
+    /// `zeroclaw --config-dir <cfg> rpc ARGS…` for this daemon, not started.
+    pub fn rpc_command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.cli();
+        cmd.arg("rpc").args(args);
+        cmd
+    }
+
+    /// Runs `zeroclaw rpc ARGS…` to completion: (exit code, stdout, stderr).
+    pub fn rpc_cli(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        run_cli_code(self.rpc_command(args))
+    }
+}
+
 impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -418,6 +432,12 @@ impl Drop for Daemon {
             let _ = t.join();
         }
     }
+}
+
+/// [`run_cli`] with the exit code in place of the status.
+pub fn run_cli_code(cmd: Command) -> (Option<i32>, String, String) {
+    let (status, out, err) = run_cli(cmd);
+    (status.code(), out, err)
 }
 
 /// Runs a client command to completion (bounded), returning (status, stdout, stderr).

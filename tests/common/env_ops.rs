@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::acp::Rpc;
-use super::assert::assert_code_reason;
+use super::assert::assert_error;
 use super::files::{b64, sha256_hex, tree, Node};
 use super::tmpfs::TmpfsEnv;
+use super::Client as Rpc;
 
 /// What a fault must not change, taken right after [`store_state`].
 #[derive(Debug)]
@@ -68,12 +68,12 @@ pub fn upload(rpc: &mut Rpc, sid: &str, bytes: &[u8]) -> Result<Value, Value> {
         "file/upload/chunk",
         json!({"upload_id": id, "offset": 0, "data_b64": b64(bytes)}),
     );
-    rpc.call("file/upload/commit", json!({ "upload_id": id }))
+    rpc.request("file/upload/commit", json!({ "upload_id": id }))
 }
 
 /// `file/attach` of one file.
 pub fn attach(rpc: &mut Rpc, sid: &str, bytes: &[u8]) -> Result<Value, Value> {
-    rpc.call(
+    rpc.request(
         "file/attach",
         json!({"session_id": sid, "files": [{"data_b64": b64(bytes), "filename": "a.bin"}]}),
     )
@@ -81,7 +81,7 @@ pub fn attach(rpc: &mut Rpc, sid: &str, bytes: &[u8]) -> Result<Value, Value> {
 
 /// `config/set` of `daemon.ask_timeout_secs`.
 pub fn set_ask_timeout(rpc: &mut Rpc, secs: u32) -> Result<Value, Value> {
-    rpc.call(
+    rpc.request(
         "config/set",
         json!({"prop": "daemon.ask_timeout_secs", "value": secs}),
     )
@@ -91,7 +91,7 @@ pub fn set_ask_timeout(rpc: &mut Rpc, secs: u32) -> Result<Value, Value> {
 /// `reason` ("Config save failed: …") and leave the running config at 77.
 pub fn assert_config_commit_fails(rpc: &mut Rpc, reason: &str) {
     let e = set_ask_timeout(rpc, 78).unwrap_err();
-    assert_code_reason(&e, -32603, Some(reason));
+    assert_error(&e, -32603, Some(reason));
     let message = e["message"].as_str().unwrap_or_default();
     assert!(message.starts_with("Config save failed: "), "{e}");
     assert_eq!(ask_timeout(rpc), 77, "the running config changed");

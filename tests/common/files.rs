@@ -17,8 +17,11 @@ use base64::Engine;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::assert::assert_error;
-use super::rpc::{call, next_id, ok};
+use super::assert::assert_error_exact;
+// Re-exported for the suites' glob imports.
+#[allow(unused_imports)]
+pub use super::assert::{err_of, res_of};
+use super::rpc::next_id;
 use super::start::{start_in, traversable_dir, Env};
 use super::users::{client_as, Accounts, OsGroup, OsUser};
 use super::{Client, RECV_TIMEOUT};
@@ -69,11 +72,6 @@ impl Env {
         let p = self.dir.path().join("scratch");
         std::fs::create_dir_all(&p).expect("creating the scratch dir");
         p
-    }
-
-    /// A connected, initialized client.
-    pub fn admin(&self) -> Client {
-        self.daemon.client()
     }
 }
 
@@ -126,7 +124,7 @@ impl Roster {
     /// A connection as the roster user that completed `initialize`.
     pub fn client(&self) -> Client {
         let mut c = client_as(&self.env.socket, &self.user);
-        let r = ok(&mut c, "initialize", json!({"protocolVersion": 1}));
+        let r = c.ok("initialize", json!({"protocolVersion": 1}));
         assert_eq!(r["principalId"], self.principal(), "{r}");
         c
     }
@@ -273,21 +271,12 @@ pub fn assert_files(dir: &Path, expected: &[(&Path, &[u8])]) {
 /// `-32602` `unknown_upload`.
 #[track_caller]
 pub fn assert_unknown_upload(e: &Value) {
-    assert_error(
+    assert_error_exact(
         e,
         -32602,
         Some("unknown upload"),
         Some(json!({"reason": "unknown_upload"})),
     );
-}
-
-/// `session/new` with the `echo` agent (`mode` `chat` or `acp`); the result.
-pub fn new_session(c: &mut Client, id: &str, mode: &str) -> Value {
-    ok(
-        c,
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": id, "chat_mode": mode}),
-    )
 }
 
 /// A `data_b64` file entry.
@@ -301,8 +290,7 @@ pub fn entry(bytes: &[u8], filename: Option<&str>) -> Value {
 
 /// `file/attach`; the whole answer.
 pub fn attach(c: &mut Client, session: &str, files: Value) -> Value {
-    call(
-        c,
+    c.call_frame(
         "file/attach",
         json!({"session_id": session, "files": files}),
     )
@@ -337,7 +325,7 @@ pub fn doc_marker(name: &str, path: &Path) -> String {
 
 /// `file/upload/begin`; the whole answer.
 pub fn begin(c: &mut Client, params: Value) -> Value {
-    call(c, "file/upload/begin", params)
+    c.call_frame("file/upload/begin", params)
 }
 
 /// `file/upload/begin` that must succeed; the upload id (the result checked).
@@ -366,8 +354,7 @@ pub fn begin_ok(c: &mut Client, params: Value) -> String {
 
 /// `file/upload/chunk` with `bytes` at `offset`; the whole answer.
 pub fn chunk(c: &mut Client, upload: &str, offset: u64, bytes: &[u8]) -> Value {
-    call(
-        c,
+    c.call_frame(
         "file/upload/chunk",
         json!({"upload_id": upload, "offset": offset, "data_b64": b64(bytes)}),
     )
@@ -386,23 +373,7 @@ pub fn chunk_ok(c: &mut Client, upload: &str, offset: u64, bytes: &[u8]) {
 
 /// `file/upload/commit`; the whole answer.
 pub fn commit(c: &mut Client, upload: &str) -> Value {
-    call(c, "file/upload/commit", json!({ "upload_id": upload }))
-}
-
-/// The `error` of an answer frame.
-#[track_caller]
-pub fn err_of(v: &Value) -> Value {
-    v.get("error")
-        .unwrap_or_else(|| panic!("expected an error, got {v}"))
-        .clone()
-}
-
-/// The `result` of an answer frame.
-#[track_caller]
-pub fn res_of(v: &Value) -> Value {
-    v.get("result")
-        .unwrap_or_else(|| panic!("expected a result, got {v}"))
-        .clone()
+    c.call_frame("file/upload/commit", json!({ "upload_id": upload }))
 }
 
 /// begin (with the content's sha256), 1 MiB chunks, commit; the commit answer.
@@ -462,7 +433,7 @@ pub fn prompt(c: &mut Client, session: &str, text: &str, attachments: Option<Val
 
 /// `session/messages` rows of a session as `[role, content]` pairs.
 pub fn transcript(c: &mut Client, session: &str) -> Vec<(String, String)> {
-    let r = ok(c, "session/messages", json!({ "session_id": session }));
+    let r = c.ok("session/messages", json!({ "session_id": session }));
     r["messages"]
         .as_array()
         .unwrap_or_else(|| panic!("no messages: {r}"))

@@ -17,6 +17,7 @@ pub mod assert;
 mod client;
 mod daemon;
 pub mod env_ops;
+pub mod errors;
 pub mod files;
 mod log;
 pub mod pipeline;
@@ -33,7 +34,9 @@ pub mod zerocode;
 #[allow(unused_imports)]
 pub use client::{describe, sized_frame, Client, RecvError};
 #[allow(unused_imports)]
-pub use daemon::{hermetic_env, run_cli, wait_timeout, Daemon, DaemonBuilder, StartFailure};
+pub use daemon::{
+    hermetic_env, run_cli, run_cli_code, wait_timeout, Daemon, DaemonBuilder, StartFailure,
+};
 pub use log::Log;
 
 /// The binary under test.
@@ -68,6 +71,27 @@ macro_rules! skip_test {
         $crate::common::skip(&format!($($arg)*));
         return;
     }};
+}
+
+/// Cases per property of the proptest suites: 256, or `PROPTEST_CASES`
+/// for a longer hunt.
+pub fn proptest_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(256)
+}
+
+/// Unwraps a fixture that may be impossible here (no root, no tmpfs),
+/// or skips the current test with the reason printed.
+/// (Declare the module with `#[macro_use] mod common;`.)
+macro_rules! ok_or_skip {
+    ($fixture:expr) => {
+        match $fixture {
+            Ok(v) => v,
+            Err(why) => skip_test!("{why}"),
+        }
+    };
 }
 
 /// The effective uid of this process.

@@ -1,5 +1,5 @@
-//! Helpers of the session tests (tests/sessions_*.rs): the frames of one
-//! turn collected up to its answer (notifications kept, in order), the
+//! Session helpers of the one client: a [`Turn`] (the frames of one prompt
+//! up to its answer, in order), the session verbs on [`Client`], the
 //! dialect clients, and the expected update params.
 //!
 //! Every wait is bounded: a helper gets what it waits for before its
@@ -7,67 +7,20 @@
 
 #![allow(dead_code)]
 
-use std::time::Instant;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::rpc::{self, next_id};
-use super::{describe, Client, Daemon, RECV_TIMEOUT};
+// Re-exported for the suites' glob imports.
+#[allow(unused_imports)]
+pub use super::rpc::{Frame, Rpc};
+use super::{Client, Daemon};
 
 /// The schema every `::ask` sends (SPEC §10.3).
 pub const ASK_SCHEMA: &str = r#"{"type":"object","properties":{"answer":{"type":"string","title":"Answer"}},"required":["answer"]}"#;
 
 // ---------------------------------------------------------------------------
-// Frames
-
-/// One frame from the daemon: its exact text and its value.
-#[derive(Debug, Clone)]
-pub struct Frame {
-    pub raw: String,
-    pub v: Value,
-}
-
-impl Frame {
-    pub fn parse(raw: String) -> Self {
-        let v = serde_json::from_str(&raw).unwrap_or_else(|e| panic!("not JSON ({e}): {raw}"));
-        Self { raw, v }
-    }
-
-    pub fn method(&self) -> Option<&str> {
-        self.v.get("method").and_then(Value::as_str)
-    }
-
-    /// A `session/update` notification.
-    pub fn is_update(&self) -> bool {
-        self.method() == Some("session/update") && self.v.get("id").is_none()
-    }
-
-    /// The update's `type` (the same member name in both dialects).
-    pub fn kind(&self) -> &str {
-        self.v["params"]["type"].as_str().unwrap_or("")
-    }
-
-    pub fn params(&self) -> &Value {
-        &self.v["params"]
-    }
-
-    /// A response (no `method`) to the request with this id.
-    pub fn answers(&self, id: &Value) -> bool {
-        self.method().is_none() && self.v.get("id") == Some(id)
-    }
-
-    pub fn result(&self) -> &Value {
-        self.v
-            .get("result")
-            .unwrap_or_else(|| panic!("expected a result, got {}", self.raw))
-    }
-
-    pub fn error(&self) -> &Value {
-        self.v
-            .get("error")
-            .unwrap_or_else(|| panic!("expected an error, got {}", self.raw))
-    }
-}
+// Turns
 
 /// The frames of one prompt: everything that arrived before its answer, and the answer.
 #[derive(Debug, Clone)]
@@ -105,6 +58,25 @@ impl Turn {
 
     pub fn error(&self) -> &Value {
         self.response.error()
+    }
+
+    /// `Ok(result)` or `Err(error)` of the answer.
+    pub fn answer(&self) -> Result<Value, Value> {
+        self.response.outcome()
+    }
+
+    /// The update params of type `kind`, in order.
+    pub fn of_type(&self, kind: &str) -> Vec<Value> {
+        self.frames
+            .iter()
+            .filter(|f| f.is_update() && f.kind() == kind)
+            .map(|f| f.params().clone())
+            .collect()
+    }
+
+    /// The concatenated text of the `agent_message_chunk`s.
+    pub fn text(&self) -> String {
+        self.chunks().concat()
     }
 
     /// The texts of the `agent_message_chunk` updates.
@@ -149,11 +121,7 @@ impl Turn {
     pub fn check(&self, session: &str) {
         for f in &self.frames {
             assert!(f.is_update(), "unexpected frame during the turn: {}", f.raw);
-            let sid = f
-                .params()
-                .get("sessionId")
-                .or_else(|| f.params().get("session_id"));
-            assert_eq!(sid, Some(&json!(session)), "{}", f.raw);
+            assert_eq!(f.session(), Some(&json!(session)), "{}", f.raw);
         }
         let tc = self.turn_complete().clone();
         let streamed = self.chunks().concat();
@@ -166,140 +134,95 @@ impl Turn {
 }
 
 // ---------------------------------------------------------------------------
-// Requests
+// Session verbs
 
-/// The session helpers of a raw client.
-pub trait Rpc {
-    fn frame(&mut self) -> Frame;
-    /// Sends a request; returns its id.
-    fn send_request(&mut self, method: &str, params: Value) -> Value;
-    /// Sends a notification (no id).
-    fn send_notification(&mut self, method: &str, params: Value);
-    /// Reads frames up to the answer to `id`.
-    fn until_answer(&mut self, id: &Value) -> Turn;
-    /// Sends a request and returns its answer, which must be the very next frame.
-    fn call_alone(&mut self, method: &str, params: Value) -> Frame;
-    /// The `result` of a request answered at once.
-    fn ok(&mut self, method: &str, params: Value) -> Value;
-    /// The `error` of a request answered at once.
-    fn err(&mut self, method: &str, params: Value) -> Value;
-    /// Reads frames until one satisfies `pred`; returns the frames before it and it.
-    fn until(&mut self, what: &str, pred: impl Fn(&Frame) -> bool) -> (Vec<Frame>, Frame);
-    /// `session/new` with the `echo` agent; the result.
-    fn new_session(&mut self, id: &str, mode: &str) -> Value;
-    /// `session/new` with `agent`; the result.
-    fn new_session_of(&mut self, agent: &str, id: &str, mode: &str) -> Value;
-    /// Sends `session/prompt` as a notification (no id, no answer, §3.5).
-    fn notify_prompt(&mut self, session: &str, prompt: &str);
-    /// Sends `session/prompt`; returns its id.
-    fn start_prompt(&mut self, session: &str, prompt: &str) -> Value;
-    /// A whole turn: sends the prompt and reads up to its answer.
-    fn prompt(&mut self, session: &str, prompt: &str) -> Turn;
-    /// Reads until the update satisfying `pred`; returns everything up to it, it included.
-    fn until_update(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Frame>;
-    /// Reads until every request of `ids` is answered; returns every frame
-    /// read, in order (answers included).
-    fn until_all(&mut self, ids: &[Value]) -> Vec<Frame>;
-}
-
-impl Rpc for Client {
-    fn frame(&mut self) -> Frame {
-        Frame::parse(self.recv_line())
-    }
-
-    fn send_request(&mut self, method: &str, params: Value) -> Value {
-        let id = next_id();
-        self.send_json(&json!({"jsonrpc": "2.0", "method": method, "params": params, "id": id}));
-        id
-    }
-
-    fn send_notification(&mut self, method: &str, params: Value) {
-        self.send_json(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    fn until_answer(&mut self, id: &Value) -> Turn {
+impl Client {
+    /// Reads frames (the stash first) up to the answer to `id`.
+    #[track_caller]
+    pub fn until_answer(&mut self, id: &Value) -> Turn {
         let (frames, response) = self.until(&format!("the answer to {id}"), |f| f.answers(id));
         Turn { frames, response }
     }
 
-    fn call_alone(&mut self, method: &str, params: Value) -> Frame {
-        let id = self.send_request(method, params.clone());
-        let f = self.frame();
-        assert!(
-            f.answers(&id),
-            "{method} {params}: expected its answer first, got {}",
-            f.raw
-        );
-        f
+    /// Waits (within `timeout`) for the answer to prompt `id`; the turn's
+    /// frames are the updates for `session` read meanwhile (other frames
+    /// stay in the stash).
+    #[track_caller]
+    pub fn finish_turn(&mut self, session: &str, id: &Value, timeout: Duration) -> Turn {
+        let response = self.answer_within(id, timeout);
+        let sid = json!(session);
+        let frames = self.take_stashed(|f| f.is_update() && f.session() == Some(&sid));
+        Turn { frames, response }
     }
 
-    fn ok(&mut self, method: &str, params: Value) -> Value {
-        rpc::ok(self, method, params)
-    }
-
-    fn err(&mut self, method: &str, params: Value) -> Value {
-        rpc::fails(self, method, params)
-    }
-
-    fn until(&mut self, what: &str, pred: impl Fn(&Frame) -> bool) -> (Vec<Frame>, Frame) {
-        let deadline = Instant::now() + RECV_TIMEOUT;
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.try_recv_line(left) {
-                Ok(line) => {
-                    let f = Frame::parse(line);
-                    if pred(&f) {
-                        return (seen, f);
-                    }
-                    seen.push(f);
-                }
-                Err(e) => panic!(
-                    "waiting for {what}: got {} after {:#?}",
-                    describe(&e),
-                    seen.iter().map(|f| &f.raw).collect::<Vec<_>>()
-                ),
-            }
-        }
-    }
-
-    fn new_session(&mut self, id: &str, mode: &str) -> Value {
+    /// `session/new` with the `echo` agent; the result.
+    #[track_caller]
+    pub fn new_session(&mut self, id: &str, mode: &str) -> Value {
         self.new_session_of("echo", id, mode)
     }
 
-    fn new_session_of(&mut self, agent: &str, id: &str, mode: &str) -> Value {
+    /// `session/new` with `agent`; the result.
+    #[track_caller]
+    pub fn new_session_of(&mut self, agent: &str, id: &str, mode: &str) -> Value {
         self.ok(
             "session/new",
             json!({"agent_alias": agent, "session_id": id, "chat_mode": mode}),
         )
     }
 
-    fn notify_prompt(&mut self, session: &str, prompt: &str) {
-        self.send_notification(
+    /// The error of `session/new` with the `echo` agent, which must fail.
+    #[track_caller]
+    pub fn new_session_fails(&mut self, id: &str, mode: &str) -> Value {
+        self.fails(
+            "session/new",
+            json!({"agent_alias": "echo", "session_id": id, "chat_mode": mode}),
+        )
+    }
+
+    /// Sends `session/prompt` as a notification (no id, no answer, §3.5).
+    pub fn notify_prompt(&mut self, session: &str, prompt: &str) {
+        self.notify(
             "session/prompt",
             json!({"session_id": session, "prompt": prompt}),
         );
     }
 
-    fn start_prompt(&mut self, session: &str, prompt: &str) -> Value {
-        self.send_request(
+    /// Sends `session/prompt`; returns its id.
+    pub fn start_prompt(&mut self, session: &str, prompt: &str) -> Value {
+        self.send(
             "session/prompt",
             json!({"session_id": session, "prompt": prompt}),
         )
     }
 
-    fn prompt(&mut self, session: &str, prompt: &str) -> Turn {
+    /// A whole turn: sends the prompt and reads up to its answer.
+    #[track_caller]
+    pub fn prompt(&mut self, session: &str, prompt: &str) -> Turn {
         let id = self.start_prompt(session, prompt);
         self.until_answer(&id)
     }
 
-    fn until_update(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Frame> {
+    /// One prompt that must complete; its turn.
+    #[track_caller]
+    pub fn prompt_ok(&mut self, session: &str, prompt: &str) -> Turn {
+        let t = self.prompt(session, prompt);
+        t.result();
+        assert_eq!(t.turn_complete()["outcome"], "completed", "{:?}", t.raw());
+        t
+    }
+
+    /// Reads until the update satisfying `pred`; returns everything up to it, it included.
+    #[track_caller]
+    pub fn until_update(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Frame> {
         let (mut before, f) = self.until("an update", |f| f.is_update() && pred(f.params()));
         before.push(f);
         before
     }
 
-    fn until_all(&mut self, ids: &[Value]) -> Vec<Frame> {
+    /// Reads until every request of `ids` is answered; returns every frame
+    /// read, in order (answers included).
+    #[track_caller]
+    pub fn until_all(&mut self, ids: &[Value]) -> Vec<Frame> {
         let mut all = Vec::new();
         let mut left: Vec<Value> = ids.to_vec();
         while !left.is_empty() {
@@ -328,6 +251,11 @@ pub fn turns_of(frames: &[Frame]) -> Vec<Vec<Value>> {
         "updates after the last turn_complete: {rest:?}"
     );
     turns
+}
+
+/// The params of every frame of `frames`, in order.
+pub fn params_of(frames: &[Frame]) -> Vec<Value> {
+    frames.iter().map(|f| f.params().clone()).collect()
 }
 
 /// The position of the answer to `id` in `frames`.

@@ -7,7 +7,7 @@ use std::ops::Deref;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use super::{Daemon, DaemonBuilder, TestDir};
+use super::{Client, Daemon, DaemonBuilder, TestDir};
 
 /// The smallest config: the `echo` agent only (the daemon's default file).
 pub const ECHO_ONLY: &str = "schema_version = 1\n\n[agents.echo]\nbackend = \"echo\"\n";
@@ -40,6 +40,16 @@ pub fn start(config: &str) -> Env {
 /// A daemon with the default config (the `echo` agent only).
 pub fn start_echo() -> Env {
     start(ECHO_ONLY)
+}
+
+/// A daemon with the default config and a client of it that opened
+/// session `sid` in `mode` (`chat` or `acp`) with the `echo` agent.
+#[track_caller]
+pub fn echo_session(sid: &str, mode: &str) -> (Env, Client) {
+    let env = start_echo();
+    let mut c = env.client();
+    c.new_session(sid, mode);
+    (env, c)
 }
 
 /// A daemon started with this `config.toml` in a config dir under `dir`.

@@ -13,7 +13,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::acp::Rpc;
+use super::Client;
 use super::{euid, Daemon, DaemonBuilder, TestDir};
 
 /// Runs `mount`/`umount` with `args`; the reason on failure.
@@ -221,8 +221,8 @@ impl TmpfsEnv {
     }
 
     /// A new initialized client.
-    pub fn rpc(&self) -> Rpc {
-        Rpc::new(self.d())
+    pub fn rpc(&self) -> Client {
+        self.d().client()
     }
 }
 

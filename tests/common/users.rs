@@ -22,7 +22,6 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::rpc::{call, ok};
 use super::{euid, Client};
 
 // ---------------------------------------------------------------------------
@@ -345,7 +344,7 @@ pub fn initialize(c: &mut Client, token: Option<&str>) -> Value {
     if let Some(t) = token {
         params["authToken"] = json!(t);
     }
-    call(c, "initialize", params)
+    c.call_frame("initialize", params)
 }
 
 /// `config/set-many` from `(prop, value)` pairs; the whole answer frame.
@@ -354,10 +353,28 @@ pub fn set_many(c: &mut Client, sets: &[(&str, Value)]) -> Value {
         .iter()
         .map(|(p, v)| json!({"prop": p, "value": v}))
         .collect();
-    call(c, "config/set-many", json!({ "sets": sets }))
+    c.call_frame("config/set-many", json!({ "sets": sets }))
 }
 
 /// `config/get` of one prop: its value.
 pub fn get(c: &mut Client, prop: &str) -> Value {
-    ok(c, "config/get", json!({ "prop": prop }))["value"].clone()
+    c.ok("config/get", json!({ "prop": prop }))["value"].clone()
+}
+
+/// A new pairing token, created by `admin` (`pairing/create`).
+#[track_caller]
+pub fn new_token(admin: &mut Client) -> String {
+    let r = admin.ok("pairing/create", json!({}));
+    r["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("pairing/create without a token: {r}"))
+        .to_owned()
+}
+
+impl Client {
+    /// `config/set` of one prop; the result.
+    #[track_caller]
+    pub fn config_set(&mut self, prop: &str, value: Value) -> Value {
+        self.ok("config/set", json!({"prop": prop, "value": value}))
+    }
 }
