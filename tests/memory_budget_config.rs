@@ -6,7 +6,7 @@
 //! refusal of an upload chunk.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::files::*;
 use common::rpc::{call, ok};
 use common::start::{config_with, start, write_config, Env};
@@ -42,7 +42,7 @@ fn three_mib_fit(c: &mut Client) {
 
 #[track_caller]
 fn assert_memory(v: &Value, mib: u64) {
-    assert_error(
+    assert_error_exact(
         &err_of(v),
         -32004,
         Some("memory exceeded"),
@@ -66,7 +66,7 @@ fn set_budget(c: &mut Client, mib: u64) -> Value {
 
 fn session(d: &Daemon) -> Client {
     let mut c = d.client();
-    new_session(&mut c, "s", "chat");
+    c.new_session("s", "chat");
     c
 }
 
@@ -98,7 +98,7 @@ fn out_of_range_values_are_refused_by_config_set_and_at_startup() {
             "config/set",
             json!({"prop": "daemon.memory_budget_mib", "value": bad}),
         );
-        assert_error(
+        assert_error_exact(
             &err_of(&v),
             -32602,
             Some("invalid configuration: daemon.memory_budget_mib: must be 1-1048576 (MiB)"),

@@ -25,9 +25,9 @@ fn one_16_mb_acp_turn_peaks_under_8x_its_content_and_keeps_under_4x() {
     let env = AcpEnv::new(&echo_config(""));
     let mut rpc = env.rpc();
     rpc.new_session("rep", "acp");
-    let id = rpc.send_prompt("rep", "::chunk 65536\n::repeat 16000000 y");
-    let t = rpc.finish_turn("rep", id, Duration::from_secs(120));
-    assert_eq!(t.complete()["outcome"], "completed");
+    let id = rpc.start_prompt("rep", "::chunk 65536\n::repeat 16000000 y");
+    let t = rpc.finish_turn("rep", &id, Duration::from_secs(120));
+    assert_eq!(t.turn_complete()["outcome"], "completed");
     // The repeat is streamed in pieces, chunked exactly as the whole item.
     let chunks = t.of_type("agent_message_chunk");
     assert_eq!(chunks.len(), CONTENT.div_ceil(65536));
@@ -53,9 +53,9 @@ fn one_16_mb_acp_turn_peaks_under_8x_its_content_and_keeps_under_4x() {
 
     // A second big turn borrows the retained context instead of copying it:
     // the peak grows by about its own content, not two.
-    let id = rpc.send_prompt("rep", "::chunk 65536\n::repeat 16000000 z");
-    let t = rpc.finish_turn("rep", id, Duration::from_secs(120));
-    assert_eq!(t.complete()["outcome"], "completed");
+    let id = rpc.start_prompt("rep", "::chunk 65536\n::repeat 16000000 z");
+    let t = rpc.finish_turn("rep", &id, Duration::from_secs(120));
+    assert_eq!(t.turn_complete()["outcome"], "completed");
     let peak2 = mib(env.d().peak_rss_kib().expect("VmHWM"));
     eprintln!("after a second turn: peak {peak2:.0} MiB");
     assert!(peak2 < 9.0 * CONTENT_MIB, "peak RSS {peak2:.0} MiB");

@@ -5,7 +5,7 @@
 //! back when the upload is committed or its connection closes.
 
 mod common;
-use common::assert::assert_error;
+use common::assert::assert_error_exact;
 use common::files::*;
 use common::start::{write_config, Env, ECHO_ONLY};
 use common::wait::eventually;
@@ -29,7 +29,7 @@ fn with_budget(mib: usize) -> Env {
 
 #[track_caller]
 fn assert_memory(v: &serde_json::Value, mib: usize) {
-    assert_error(
+    assert_error_exact(
         &err_of(v),
         -32004,
         Some("memory exceeded"),
@@ -42,10 +42,10 @@ fn staged_chunks_count_against_the_memory_budget_until_commit_or_close() {
     // 4 MiB: two staged 1 MiB chunks, the ~1.4 MiB frame of a third and its
     // decoded 1 MiB do not fit (the frame is charged while in flight).
     let d = with_budget(4);
-    let mut s = d.admin();
-    new_session(&mut s, "s", "chat");
+    let mut s = d.client();
+    s.new_session("s", "chat");
     let x = pattern(7, 3 * CHUNK);
-    let mut a = d.admin();
+    let mut a = d.client();
     let ua = begin_ok(&mut a, json!({"session_id": "s", "size_bytes": x.len()}));
     chunk_ok(&mut a, &ua, 0, &x[..CHUNK]);
     chunk_ok(&mut a, &ua, CHUNK as u64, &x[CHUNK..2 * CHUNK]);
@@ -56,7 +56,7 @@ fn staged_chunks_count_against_the_memory_budget_until_commit_or_close() {
         res_of(&chunk(&mut a, &ua, CHUNK as u64, &x[CHUNK..2 * CHUNK])),
         json!({"upload_id": ua, "received_bytes": 2 * CHUNK, "duplicate": true})
     );
-    assert_error(
+    assert_error_exact(
         &err_of(&commit(&mut a, &ua)),
         -32602,
         Some(&format!(
@@ -70,7 +70,7 @@ fn staged_chunks_count_against_the_memory_budget_until_commit_or_close() {
 
     // Another connection's chunk does not fit beside a's 2 MiB either.
     let y = pattern(8, CHUNK);
-    let mut b = d.admin();
+    let mut b = d.client();
     let ub = begin_ok(&mut b, json!({"session_id": "s", "size_bytes": y.len()}));
     assert_memory(&chunk(&mut b, &ub, 0, &y), 4);
     // a's connection closes: its staged bytes are given back.
