@@ -82,7 +82,18 @@ pub fn is_admin_only_prop(prop: &str) -> bool {
     match segments.as_slice() {
         ["security" | "users" | "permission_profiles" | "gateway", ..] => true,
         ["agents", _, field, ..] => {
-            matches!(*field, "backend" | "command" | "env" | "workspace_dir")
+            // `fs`, `terminal` and `permission_default` widen what an ACP
+            // agent may do on the host (docs/agents.md).
+            matches!(
+                *field,
+                "backend"
+                    | "command"
+                    | "env"
+                    | "workspace_dir"
+                    | "fs"
+                    | "terminal"
+                    | "permission_default"
+            )
         }
         _ => false,
     }

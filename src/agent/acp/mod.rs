@@ -1,0 +1,25 @@
+//! The `acp` backend (issue 16, docs/agents.md): the daemon as an Agent
+//! Client Protocol client of a hosted agent process (Claude Code, Codex,
+//! Gemini CLI, …) over its stdin/stdout, protocol version 1.
+//!
+//! - [`wire`]: bounded line framing and JSON-RPC message classification;
+//! - [`host`]: one agent process, its pipes and requests with deadlines;
+//! - [`hosts`]: the registry (one process per live session);
+//! - [`open`]: `initialize`, `authenticate`, `session/new` / `session/load`;
+//! - [`turn`]: `session/prompt` and everything until its answer;
+//! - [`mapping`], [`permission`], [`fs`]: what the agent sends, served.
+//!
+//! Protocol types are the official SDK's (`agent-client-protocol-schema`);
+//! framing and dispatch are ours (docs/decisions.md says why).
+
+mod fs;
+mod host;
+mod hosts;
+mod mapping;
+mod open;
+mod permission;
+mod turn;
+mod wire;
+
+pub use hosts::{AcpHosts, IDLE_GRACE};
+pub use turn::run;

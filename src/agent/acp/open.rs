@@ -1,0 +1,163 @@
+//! Getting a turn its agent: the session's parked process if it is still
+//! usable, else a new one (`initialize`, protocol version 1), then the ACP
+//! session that holds our session's context: `session/load` of the linked one
+//! when the agent offers it, else `session/new` (authenticating first when
+//! the agent requires it), the link recorded in SQLite before the turn.
+
+use std::time::Instant;
+
+use agent_client_protocol_schema::v1::{AuthMethod, InitializeResponse, NewSessionResponse};
+use agent_client_protocol_schema::ProtocolVersion;
+use serde_json::{json, Value};
+
+use super::host::{initialize_params, CallError, Host, Spawn};
+use super::hosts::AcpHosts;
+use crate::agent::TurnInput;
+
+/// ACP's `auth_required` error code.
+const AUTH_REQUIRED: i64 = -32000;
+
+/// A usable host with its agent session open.
+pub async fn ready_host(
+    hosts: &AcpHosts,
+    input: &TurnInput<'_>,
+    deadline: Instant,
+) -> Result<Host, String> {
+    if let Some(mut host) = hosts.take(input.session_id) {
+        if host.is_usable() && host.agent_session.is_some() {
+            return Ok(host);
+        }
+        tracing::info!(event = "acp_agent_restart", session_id = %input.session_id, pid = ?host.pid);
+    }
+    let started = Instant::now();
+    let settings = input.settings;
+    let mut host = Host::spawn(&Spawn {
+        alias: input.agent_alias,
+        session_id: input.session_id,
+        argv: &settings.command,
+        env: &settings.env,
+        cwd: input.cwd,
+    })?;
+    let init = host
+        .call("initialize", &initialize_params(settings.acp.fs), deadline)
+        .await
+        .map_err(|e| e.describe("initialize"))?;
+    let init: InitializeResponse = serde_json::from_value(init)
+        .map_err(|e| format!("the ACP agent's initialize answer is invalid: {e}"))?;
+    if init.protocol_version != ProtocolVersion::V1 {
+        return Err(format!(
+            "the ACP agent speaks protocol version {:?} (the daemon speaks 1)",
+            init.protocol_version
+        ));
+    }
+    host.load_session = init.agent_capabilities.load_session;
+    host.start_time = started.elapsed();
+    tracing::info!(
+        event = "acp_agent_started",
+        session_id = %input.session_id,
+        agent = %input.agent_alias,
+        pid = ?host.pid,
+        start_ms = host.start_time.as_millis() as u64,
+        load_session = host.load_session,
+    );
+    open_session(hosts, &mut host, input, &init.auth_methods, deadline).await?;
+    Ok(host)
+}
+
+async fn open_session(
+    hosts: &AcpHosts,
+    host: &mut Host,
+    input: &TurnInput<'_>,
+    auth: &[AuthMethod],
+    deadline: Instant,
+) -> Result<(), String> {
+    let store = &hosts.store;
+    let link = store
+        .agent_link(input.session_id)
+        .await
+        .map_err(|e| format!("cannot read the session's agent link: {e}"))?
+        .filter(|l| l.agent_alias == input.agent_alias);
+    let cwd = input.cwd.to_string_lossy();
+    if let Some(link) = &link {
+        if host.load_session && input.settings.acp.load_session {
+            let params = json!({"sessionId": link.agent_session_id, "cwd": cwd, "mcpServers": []});
+            match host.call("session/load", &params, deadline).await {
+                Ok(_) => {
+                    tracing::info!(event = "acp_session_loaded", session_id = %input.session_id, agent_session_id = %link.agent_session_id);
+                    host.agent_session = Some(link.agent_session_id.clone());
+                    return Ok(());
+                }
+                Err(CallError::Agent(e)) => {
+                    tracing::warn!(event = "acp_session_load_refused", session_id = %input.session_id, code = e.code, message = %e.message);
+                }
+                Err(CallError::Broken(why)) => return Err(why),
+            }
+        }
+    }
+    let id = new_session(host, &cwd, auth, deadline).await?;
+    let lost = link.is_some();
+    store
+        .agent_link_set(input.session_id, input.agent_alias, &id, lost)
+        .await
+        .map_err(|e| format!("cannot record the session's agent link: {e}"))?;
+    if lost {
+        // The visible transcript is whole; the agent's own memory of it is not.
+        tracing::warn!(event = "agent_context_lost", session_id = %input.session_id, agent_session_id = %id);
+    }
+    host.agent_session = Some(id);
+    Ok(())
+}
+
+/// `session/new`, authenticating once with the agent's first method when it
+/// answers `auth_required` (its credentials come from the agent's `env`).
+async fn new_session(
+    host: &mut Host,
+    cwd: &str,
+    auth: &[AuthMethod],
+    deadline: Instant,
+) -> Result<String, String> {
+    let params = json!({"cwd": cwd, "mcpServers": []});
+    let first = host.call("session/new", &params, deadline).await;
+    let answer = match (first, auth.first()) {
+        (Err(CallError::Agent(e)), Some(method)) if e.code == AUTH_REQUIRED => {
+            let method_id = auth_method_id(method);
+            host.call("authenticate", &json!({"methodId": method_id}), deadline)
+                .await
+                .map_err(|e| e.describe("authenticate"))?;
+            host.call("session/new", &params, deadline).await
+        }
+        (first, _) => first,
+    }
+    .map_err(|e| e.describe("session/new"))?;
+    parse_new_session(answer)
+}
+
+fn auth_method_id(method: &AuthMethod) -> String {
+    match serde_json::to_value(method) {
+        Ok(v) => v.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+        Err(_) => String::new(),
+    }
+}
+
+fn parse_new_session(answer: Value) -> Result<String, String> {
+    let r: NewSessionResponse = serde_json::from_value(answer)
+        .map_err(|e| format!("the ACP agent's session/new answer is invalid: {e}"))?;
+    Ok(r.session_id.0.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_and_auth_method_ids_are_read() {
+        assert_eq!(
+            parse_new_session(json!({"sessionId": "x-1"})).unwrap(),
+            "x-1"
+        );
+        assert!(parse_new_session(json!({})).is_err());
+        let m: AuthMethod =
+            serde_json::from_value(json!({"id": "api-key", "name": "API key"})).unwrap();
+        assert_eq!(auth_method_id(&m), "api-key");
+    }
+}
