@@ -28,7 +28,7 @@ mod sink;
 #[cfg(test)]
 mod testing;
 
-pub use acp::{AcpHosts, IDLE_GRACE as ACP_IDLE_GRACE};
+pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE};
 pub use command::{run_command, CommandRun};
 pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
 pub use directive::{echo_compaction_request, CompactionRequest};

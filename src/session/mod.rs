@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+mod agent_links;
 mod emit_queue;
 mod emitter;
 pub mod lifecycle;

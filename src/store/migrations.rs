@@ -227,7 +227,7 @@ mod tests {
             err,
             StoreError::SchemaTooNew {
                 found: 99,
-                known: 1
+                known: 2
             }
         );
     }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::host::Host;
-use crate::store::Store;
+use super::links::LinkStore;
 
 /// How long a process outlives its session's live incarnation.
 pub const IDLE_GRACE: Duration = Duration::from_secs(10);
@@ -27,7 +27,7 @@ struct Table {
 pub struct AcpHosts {
     table: Mutex<Table>,
     /// Where session ↔ agent session links are kept.
-    pub store: Arc<Store>,
+    pub links: Arc<dyn LinkStore>,
 }
 
 impl std::fmt::Debug for AcpHosts {
@@ -37,10 +37,10 @@ impl std::fmt::Debug for AcpHosts {
 }
 
 impl AcpHosts {
-    pub fn new(store: Arc<Store>) -> Arc<Self> {
+    pub fn new(links: Arc<dyn LinkStore>) -> Arc<Self> {
         Arc::new(Self {
             table: Mutex::default(),
-            store,
+            links,
         })
     }
 

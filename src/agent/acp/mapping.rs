@@ -14,9 +14,9 @@
 
 use std::collections::HashMap;
 
-use agent_client_protocol_schema::v1::{ContentBlock, SessionNotification, SessionUpdate};
 use serde_json::{json, Map, Value};
 
+use super::schema::{text_of, SessionNotification};
 use crate::agent::sink::{EventSink, SinkClosed};
 
 /// What the turn remembers of its tool calls.
@@ -40,7 +40,6 @@ pub async fn apply<S: EventSink>(
     tools: &mut Tools,
     sink: &mut S,
 ) -> Result<(), SinkClosed> {
-    let raw = params.get("update").cloned().unwrap_or(Value::Null);
     let n: SessionNotification = match serde_json::from_value(params) {
         Ok(n) => n,
         Err(e) => {
@@ -48,52 +47,52 @@ pub async fn apply<S: EventSink>(
             return Ok(());
         }
     };
-    if &*n.session_id.0 != agent_session {
-        tracing::debug!(event = "acp_update_other_session", agent_session_id = %n.session_id.0);
+    if n.session_id != agent_session {
+        tracing::debug!(event = "acp_update_other_session", agent_session_id = %n.session_id);
         return Ok(());
     }
-    match n.update {
-        SessionUpdate::AgentMessageChunk(c) => match c.content {
-            ContentBlock::Text(t) => sink.message_chunk(&t.text).await,
-            _ => Ok(()),
+    let raw = &n.update;
+    let kind = raw
+        .get("sessionUpdate")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let id = raw.get("toolCallId").and_then(Value::as_str);
+    match (kind, id) {
+        ("agent_message_chunk", _) => match raw.get("content").and_then(text_of) {
+            Some(text) => sink.message_chunk(text).await,
+            None => Ok(()),
         },
-        SessionUpdate::AgentThoughtChunk(c) => match c.content {
-            ContentBlock::Text(t) => sink.thought_chunk(&t.text).await,
-            _ => Ok(()),
+        ("agent_thought_chunk", _) => match raw.get("content").and_then(text_of) {
+            Some(text) => sink.thought_chunk(text).await,
+            None => Ok(()),
         },
-        SessionUpdate::ToolCall(call) => {
-            let id = call.tool_call_id.0.to_string();
-            let name = call.name.clone().unwrap_or_else(|| kind_name(&raw));
+        ("tool_call", Some(id)) => {
+            let name = raw
+                .get("name")
+                .and_then(Value::as_str)
+                .map_or_else(|| kind_name(raw), str::to_owned);
             let input = pick(
-                &raw,
+                raw,
                 &[
-                    "title",
-                    "kind",
-                    "status",
-                    "rawInput",
                     "content",
+                    "kind",
                     "locations",
+                    "rawInput",
+                    "status",
+                    "title",
                 ],
             );
             let Ok(input) = serde_json::value::to_raw_value(&input) else {
                 return Ok(());
             };
-            let known = tools.calls.contains_key(&id);
-            if !known {
-                sink.tool_call(&id, &name, &input).await?;
-                tools.calls.insert(id.clone(), (name, false));
+            if !tools.calls.contains_key(id) {
+                sink.tool_call(id, &name, &input).await?;
+                tools.calls.insert(id.to_owned(), (name, false));
             }
-            finish_if_done(&raw, &id, tools, sink).await
+            finish_if_done(raw, id, tools, sink).await
         }
-        SessionUpdate::ToolCallUpdate(update) => {
-            let id = update.tool_call_id.0.to_string();
-            finish_if_done(&raw, &id, tools, sink).await
-        }
+        ("tool_call_update", Some(id)) => finish_if_done(raw, id, tools, sink).await,
         _ => {
-            let kind = raw
-                .get("sessionUpdate")
-                .and_then(Value::as_str)
-                .unwrap_or("");
             tracing::debug!(event = "acp_update_not_mapped", kind = %kind);
             Ok(())
         }
@@ -118,7 +117,7 @@ async fn finish_if_done<S: EventSink>(
         return Ok(());
     }
     *done = true;
-    let output = pick(raw, &["status", "rawOutput", "content"]).to_string();
+    let output = pick(raw, &["content", "rawOutput", "status"]).to_string();
     let name = name.clone();
     sink.tool_result(id, &name, &output).await
 }

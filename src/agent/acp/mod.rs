@@ -5,21 +5,25 @@
 //! - [`wire`]: bounded line framing and JSON-RPC message classification;
 //! - [`host`]: one agent process, its pipes and requests with deadlines;
 //! - [`hosts`]: the registry (one process per live session);
+//! - [`links`]: where session ↔ agent session links are kept;
 //! - [`open`]: `initialize`, `authenticate`, `session/new` / `session/load`;
 //! - [`turn`]: `session/prompt` and everything until its answer;
 //! - [`mapping`], [`permission`], [`fs`]: what the agent sends, served.
 //!
-//! Protocol types are the official SDK's (`agent-client-protocol-schema`);
-//! framing and dispatch are ours (docs/decisions.md says why).
+//! Framing, dispatch and the few message types are ours, not the official
+//! SDK's: docs/decisions.md says precisely why.
 
 mod fs;
 mod host;
 mod hosts;
+mod links;
 mod mapping;
 mod open;
 mod permission;
+mod schema;
 mod turn;
 mod wire;
 
 pub use hosts::{AcpHosts, IDLE_GRACE};
+pub use links::{Link, LinkStore};
 pub use turn::run;

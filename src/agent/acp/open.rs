@@ -6,12 +6,11 @@
 
 use std::time::Instant;
 
-use agent_client_protocol_schema::v1::{AuthMethod, InitializeResponse, NewSessionResponse};
-use agent_client_protocol_schema::ProtocolVersion;
 use serde_json::{json, Value};
 
 use super::host::{initialize_params, CallError, Host, Spawn};
 use super::hosts::AcpHosts;
+use super::schema::{AuthMethod, InitializeResponse, NewSessionResponse, PROTOCOL_VERSION};
 use crate::agent::TurnInput;
 
 /// ACP's `auth_required` error code.
@@ -44,9 +43,9 @@ pub async fn ready_host(
         .map_err(|e| e.describe("initialize"))?;
     let init: InitializeResponse = serde_json::from_value(init)
         .map_err(|e| format!("the ACP agent's initialize answer is invalid: {e}"))?;
-    if init.protocol_version != ProtocolVersion::V1 {
+    if init.protocol_version != PROTOCOL_VERSION {
         return Err(format!(
-            "the ACP agent speaks protocol version {:?} (the daemon speaks 1)",
+            "the ACP agent speaks protocol version {} (the daemon speaks 1)",
             init.protocol_version
         ));
     }
@@ -71,9 +70,9 @@ async fn open_session(
     auth: &[AuthMethod],
     deadline: Instant,
 ) -> Result<(), String> {
-    let store = &hosts.store;
-    let link = store
-        .agent_link(input.session_id)
+    let links = &hosts.links;
+    let link = links
+        .get(input.session_id)
         .await
         .map_err(|e| format!("cannot read the session's agent link: {e}"))?
         .filter(|l| l.agent_alias == input.agent_alias);
@@ -96,8 +95,8 @@ async fn open_session(
     }
     let id = new_session(host, &cwd, auth, deadline).await?;
     let lost = link.is_some();
-    store
-        .agent_link_set(input.session_id, input.agent_alias, &id, lost)
+    links
+        .set(input.session_id, input.agent_alias, &id, lost)
         .await
         .map_err(|e| format!("cannot record the session's agent link: {e}"))?;
     if lost {
@@ -120,8 +119,8 @@ async fn new_session(
     let first = host.call("session/new", &params, deadline).await;
     let answer = match (first, auth.first()) {
         (Err(CallError::Agent(e)), Some(method)) if e.code == AUTH_REQUIRED => {
-            let method_id = auth_method_id(method);
-            host.call("authenticate", &json!({"methodId": method_id}), deadline)
+            let auth_params = json!({"methodId": method.id});
+            host.call("authenticate", &auth_params, deadline)
                 .await
                 .map_err(|e| e.describe("authenticate"))?;
             host.call("session/new", &params, deadline).await
@@ -132,17 +131,10 @@ async fn new_session(
     parse_new_session(answer)
 }
 
-fn auth_method_id(method: &AuthMethod) -> String {
-    match serde_json::to_value(method) {
-        Ok(v) => v.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
-        Err(_) => String::new(),
-    }
-}
-
 fn parse_new_session(answer: Value) -> Result<String, String> {
     let r: NewSessionResponse = serde_json::from_value(answer)
         .map_err(|e| format!("the ACP agent's session/new answer is invalid: {e}"))?;
-    Ok(r.session_id.0.to_string())
+    Ok(r.session_id)
 }
 
 #[cfg(test)]
@@ -150,14 +142,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn session_ids_and_auth_method_ids_are_read() {
-        assert_eq!(
-            parse_new_session(json!({"sessionId": "x-1"})).unwrap(),
-            "x-1"
-        );
+    fn session_ids_and_initialize_answers_are_read() {
+        assert_eq!(parse_new_session(json!({"sessionId": "x-1"})).unwrap(), "x-1");
         assert!(parse_new_session(json!({})).is_err());
-        let m: AuthMethod =
-            serde_json::from_value(json!({"id": "api-key", "name": "API key"})).unwrap();
-        assert_eq!(auth_method_id(&m), "api-key");
+        // The protocol's own initialize example (agentclientprotocol.com).
+        let init: InitializeResponse = serde_json::from_value(json!({
+            "protocolVersion": 1,
+            "agentCapabilities": {"loadSession": true,
+                "promptCapabilities": {"image": true, "audio": true, "embeddedContext": true},
+                "mcpCapabilities": {"http": true, "sse": true}},
+            "agentInfo": {"name": "agent", "title": "Agent", "version": "1.0.0"},
+            "authMethods": [{"id": "api-key", "name": "API key", "description": null}]
+        }))
+        .unwrap();
+        assert!(init.agent_capabilities.load_session);
+        assert_eq!(init.auth_methods[0].id, "api-key");
+        let bare: InitializeResponse =
+            serde_json::from_value(json!({"protocolVersion": 1})).unwrap();
+        assert!(!bare.agent_capabilities.load_session && bare.auth_methods.is_empty());
     }
 }

@@ -11,14 +11,11 @@
 
 use std::collections::HashSet;
 
-use agent_client_protocol_schema::v1::{
-    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome,
-};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::mapping::Tools;
+use super::schema::{PermissionOption, RequestPermissionRequest};
 use crate::agent::sink::{ApprovalDecision, EventSink, SinkClosed};
 use crate::agent::PermissionDefault;
 
@@ -46,19 +43,15 @@ pub async fn answer<S: EventSink>(
             )))
         }
     };
-    let id = request.tool_call.tool_call_id.0.to_string();
-    let fields = &request.tool_call.fields;
-    let name = fields
+    let call = &request.tool_call;
+    let id = &call.tool_call_id;
+    let name = call
         .name
         .clone()
-        .or_else(|| ask.tools.name_of(&id).map(str::to_owned))
-        .or_else(|| {
-            fields
-                .kind
-                .and_then(|k| serde_json::to_value(k).ok()?.as_str().map(str::to_owned))
-        })
+        .or_else(|| ask.tools.name_of(id).map(str::to_owned))
+        .or_else(|| call.kind.clone())
         .unwrap_or_else(|| "other".to_owned());
-    let summary = fields.title.clone().unwrap_or_else(|| id.clone());
+    let summary = call.title.clone().unwrap_or_else(|| id.clone());
 
     let decision = if ask.always.contains(&name) {
         ApprovalDecision::AllowAlways
@@ -75,44 +68,33 @@ pub async fn answer<S: EventSink>(
         },
         d => d,
     };
-    use PermissionOptionKind::{AllowAlways, AllowOnce, RejectAlways, RejectOnce};
-    let preference: &[PermissionOptionKind] = match decision {
+    let preference: &[&str] = match decision {
         ApprovalDecision::AllowAlways => {
             ask.always.insert(name);
-            &[AllowAlways, AllowOnce]
+            &["allow_always", "allow_once"]
         }
-        ApprovalDecision::AllowOnce => &[AllowOnce],
-        _ => &[RejectOnce, RejectAlways],
+        ApprovalDecision::AllowOnce => &["allow_once"],
+        _ => &["reject_once", "reject_always"],
     };
     Ok(Ok(select(&request.options, preference)))
 }
 
-fn select(options: &[PermissionOption], preference: &[PermissionOptionKind]) -> Value {
+fn select(options: &[PermissionOption], preference: &[&str]) -> Value {
     let chosen = preference
         .iter()
         .find_map(|kind| options.iter().find(|o| o.kind == *kind));
     match chosen {
-        Some(o) => to_value(RequestPermissionResponse::new(
-            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(o.option_id.clone())),
-        )),
+        Some(o) => json!({"outcome": {"outcome": "selected", "optionId": o.option_id}}),
         None => cancelled(),
     }
 }
 
 fn cancelled() -> Value {
-    to_value(RequestPermissionResponse::new(
-        RequestPermissionOutcome::Cancelled,
-    ))
-}
-
-fn to_value(r: RequestPermissionResponse) -> Value {
-    serde_json::to_value(r).unwrap_or(Value::Null)
+    json!({"outcome": {"outcome": "cancelled"}})
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
@@ -122,20 +104,17 @@ mod tests {
             {"optionId": "no", "name": "No", "kind": "reject_once"}
         ]))
         .unwrap();
-        let picked = |p: &[PermissionOptionKind]| select(&options, p);
+        let picked = |p: &[&str]| select(&options, p);
         assert_eq!(
-            picked(&[
-                PermissionOptionKind::AllowAlways,
-                PermissionOptionKind::AllowOnce
-            ]),
+            picked(&["allow_always", "allow_once"]),
             json!({"outcome": {"outcome": "selected", "optionId": "yes"}})
         );
         assert_eq!(
-            picked(&[PermissionOptionKind::RejectOnce]),
+            picked(&["reject_once"]),
             json!({"outcome": {"outcome": "selected", "optionId": "no"}})
         );
         assert_eq!(
-            picked(&[PermissionOptionKind::RejectAlways]),
+            picked(&["reject_always"]),
             json!({"outcome": {"outcome": "cancelled"}})
         );
     }

@@ -10,7 +10,6 @@
 
 use std::time::{Duration, Instant};
 
-use agent_client_protocol_schema::v1::{PromptResponse, StopReason};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -18,6 +17,7 @@ use super::host::Host;
 use super::mapping::{self, Tools};
 use super::open::ready_host;
 use super::permission::{self, Ask};
+use super::schema::PromptResponse;
 use super::wire::{self, Incoming, WireError};
 use super::{fs, hosts::AcpHosts};
 use crate::agent::sink::EventSink;
@@ -172,13 +172,16 @@ fn stop_outcome(result: Result<Value, WireError>, cancel_sent: bool) -> TurnOutc
         }
     };
     match serde_json::from_value::<PromptResponse>(answer) {
-        Ok(r) => match r.stop_reason {
-            StopReason::Cancelled => TurnOutcome::Cancelled,
-            StopReason::Refusal => {
+        Ok(r) => match r.stop_reason.as_str() {
+            "cancelled" => TurnOutcome::Cancelled,
+            "refusal" => {
                 TurnOutcome::Failed("the ACP agent refused the prompt (stop reason refusal)".into())
             }
-            // end_turn, max_tokens, max_turn_requests: the turn's output stands.
-            _ => TurnOutcome::Completed,
+            // The turn's output stands.
+            "end_turn" | "max_tokens" | "max_turn_requests" => TurnOutcome::Completed,
+            other => TurnOutcome::Failed(format!(
+                "the ACP agent stopped with unknown stop reason {other:?}"
+            )),
         },
         Err(e) => TurnOutcome::Failed(format!(
             "the ACP agent's session/prompt answer is invalid: {e}"
