@@ -17,7 +17,8 @@
 //! - `hang`: no answer until cancelled (then `cancelled`); `deaf`: stops
 //!   reading stdin and never answers;
 //! - `stderr TEXT`: a line on stderr; `history`: says how many earlier
-//!   prompts the session remembers; `pid`: says the process id;
+//!   prompts the session remembers; `pid`: says the process id; `links`:
+//!   says the `resource_link` URIs of the prompt;
 //! - `stop REASON`: the stop reason (default `end_turn`).
 //!
 //! Any other prompt is answered `you said: <prompt>`. Sessions are kept in
@@ -293,6 +294,16 @@ impl Agent {
                     Some(format!("history: {n}"))
                 }
                 "pid" => Some(format!("pid: {}", std::process::id())),
+                "links" => {
+                    let uris: Vec<&str> = params["prompt"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|b| b["type"] == "resource_link")
+                        .filter_map(|b| b["uri"].as_str())
+                        .collect();
+                    Some(format!("links: {}", uris.join(" ")))
+                }
                 "stop" => {
                     stop = rest.to_owned();
                     None

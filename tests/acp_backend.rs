@@ -246,3 +246,20 @@ fn acp_keys_are_validated_at_staging() {
         json!({"prop": "agents.acp.load_session", "value": "never"}),
     );
 }
+
+#[test]
+fn attachments_reach_the_agent_as_resource_links_into_the_workspace() {
+    let e = env("", "");
+    let mut rpc = e.rpc();
+    new_acp_session(&mut rpc, "s-1", "chat");
+    let id = rpc.send(
+        "session/prompt",
+        json!({"session_id": "s-1", "prompt": "links",
+               "attachments": [common::files::entry(b"hello", Some("notes.txt"))]}),
+    );
+    let t = rpc.finish_turn("s-1", id, common::RECV_TIMEOUT);
+    let text = t.text();
+    let uri = text.strip_prefix("links: file://").unwrap_or_else(|| panic!("{text}"));
+    assert!(uri.contains("/uploads/") && uri.ends_with(".txt"), "{uri}");
+    assert_eq!(std::fs::read(uri).unwrap(), b"hello");
+}

@@ -8,6 +8,7 @@
 //! - [`links`]: where session ↔ agent session links are kept;
 //! - [`open`]: `initialize`, `authenticate`, `session/new` / `session/load`;
 //! - [`turn`]: `session/prompt` and everything until its answer;
+//! - [`prompt`]: the prompt's content blocks (attachments as resource links);
 //! - [`mapping`], [`permission`], [`fs`]: what the agent sends, served.
 //!
 //! Framing, dispatch and the few message types are ours, not the official
@@ -20,6 +21,7 @@ mod links;
 mod mapping;
 mod open;
 mod permission;
+mod prompt;
 mod schema;
 mod turn;
 mod wire;

@@ -19,7 +19,7 @@ use super::open::ready_host;
 use super::permission::{self, Ask};
 use super::schema::PromptResponse;
 use super::wire::{self, Incoming, WireError};
-use super::{fs, hosts::AcpHosts};
+use super::{fs, hosts::AcpHosts, prompt};
 use crate::agent::sink::EventSink;
 use crate::agent::{TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
 
@@ -61,10 +61,7 @@ async fn prompt<S: EventSink>(
     deadline: Instant,
 ) -> TurnOutcome {
     let session = host.agent_session.clone().unwrap_or_default();
-    let params = json!({
-        "sessionId": session,
-        "prompt": [{"type": "text", "text": input.prompt}]
-    });
+    let params = json!({"sessionId": session, "prompt": prompt::blocks(input.prompt)});
     let id = match host
         .start_request("session/prompt", &params, deadline)
         .await
