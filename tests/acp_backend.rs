@@ -259,7 +259,9 @@ fn attachments_reach_the_agent_as_resource_links_into_the_workspace() {
     );
     let t = rpc.finish_turn("s-1", id, common::RECV_TIMEOUT);
     let text = t.text();
-    let uri = text.strip_prefix("links: file://").unwrap_or_else(|| panic!("{text}"));
+    let uri = text
+        .strip_prefix("links: file://")
+        .unwrap_or_else(|| panic!("{text}"));
     assert!(uri.contains("/uploads/") && uri.ends_with(".txt"), "{uri}");
     assert_eq!(std::fs::read(uri).unwrap(), b"hello");
 }

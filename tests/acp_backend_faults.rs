@@ -17,7 +17,12 @@ fn env(agent_lines: &str) -> AcpEnv {
 }
 
 fn agent_failed(t: &common::acp::Turn, message: &str) {
-    assert_error(t.err(), -32603, Some(message), Some(json!({"reason": "agent_failed"})));
+    assert_error(
+        t.err(),
+        -32603,
+        Some(message),
+        Some(json!({"reason": "agent_failed"})),
+    );
     assert_eq!(t.complete()["outcome"], "failed");
     assert_eq!(t.complete()["reason"], message);
 }
@@ -43,7 +48,10 @@ fn a_crash_mid_turn_fails_the_turn_with_its_status_and_the_next_prompt_restarts_
     assert_eq!(events(&t), vec![say("s-1", "history: 2")]);
     // stderr went to our log.
     let logged = e.d().log.events_named("acp_agent_stderr");
-    assert!(logged.iter().any(|l| l["line"] == "dying now"), "{logged:?}");
+    assert!(
+        logged.iter().any(|l| l["line"] == "dying now"),
+        "{logged:?}"
+    );
 }
 
 #[test]
@@ -52,7 +60,10 @@ fn garbage_and_invalid_json_rpc_fail_the_turn_and_the_agent_is_replaced() {
     let mut rpc = e.rpc();
     new_acp_session(&mut rpc, "s-1", "chat");
     let t = rpc.prompt("s-1", "say a\ngarbage");
-    agent_failed(&t, r#"the ACP agent sent invalid JSON-RPC: not JSON: "this is not json""#);
+    agent_failed(
+        &t,
+        r#"the ACP agent sent invalid JSON-RPC: not JSON: "this is not json""#,
+    );
     let t = rpc.prompt("s-1", "badrpc");
     agent_failed(
         &t,
@@ -122,7 +133,10 @@ fn a_flood_to_a_client_that_does_not_read_is_bounded_and_complete() {
     assert_eq!(t.complete()["outcome"], "completed");
     assert_eq!(t.text(), ".".repeat(20_000));
     assert_eq!(t.of_type("agent_message_chunk").len(), 20_000);
-    assert!(rss < 100 * 1024, "RSS while the client does not read: {rss} KiB");
+    assert!(
+        rss < 100 * 1024,
+        "RSS while the client does not read: {rss} KiB"
+    );
 }
 
 #[test]
@@ -169,4 +183,21 @@ fn without_load_session_a_new_agent_session_is_recorded_as_a_context_loss() {
     // The visible transcript is whole.
     let rows = rpc.messages("s-1");
     assert!(rows.iter().any(|r| r["content"] == "first"), "{rows:?}");
+}
+
+#[test]
+fn the_agent_process_stops_after_a_grace_once_its_session_is_closed() {
+    let e = env("");
+    let mut rpc = e.rpc();
+    new_acp_session(&mut rpc, "s-1", "chat");
+    let text = pid_of(&mut rpc, "s-1");
+    let pid: i32 = text.trim_start_matches("pid: ").parse().expect("a pid");
+    rpc.ok("session/close", json!({"session_id": "s-1"}));
+    // IDLE_GRACE (5 s), then SIGKILL and reaping.
+    common::wait::eventually("the agent process to stop", Duration::from_secs(15), || {
+        common::sessions::process_gone(pid).then_some(())
+    });
+    let stopped = e.d().log.events_named("acp_agent_stopped");
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0]["reason"], "idle");
 }

@@ -14,7 +14,7 @@ use super::host::Host;
 use super::links::LinkStore;
 
 /// How long a process outlives its session's live incarnation.
-pub const IDLE_GRACE: Duration = Duration::from_secs(10);
+pub const IDLE_GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 struct Table {

@@ -93,7 +93,8 @@ async fn open_session(
             }
         }
     }
-    let id = new_session(host, &cwd, auth, deadline).await?;
+    let method = choose_auth(auth, &input.settings.env);
+    let id = new_session(host, &cwd, method, deadline).await?;
     let lost = link.is_some();
     links
         .set(input.session_id, input.agent_alias, &id, lost)
@@ -107,17 +108,36 @@ async fn open_session(
     Ok(())
 }
 
-/// `session/new`, authenticating once with the agent's first method when it
-/// answers `auth_required` (its credentials come from the agent's `env`).
+/// The auth method to use when the agent requires one: the first whose id
+/// names a variable of the agent's `env` (`openai-api-key` →
+/// `OPENAI_API_KEY`), else one whose id says it takes an API key when the
+/// `env` has any `*_API_KEY`, else the agent's first.
+fn choose_auth<'a>(
+    auth: &'a [AuthMethod],
+    env: &std::collections::BTreeMap<String, String>,
+) -> Option<&'a AuthMethod> {
+    let var_of = |id: &str| id.to_ascii_uppercase().replace(['-', '.'], "_");
+    let has_key = env.keys().any(|k| k.ends_with("_API_KEY"));
+    auth.iter()
+        .find(|m| env.contains_key(&var_of(&m.id)))
+        .or_else(|| {
+            auth.iter()
+                .find(|m| has_key && var_of(&m.id).contains("API_KEY"))
+        })
+        .or_else(|| auth.first())
+}
+
+/// `session/new`, authenticating once with `method` when the agent answers
+/// `auth_required` (its credentials come from the agent's `env`).
 async fn new_session(
     host: &mut Host,
     cwd: &str,
-    auth: &[AuthMethod],
+    method: Option<&AuthMethod>,
     deadline: Instant,
 ) -> Result<String, String> {
     let params = json!({"cwd": cwd, "mcpServers": []});
     let first = host.call("session/new", &params, deadline).await;
-    let answer = match (first, auth.first()) {
+    let answer = match (first, method) {
         (Err(CallError::Agent(e)), Some(method)) if e.code == AUTH_REQUIRED => {
             let auth_params = json!({"methodId": method.id});
             host.call("authenticate", &auth_params, deadline)
@@ -143,7 +163,10 @@ mod tests {
 
     #[test]
     fn session_ids_and_initialize_answers_are_read() {
-        assert_eq!(parse_new_session(json!({"sessionId": "x-1"})).unwrap(), "x-1");
+        assert_eq!(
+            parse_new_session(json!({"sessionId": "x-1"})).unwrap(),
+            "x-1"
+        );
         assert!(parse_new_session(json!({})).is_err());
         // The protocol's own initialize example (agentclientprotocol.com).
         let init: InitializeResponse = serde_json::from_value(json!({
@@ -157,6 +180,19 @@ mod tests {
         .unwrap();
         assert!(init.agent_capabilities.load_session);
         assert_eq!(init.auth_methods[0].id, "api-key");
+        let methods: Vec<AuthMethod> = serde_json::from_value(json!([
+            {"id": "chatgpt"}, {"id": "codex-api-key"}, {"id": "openai-api-key"}
+        ]))
+        .unwrap();
+        let env = |k: &str| [(k.to_owned(), "x".to_owned())].into_iter().collect();
+        let pick = |e| choose_auth(&methods, &e).map(|m| m.id.clone());
+        assert_eq!(
+            pick(env("OPENAI_API_KEY")).as_deref(),
+            Some("openai-api-key")
+        );
+        assert_eq!(pick(env("CODEX_API_KEY")).as_deref(), Some("codex-api-key"));
+        assert_eq!(pick(env("OTHER_API_KEY")).as_deref(), Some("codex-api-key"));
+        assert_eq!(pick(env("HOME")).as_deref(), Some("chatgpt"));
         let bare: InitializeResponse =
             serde_json::from_value(json!({"protocolVersion": 1})).unwrap();
         assert!(!bare.agent_capabilities.load_session && bare.auth_methods.is_empty());

@@ -40,7 +40,8 @@ mod tests {
 
     #[test]
     fn markers_become_resource_links() {
-        let p = "look\n[Document: notes.txt] /w/uploads/ab.txt\n[IMAGE:/w/uploads/cd.png]\n[IMAGE:rel]";
+        let p =
+            "look\n[Document: notes.txt] /w/uploads/ab.txt\n[IMAGE:/w/uploads/cd.png]\n[IMAGE:rel]";
         assert_eq!(
             blocks(p),
             json!([
