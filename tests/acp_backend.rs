@@ -265,3 +265,23 @@ fn attachments_reach_the_agent_as_resource_links_into_the_workspace() {
     assert!(uri.contains("/uploads/") && uri.ends_with(".txt"), "{uri}");
     assert_eq!(std::fs::read(uri).unwrap(), b"hello");
 }
+
+#[test]
+fn a_changed_command_or_env_restarts_the_agent_and_reloads_its_session() {
+    let e = env("", "");
+    let mut rpc = e.rpc();
+    new_acp_session(&mut rpc, "s-1", "chat");
+    let first = rpc.prompt_ok("s-1", "pid").text();
+    assert_eq!(
+        rpc.prompt_ok("s-1", "pid").text(),
+        first,
+        "reused while unchanged"
+    );
+    rpc.ok(
+        "config/set",
+        json!({"prop": "agents.acp.env", "value": {"X": "1"}}),
+    );
+    let second = rpc.prompt_ok("s-1", "pid").text();
+    assert_ne!(second, first);
+    assert_eq!(rpc.prompt_ok("s-1", "history").text(), "history: 3");
+}

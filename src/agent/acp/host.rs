@@ -43,6 +43,13 @@ pub struct Spawn<'a> {
     pub cwd: &'a std::path::Path,
 }
 
+impl Spawn<'_> {
+    /// What tells two spawns apart.
+    pub fn fingerprint(&self) -> String {
+        format!("{:?}|{:?}|{}", self.argv, self.env, self.cwd.display())
+    }
+}
+
 /// Why a call did not get its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallError {
@@ -83,6 +90,9 @@ pub struct Host {
     pub start_time: Duration,
     /// The agent's process id (logs, tests).
     pub pid: Option<u32>,
+    /// The argv, env and working directory it was started with: a turn
+    /// whose config differs starts a new process.
+    pub spawned_with: String,
 }
 
 impl std::fmt::Debug for Host {
@@ -155,6 +165,7 @@ impl Host {
             agent_session: None,
             start_time: Duration::ZERO,
             pid,
+            spawned_with: spec.fingerprint(),
         })
     }
 

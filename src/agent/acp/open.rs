@@ -22,21 +22,24 @@ pub async fn ready_host(
     input: &TurnInput<'_>,
     deadline: Instant,
 ) -> Result<Host, String> {
-    if let Some(mut host) = hosts.take(input.session_id) {
-        if host.is_usable() && host.agent_session.is_some() {
-            return Ok(host);
-        }
-        tracing::info!(event = "acp_agent_restart", session_id = %input.session_id, pid = ?host.pid);
-    }
-    let started = Instant::now();
     let settings = input.settings;
-    let mut host = Host::spawn(&Spawn {
+    let spec = Spawn {
         alias: input.agent_alias,
         session_id: input.session_id,
         argv: &settings.command,
         env: &settings.env,
         cwd: input.cwd,
-    })?;
+    };
+    if let Some(mut host) = hosts.take(input.session_id) {
+        let same = host.spawned_with == spec.fingerprint();
+        if same && host.is_usable() && host.agent_session.is_some() {
+            return Ok(host);
+        }
+        let reason = if same { "unusable" } else { "config_changed" };
+        tracing::info!(event = "acp_agent_restart", session_id = %input.session_id, pid = ?host.pid, reason);
+    }
+    let started = Instant::now();
+    let mut host = Host::spawn(&spec)?;
     let init = host
         .call("initialize", &initialize_params(settings.acp.fs), deadline)
         .await
