@@ -29,7 +29,7 @@ fn main() {
 mod imp {
     use std::io::{BufRead, BufReader, Write};
     use std::os::unix::net::UnixStream;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
@@ -91,7 +91,7 @@ mod imp {
         hay.windows(needle.len()).any(|w| w == needle)
     }
 
-    fn direct(agent: &PathBuf, n: u64) -> Res<(f64, f64)> {
+    fn direct(agent: &Path, n: u64) -> Res<(f64, f64)> {
         let dir = ScratchDir::new("acpdirect").map_err(|e| e.to_string())?;
         let mut child = Command::new(agent)
             .current_dir(dir.path())
@@ -140,7 +140,7 @@ mod imp {
         Ok((n as f64 / secs, agent_cpu))
     }
 
-    fn daemon(agent: &PathBuf) -> Res<Server> {
+    fn daemon(agent: &Path) -> Res<Server> {
         let dir = ScratchDir::new("acpdaemon").map_err(|e| e.to_string())?;
         let agent = serde_json::to_string(&agent.to_string_lossy()).map_err(|e| e.to_string())?;
         let config =
