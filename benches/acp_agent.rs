@@ -141,19 +141,10 @@ mod imp {
     }
 
     fn daemon(agent: &Path) -> Res<Server> {
-        let dir = ScratchDir::new("acpdaemon").map_err(|e| e.to_string())?;
         let agent = serde_json::to_string(&agent.to_string_lossy()).map_err(|e| e.to_string())?;
         let config =
             format!("schema_version = 1\n\n[agents.acp]\nbackend = \"acp\"\ncommand = [{agent}]\n");
-        std::fs::write(dir.path().join("config.toml"), config).map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
-        cmd.arg("--config-dir")
-            .arg(dir.path())
-            .arg("daemon")
-            .env_remove("ZEROCLAW_CONFIG_DIR")
-            .env_remove("ZEROCLAW_DATA_DIR")
-            .env_remove("ZEROCLAW_LOG");
-        Server::start("daemon", cmd, Some(dir)).map_err(|e| e.to_string())
+        Server::daemon_with_config("daemon", &config).map_err(|e| e.to_string())
     }
 
     struct Client {

@@ -9,18 +9,17 @@
 //! stops reading its stdin makes our sends wait, never buffer without bound,
 //! and every send has a deadline.
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::wire::{self, Incoming, LineReader, ReadFault, WireError};
-use crate::agent::process::{GroupGuard, Tail};
+use crate::agent::process::{agent_command, GroupGuard, Tail};
 
 /// Messages read ahead of the turn, at most.
 pub const INBOUND_CAPACITY: usize = 64;
@@ -120,19 +119,11 @@ impl Host {
         let Some((program, args)) = spec.argv.split_first() else {
             return Err("agent command is empty".to_owned());
         };
-        let mut command = Command::new(program);
-        command
-            .args(args)
-            .current_dir(spec.cwd)
-            .envs(spec.env)
-            .env("ZEROCLAW_SESSION_ID", spec.session_id)
-            .env("ZEROCLAW_AGENT_ALIAS", spec.alias)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
+        let vars = [
+            ("ZEROCLAW_SESSION_ID", spec.session_id),
+            ("ZEROCLAW_AGENT_ALIAS", spec.alias),
+        ];
+        let mut command = agent_command((program, args), spec.cwd, spec.env, &vars);
         let mut child = command
             .spawn()
             .map_err(|e| format!("failed to start ACP agent `{program}`: {e}"))?;
