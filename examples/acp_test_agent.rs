@@ -19,6 +19,8 @@
 //! - `stderr TEXT`: a line on stderr; `history`: says how many earlier
 //!   prompts the session remembers; `pid`: says the process id; `links`:
 //!   says the `resource_link` URIs of the prompt;
+//! - `plan`: a `plan`, an `available_commands_update` and an image chunk
+//!   (none of which the daemon forwards);
 //! - `stop REASON`: the stop reason (default `end_turn`).
 //!
 //! Any other prompt is answered `you said: <prompt>`. Sessions are kept in
@@ -284,6 +286,18 @@ impl Agent {
                     loop {
                         std::thread::sleep(std::time::Duration::from_secs(3600));
                     }
+                }
+                "plan" => {
+                    let plan = json!({"sessionUpdate": "plan", "entries": [
+                        {"content": "step", "priority": "high", "status": "pending"}]});
+                    self.update(&session, plan);
+                    let cmds = json!({"sessionUpdate": "available_commands_update",
+                                      "availableCommands": []});
+                    self.update(&session, cmds);
+                    let image = json!({"sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "image", "data": "", "mimeType": "image/png"}});
+                    self.update(&session, image);
+                    None
                 }
                 "stderr" => {
                     eprintln!("{rest}");

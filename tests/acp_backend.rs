@@ -19,7 +19,11 @@ fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
     let e = env("", "");
     let mut rpc = e.rpc();
     new_acp_session(&mut rpc, "s-1", "acp");
-    let t = rpc.prompt_ok("s-1", "say hello\nthink hmm\ntool t1 read Read foo.rs");
+    // `plan` sends a plan, a command list and an image chunk: not forwarded.
+    let t = rpc.prompt_ok(
+        "s-1",
+        "say hello\nplan\nthink hmm\ntool t1 read Read foo.rs",
+    );
     let output = r#"{"content":[{"content":{"text":"done","type":"text"},"type":"content"}],"rawOutput":{"ok":true},"status":"completed"}"#;
     assert_eq!(
         events(&t),
