@@ -9,6 +9,8 @@
 //!   to SQLite before its notification) of the real daemon, read by a
 //!   socket client; updates/s, the daemon's CPU per update, and the ratio to
 //!   `direct` (target ≥ 0.7).
+//! - `daemon-chat`: the same on a Chat session (no per-chunk commit): the
+//!   host's own cost, for comparison.
 //! - `slow-reader`: the same turn read at a trickle for a while; the
 //!   daemon's VmRSS growth must stay under 64 MiB.
 //!
@@ -178,10 +180,10 @@ mod imp {
             Ok(id)
         }
 
-        fn session(&mut self) -> Res<String> {
+        fn session(&mut self, mode: &str) -> Res<String> {
             let id = self.send(
                 "session/new",
-                json!({"agent_alias": "acp", "chat_mode": "acp"}),
+                json!({"agent_alias": "acp", "chat_mode": mode}),
             )?;
             let (_, v) = read_turn(&mut self.r, id, b"\0")?;
             Ok(v["result"]["session_id"]
@@ -191,9 +193,9 @@ mod imp {
         }
     }
 
-    fn through_daemon(server: &Server, n: u64) -> Res<(f64, f64)> {
+    fn through_daemon(server: &Server, n: u64, mode: &str) -> Res<(f64, f64)> {
         let mut c = Client::open(server)?;
-        let sid = c.session()?;
+        let sid = c.session(mode)?;
         // Warm up: the agent process starts on the first prompt.
         let id = c.send(
             "session/prompt",
@@ -217,7 +219,7 @@ mod imp {
 
     fn slow_reader(server: &Server, n: u64, slow: Duration) -> Res<(u64, u64)> {
         let mut c = Client::open(server)?;
-        let sid = c.session()?;
+        let sid = c.session("acp")?;
         let base = server.rss_bytes().map_err(|e| e.to_string())?;
         let id = c.send(
             "session/prompt",
@@ -270,11 +272,18 @@ mod imp {
             agent_cpu * 1e6 / n as f64
         );
         let server = daemon(&agent)?;
-        let (daemon_rate, cpu) = through_daemon(&server, n)?;
+        let (daemon_rate, cpu) = through_daemon(&server, n, "acp")?;
         let ratio = daemon_rate / direct_rate;
         println!(
             "daemon       {daemon_rate:>10.0} updates/s  (daemon CPU {:.2} µs/update), ratio {ratio:.2} (target ≥ {RATIO_TARGET})",
             cpu * 1e6 / n as f64
+        );
+        // The same without durable persistence: what the host itself costs.
+        let (chat_rate, chat_cpu) = through_daemon(&server, n, "chat")?;
+        println!(
+            "daemon-chat  {chat_rate:>10.0} updates/s  (daemon CPU {:.2} µs/update), ratio {:.2} (no persistence; not the target)",
+            chat_cpu * 1e6 / n as f64,
+            chat_rate / direct_rate
         );
         let (base, peak) = slow_reader(&server, n, slow)?;
         let growth = peak.saturating_sub(base);
