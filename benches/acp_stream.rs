@@ -250,21 +250,7 @@ mod imp {
         }
     }
 
-    /// The daemon's CPU time (user + system) so far, from `/proc/<pid>/stat`.
-    fn cpu_secs(pid: u32) -> f64 {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return 0.0;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            return 0.0;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
-            + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
-        ticks as f64 / hz as f64
-    }
+    use super::common::cpu_secs;
 
     fn env_num(var: &str, default: f64) -> f64 {
         std::env::var(var)

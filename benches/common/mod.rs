@@ -73,7 +73,28 @@ impl Server {
     /// Another build of the daemon (e.g. the commit before a change, so that
     /// before and after are measured in the same run).
     pub fn daemon_from(name: &'static str, bin: &std::path::Path) -> std::io::Result<Self> {
+        Self::daemon_in(name, bin, ScratchDir::new(name)?)
+    }
+
+    /// The release daemon on a fresh config dir holding `config` as its
+    /// `config.toml` (mode 0600).
+    pub fn daemon_with_config(name: &'static str, config: &str) -> std::io::Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
         let dir = ScratchDir::new(name)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.path().join("config.toml"))?;
+        std::io::Write::write_all(&mut f, config.as_bytes())?;
+        Self::daemon_in(name, env!("CARGO_BIN_EXE_zeroclaw").as_ref(), dir)
+    }
+
+    fn daemon_in(
+        name: &'static str,
+        bin: &std::path::Path,
+        dir: ScratchDir,
+    ) -> std::io::Result<Self> {
         let mut cmd = Command::new(bin);
         cmd.arg("--config-dir")
             .arg(dir.path())
@@ -261,4 +282,21 @@ pub fn machine() -> String {
         })
         .unwrap_or_else(|| "unknown CPU".to_owned());
     format!("{cpus} CPUs, {model}")
+}
+
+/// A process's CPU time (user + system) so far, from `/proc/<pid>/stat`
+/// (0 where it cannot be read).
+pub fn cpu_secs(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    ticks as f64 / hz as f64
 }

@@ -9,14 +9,13 @@
 //! group (`SIGTERM`, then `SIGKILL` after 5 s).
 
 use std::borrow::Cow;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
-use super::process::{utf8_cut, GroupGuard, Tail};
+use super::process::{agent_command, utf8_cut, GroupGuard, Tail};
 use super::sink::{EventSink, SinkClosed};
 use super::{context_json_input, InputMode, TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
 
@@ -77,20 +76,12 @@ async fn run_with_grace<S: EventSink>(
         }
     };
 
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(input.cwd)
-        .envs(&settings.env)
-        .env("ZEROCLAW_SESSION_ID", input.session_id)
-        .env("ZEROCLAW_TURN_ID", input.turn_id)
-        .env("ZEROCLAW_AGENT_ALIAS", input.agent_alias)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
+    let vars = [
+        ("ZEROCLAW_SESSION_ID", input.session_id),
+        ("ZEROCLAW_TURN_ID", input.turn_id),
+        ("ZEROCLAW_AGENT_ALIAS", input.agent_alias),
+    ];
+    let mut command = agent_command((program, args), input.cwd, &settings.env, &vars);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return failed(format!("failed to start agent command `{program}`: {e}")),

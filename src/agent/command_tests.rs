@@ -57,6 +57,7 @@ impl Cmd {
             context: &self.context,
             settings: &self.settings,
             always_allowed: allowed,
+            acp_hosts: None,
         }
     }
 

@@ -167,6 +167,7 @@ fn turn_future_is_send() {
         context: &turn.context,
         settings: &turn.settings,
         always_allowed: &turn.allowed,
+        acp_hosts: None,
     };
     let fut = run_turn(Backend::Command, input, &mut sink, &turn.cancel);
     assert_send(&fut);

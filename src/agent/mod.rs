@@ -8,6 +8,7 @@
 //!
 //! - [`echo`]: the built-in deterministic agent and its directive language.
 //! - [`command`]: runs a configured local program once per turn.
+//! - [`acp`]: hosts an Agent Client Protocol agent process (issue 16).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -15,6 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+mod acp;
 mod command;
 mod context;
 mod directive;
@@ -26,6 +28,7 @@ mod sink;
 #[cfg(test)]
 mod testing;
 
+pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE};
 pub use command::{run_command, CommandRun};
 pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
 pub use directive::{echo_compaction_request, CompactionRequest};
@@ -59,8 +62,38 @@ pub struct AgentSettings {
     pub input: InputMode,
     /// Command: extra environment variables.
     pub env: BTreeMap<String, String>,
-    /// Command: wall-clock limit per turn.
+    /// Command and ACP: wall-clock limit per turn.
     pub timeout_secs: u64,
+    /// ACP: the backend's own keys.
+    pub acp: AcpSettings,
+}
+
+/// The `acp` backend's keys (§10.2 additions, docs/config.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcpSettings {
+    /// `load_session = "auto"`: rehydration calls `session/load` when offered.
+    pub load_session: bool,
+    /// What an unanswered or unreachable permission request becomes.
+    pub permission_default: PermissionDefault,
+    /// `fs = "workspace"`: serve `fs/*` inside the working directory.
+    pub fs: bool,
+}
+
+impl Default for AcpSettings {
+    fn default() -> Self {
+        AcpSettings {
+            load_session: true,
+            permission_default: PermissionDefault::Reject,
+            fs: true,
+        }
+    }
+}
+
+/// `permission_default`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionDefault {
+    Reject,
+    AllowOnce,
 }
 
 impl Default for AgentSettings {
@@ -73,6 +106,7 @@ impl Default for AgentSettings {
             input: InputMode::Prompt,
             env: BTreeMap::new(),
             timeout_secs: 600,
+            acp: AcpSettings::default(),
         }
     }
 }
@@ -100,6 +134,9 @@ pub struct TurnInput<'a> {
     /// starts. Decisions made during the turn are tracked by the backend
     /// itself and recorded by the runtime's sink.
     pub always_allowed: &'a HashSet<String>,
+    /// The daemon's ACP agent processes (`None` where no backend needs them:
+    /// unit tests of the other backends).
+    pub acp_hosts: Option<&'a std::sync::Arc<AcpHosts>>,
 }
 
 /// How a turn ended (§10.1).
@@ -121,6 +158,8 @@ pub enum Backend {
     Echo,
     /// A configured local program.
     Command,
+    /// A hosted Agent Client Protocol agent.
+    Acp,
 }
 
 /// Runs one turn with `backend`. The future is `Send` when the sink is.
@@ -133,5 +172,9 @@ pub async fn run_turn<S: EventSink>(
     match backend {
         Backend::Echo => echo::run(&input, sink, cancel).await,
         Backend::Command => run_command(&input, sink, cancel).await.outcome,
+        Backend::Acp => match input.acp_hosts {
+            Some(hosts) => acp::run(hosts, &input, sink, cancel).await,
+            None => TurnOutcome::Failed("no ACP host registry".to_owned()),
+        },
     }
 }

@@ -1,15 +1,19 @@
-//! Process plumbing for the command agent: stopping a child (and its process
-//! group) without leaving zombies or orphans, the bounded stderr tail, and
-//! the UTF-8-safe cut used to bound stdout lines.
+//! Process plumbing for the agents that run a program (`command`, `acp`):
+//! how the program is started, stopping it (and its process group) without
+//! leaving zombies or orphans, the bounded stderr tail, and the UTF-8-safe
+//! cut used to bound stdout lines.
 //!
 //! On Unix the child leads its own process group, so `SIGTERM`/`SIGKILL` reach
 //! whatever it spawned too (`sh -c` scripts fork). A [`GroupGuard`] kills the
 //! group if the turn's future is dropped mid-way (the runtime aborts a backend
 //! still running 5 s after cancellation); `kill_on_drop` covers the leader.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::Child;
+use tokio::process::{Child, Command};
 
 /// The most of stderr kept (the tail).
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -72,6 +76,30 @@ pub fn utf8_cut(bytes: &[u8], max: usize) -> usize {
         return if i + width > end && i > 0 { i } else { end };
     }
     end
+}
+
+/// The command of an agent program: argv without a shell, in `cwd`, with
+/// `env` and the `vars` naming the turn added to the inherited environment,
+/// all three pipes, killed on drop, leading its own process group (Unix).
+pub fn agent_command(
+    (program, args): (&str, &[String]),
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+    vars: &[(&str, &str)],
+) -> Command {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .envs(env)
+        .envs(vars.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    command
 }
 
 /// Kills the child's process group when dropped, unless disarmed.

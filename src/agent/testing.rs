@@ -158,6 +158,7 @@ impl<'a> EchoTurn<'a> {
             context: &self.context,
             settings: &self.settings,
             always_allowed: &self.allowed,
+            acp_hosts: None,
         };
         run_turn(Backend::Echo, input, sink, &self.cancel).await
     }

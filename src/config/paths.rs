@@ -76,8 +76,12 @@ pub(crate) const AGENT: &[Field] = &[
     ("compact_keep_messages", U32),
     ("context_max_messages", U32),
     ("env", Kind::StrTable),
+    ("fs", Kind::Str),
     ("input", Kind::Str),
+    ("load_session", Kind::Str),
+    ("permission_default", Kind::Str),
     ("system_prompt", Kind::Str),
+    ("terminal", Kind::Bool),
     ("timeout_secs", U32),
     ("workspace_dir", Kind::Str),
 ];

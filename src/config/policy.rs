@@ -84,7 +84,18 @@ pub fn is_admin_only_prop(prop: &str) -> bool {
         // One client must not shrink the memory every other client shares.
         ["daemon", "memory_budget_mib"] => true,
         ["agents", _, field, ..] => {
-            matches!(*field, "backend" | "command" | "env" | "workspace_dir")
+            // `fs`, `terminal` and `permission_default` widen what an ACP
+            // agent may do on the host (docs/agents.md).
+            matches!(
+                *field,
+                "backend"
+                    | "command"
+                    | "env"
+                    | "workspace_dir"
+                    | "fs"
+                    | "terminal"
+                    | "permission_default"
+            )
         }
         _ => false,
     }

@@ -99,7 +99,7 @@ pub struct GatewayConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
-    /// `"echo"` or `"command"`; required.
+    /// `"echo"`, `"command"` or `"acp"`; required.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
     /// Defaults to `<config_dir>/agents/<alias>/workspace` (resolved by the daemon).
@@ -122,8 +122,19 @@ pub struct AgentConfig {
     pub input: String,
     /// Command: extra environment variables.
     pub env: BTreeMap<String, String>,
-    /// Command: wall-clock limit per turn.
+    /// Command and ACP: wall-clock limit per turn.
     pub timeout_secs: u32,
+    // --- backend "acp" (docs/agents.md, docs/config.md) ---
+    /// ACP: `"auto"` (call `session/load` on rehydration when the agent offers
+    /// it) or `"never"` (always a new ACP session).
+    pub load_session: String,
+    /// ACP: what an unanswered or unreachable permission request becomes:
+    /// `"reject"` or `"allow_once"`.
+    pub permission_default: String,
+    /// ACP: `"workspace"` (serve `fs/*` inside the working directory) or `"off"`.
+    pub fs: String,
+    /// ACP: serve `terminal/*`; only `false` is supported.
+    pub terminal: bool,
 }
 
 /// `[permission_profiles.<alias>]` (§6.3). Grants stay strings here so that a bad resource or
@@ -224,6 +235,10 @@ impl Default for AgentConfig {
             input: "prompt".to_owned(),
             env: BTreeMap::new(),
             timeout_secs: 600,
+            load_session: "auto".to_owned(),
+            permission_default: "reject".to_owned(),
+            fs: "workspace".to_owned(),
+            terminal: false,
         }
     }
 }

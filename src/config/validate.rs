@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::error::ConfigError;
 use super::grant::{Resource, Verb};
 use super::paths::{self, is_valid_name, Kind, Node};
-use super::schema::Config;
+use super::schema::{AgentConfig, Config};
 
 /// One failing check: the path it is about and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,22 +138,15 @@ fn check_agents(r: &mut Report, config: &Config) {
         match a.backend.as_deref() {
             None => r.fail(format!("{p}.backend"), "required"),
             Some("echo") => {}
-            Some("command") => match a.command.as_deref() {
-                None | Some([]) => {
-                    let reason = "required and non-empty for backend \"command\"";
-                    r.fail(format!("{p}.command"), reason);
-                }
-                Some([program, ..]) if program.is_empty() => {
-                    r.fail(format!("{p}.command"), "the program name is empty");
-                }
-                Some(_) => {}
-            },
+            Some(backend @ ("command" | "acp")) => check_argv(r, &p, backend, a),
             Some(other) => {
-                let reason =
-                    format!("unknown backend {other:?} (expected \"echo\" or \"command\")");
+                let reason = format!(
+                    "unknown backend {other:?} (expected \"echo\", \"command\" or \"acp\")"
+                );
                 r.fail(format!("{p}.backend"), reason);
             }
         }
+        check_acp_keys(r, &p, a);
         if a.input != "prompt" && a.input != "context_json" {
             let reason = format!(
                 "unknown input {:?} (expected \"prompt\" or \"context_json\")",
@@ -177,6 +170,44 @@ fn check_agents(r: &mut Report, config: &Config) {
         if let Some((k, _)) = a.env.iter().find(|(_, v)| v.contains('\0')) {
             r.fail(format!("{p}.env"), format!("value of {k:?} contains NUL"));
         }
+    }
+}
+
+/// `command` of the backends that run a program.
+fn check_argv(r: &mut Report, p: &str, backend: &str, a: &AgentConfig) {
+    match a.command.as_deref() {
+        None | Some([]) => {
+            let reason = format!("required and non-empty for backend {backend:?}");
+            r.fail(format!("{p}.command"), reason);
+        }
+        Some([program, ..]) if program.is_empty() => {
+            r.fail(format!("{p}.command"), "the program name is empty");
+        }
+        Some(_) => {}
+    }
+}
+
+/// The keys of `backend = "acp"`, checked whatever the backend (a value
+/// staged before the backend switch must already be valid).
+fn check_acp_keys(r: &mut Report, p: &str, a: &AgentConfig) {
+    let one_of = |r: &mut Report, key: &str, value: &str, allowed: &[&str]| {
+        if !allowed.contains(&value) {
+            let list: Vec<String> = allowed.iter().map(|v| format!("{v:?}")).collect();
+            let reason = format!("unknown {key} {value:?} (expected {})", list.join(" or "));
+            r.fail(format!("{p}.{key}"), reason);
+        }
+    };
+    one_of(r, "load_session", &a.load_session, &["auto", "never"]);
+    one_of(
+        r,
+        "permission_default",
+        &a.permission_default,
+        &["reject", "allow_once"],
+    );
+    one_of(r, "fs", &a.fs, &["workspace", "off"]);
+    if a.terminal {
+        let reason = "terminal/* is not supported yet (only false)";
+        r.fail(format!("{p}.terminal"), reason);
     }
 }
 

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+mod agent_links;
 mod emit_queue;
 mod emitter;
 pub mod lifecycle;
@@ -29,6 +30,7 @@ pub mod update;
 pub use live::Session;
 pub use locks::{SessionGuard, SessionLocks};
 
+use crate::agent::AcpHosts;
 use crate::store::{AcpRow, Store, StoreError, RPC_SURFACE};
 
 /// Most live sessions daemon-wide (SPEC §4).
@@ -62,6 +64,8 @@ pub struct Sessions {
     next_incarnation: AtomicU64,
     /// The SQLite store.
     pub store: Arc<Store>,
+    /// The processes of `backend = "acp"` agents, one per live session.
+    pub acp_hosts: Arc<AcpHosts>,
 }
 
 impl Sessions {
@@ -71,6 +75,7 @@ impl Sessions {
             live: Mutex::default(),
             locks: SessionLocks::default(),
             next_incarnation: AtomicU64::new(1),
+            acp_hosts: AcpHosts::new(store.clone()),
             store,
         }
     }
@@ -116,11 +121,18 @@ impl Sessions {
 
     /// Removes the live session of `id` if it is still incarnation `incarnation`.
     pub fn remove(&self, id: &str, incarnation: u64) -> Option<Arc<Session>> {
-        let mut t = self.table();
-        match t.get(id) {
-            Some(s) if s.incarnation == incarnation => t.remove(id),
-            _ => None,
+        let removed = {
+            let mut t = self.table();
+            match t.get(id) {
+                Some(s) if s.incarnation == incarnation => t.remove(id),
+                _ => None,
+            }
+        };
+        if removed.is_some() {
+            // Its ACP agent process (if any) stops after a grace.
+            self.acp_hosts.release(id);
         }
+        removed
     }
 
     /// Every live session.

@@ -18,8 +18,8 @@ use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
 use super::update::{bounded, notify, Completion, Event, Update, MAX_CONTENT_BYTES};
 use super::{new_uuid, ChatMode, Sessions};
 use crate::agent::{
-    self, AgentSettings, Backend, CompactionRequest, ContextMessage, InputMode, Kind, Role,
-    TurnInput, TurnOutcome,
+    self, AcpHosts, AcpSettings, AgentSettings, Backend, CompactionRequest, ContextMessage,
+    InputMode, Kind, PermissionDefault, Role, TurnInput, TurnOutcome,
 };
 use crate::config::{AgentConfig, Config};
 use crate::context::Conn;
@@ -98,10 +98,12 @@ pub async fn run_prompt(
     // The configuration in effect when the turn starts (after the turns
     // queued before it), and the store: all the turn's task needs.
     let (config, store) = (config.current(), sessions.store.clone());
+    let hosts = sessions.acp_hosts.clone();
     let task = tokio::spawn({
         let session = session.clone();
         async move {
-            let mut out = execute((&store, &config), &session, &conn, &prompt, &signals).await;
+            let runtime = (&store, &*config, &hosts);
+            let mut out = execute(runtime, &session, &conn, &prompt, &signals).await;
             if let Some(id) = reply_to {
                 let frame = match &out.result {
                     Ok(r) => Payload::new(r, Default::default()).map(|p| p.into_frame(id.as_str())),
@@ -127,10 +129,10 @@ pub async fn run_prompt(
 }
 
 fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
-    let backend = if agent.backend.as_deref() == Some("command") {
-        Backend::Command
-    } else {
-        Backend::Echo
+    let backend = match agent.backend.as_deref() {
+        Some("command") => Backend::Command,
+        Some("acp") => Backend::Acp,
+        _ => Backend::Echo,
     };
     let settings = AgentSettings {
         chunk_chars: agent.chunk_chars,
@@ -143,12 +145,21 @@ fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
         },
         env: agent.env.clone(),
         timeout_secs: u64::from(agent.timeout_secs),
+        acp: AcpSettings {
+            load_session: agent.load_session != "never",
+            permission_default: if agent.permission_default == "allow_once" {
+                PermissionDefault::AllowOnce
+            } else {
+                PermissionDefault::Reject
+            },
+            fs: agent.fs == "workspace",
+        },
     };
     (backend, settings)
 }
 
 async fn execute(
-    (store, config): (&Arc<Store>, &Config),
+    (store, config, hosts): (&Arc<Store>, &Config, &Arc<AcpHosts>),
     session: &Arc<Session>,
     conn: &Conn,
     prompt: &str,
@@ -219,6 +230,7 @@ async fn execute(
         context: &context,
         settings: &settings,
         always_allowed: &always_allowed,
+        acp_hosts: Some(hosts),
     };
     let outcome = with_cancellation(
         agent::run_turn(backend, input, &mut sink, &signals.soft),

@@ -192,6 +192,7 @@ impl Store {
             .bind(session_id)
             .execute(&mut *tx)
             .await?;
+        super::agent_links::delete_in(&mut tx, session_id).await?;
         tx.commit().await?;
         Ok(done.rows_affected() > 0)
     }

@@ -12,7 +12,22 @@ use sqlx::SqlitePool;
 use super::{utc_now, StoreError};
 
 /// `(version, SQL)`, in increasing version order.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_SCHEMA)];
+pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_SCHEMA), (2, V2_AGENT_LINKS)];
+
+/// Version 2 (issue 16, additive): which ACP session of a hosted agent
+/// (`backend = "acp"`) holds each of our sessions' agent-side context, and
+/// how often that context was lost (a new agent session had to be started
+/// for a session that had one). Keyed by our session id whatever the
+/// session's mode; rows of deleted sessions are removed with them.
+const V2_AGENT_LINKS: &str = r#"
+CREATE TABLE agent_session_links (
+  session_id        TEXT PRIMARY KEY,
+  agent_alias       TEXT NOT NULL,
+  agent_session_id  TEXT NOT NULL,
+  context_losses    INTEGER NOT NULL DEFAULT 0,
+  updated_at        TEXT NOT NULL
+);
+"#;
 
 /// The §9.2 schema, verbatim, plus the expected indexes.
 const V1_SCHEMA: &str = r#"
@@ -173,6 +188,7 @@ mod tests {
                 "acp_sessions",
                 "acp_transcript",
                 "acp_turn_checkpoints",
+                "agent_session_links",
                 "chat_messages",
                 "chat_sessions",
                 "schema_migrations",
@@ -190,7 +206,7 @@ mod tests {
                     .fetch_all(&store.pool)
                     .await
                     .unwrap();
-            assert_eq!(versions, [1]);
+            assert_eq!(versions, [1, 2]);
             assert_eq!(store.acp_get("s").await.unwrap().unwrap().row, row.row);
             assert_eq!(names(&store, "index").await, indexes);
             store.close().await;
@@ -211,7 +227,7 @@ mod tests {
             err,
             StoreError::SchemaTooNew {
                 found: 99,
-                known: 1
+                known: 2
             }
         );
     }

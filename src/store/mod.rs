@@ -35,6 +35,7 @@ use crate::faults::{FaultPoint, Faults};
 use crate::storage_fault::StorageFault;
 
 mod acp;
+mod agent_links;
 mod chat;
 mod checkpoint;
 mod fold;
@@ -51,6 +52,7 @@ mod durability_tests;
 mod testing;
 
 pub use acp::AcpRow;
+pub use agent_links::AgentLink;
 pub use chat::ChatRow;
 pub use checkpoint::CheckpointEvent;
 pub use paging::{MessageEntry, MessagesPage, PAGE_CONTENT_MAX, PAGE_JSON_MAX};

@@ -1,0 +1,299 @@
+//! A hosted ACP agent (`backend = "acp"`, issue 16) through the daemon,
+//! against the same agent driven directly, in the same run
+//! (docs/performance.md).
+//!
+//! - `direct`: the test agent (examples/acp_test_agent.rs) over its stdio
+//!   with a minimal client: `initialize`, `session/new`, one prompt
+//!   `flood N`; updates/s until its answer.
+//! - `daemon`: the same prompt on an ACP-mode session (every chunk committed
+//!   to SQLite before its notification) of the real daemon, read by a
+//!   socket client; updates/s, the daemon's CPU per update, and the ratio to
+//!   `direct` (target ≥ 0.7).
+//! - `daemon-chat`: the same on a Chat session (no per-chunk commit): the
+//!   host's own cost, for comparison.
+//! - `slow-reader`: the same turn read at a trickle for a while; the
+//!   daemon's VmRSS growth must stay under 64 MiB.
+//!
+//! Every chunk is counted and the answer checked; a mismatch exits non-zero.
+//! `ZC_BENCH_CHUNKS` (default 100000), `ZC_BENCH_SLOW_SECS` (default 3).
+
+#[cfg(unix)]
+mod common;
+
+fn main() {
+    #[cfg(unix)]
+    std::process::exit(imp::main());
+    #[cfg(not(unix))]
+    eprintln!("acp_agent: Unix only");
+}
+
+#[cfg(unix)]
+mod imp {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use serde_json::{json, Value};
+
+    use super::common::{self, cpu_secs, ScratchDir, Server};
+
+    const RATIO_TARGET: f64 = 0.7;
+    const RSS_GROWTH_BOUND: u64 = 64 * 1024 * 1024;
+
+    type Res<T> = Result<T, String>;
+
+    /// `<target>/<profile>/examples/acp_test_agent`, built if missing.
+    fn agent_bin() -> Res<PathBuf> {
+        let bin = PathBuf::from(env!("CARGO_BIN_EXE_zeroclaw"));
+        let dir = bin.parent().ok_or("no target dir")?;
+        let path = dir.join("examples").join("acp_test_agent");
+        if !path.exists() {
+            let release = dir.ends_with("release");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "--example", "acp_test_agent"]);
+            if release {
+                cmd.arg("--release");
+            }
+            let st = cmd
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .map_err(|e| e.to_string())?;
+            if !st.success() {
+                return Err("building the test agent failed".into());
+            }
+        }
+        Ok(path)
+    }
+
+    /// Counts `agent_message_chunk`s in lines from `r` until the line that
+    /// answers `id`; returns (chunks, answer).
+    fn read_turn(r: &mut impl BufRead, id: u64, chunk_marker: &[u8]) -> Res<(u64, Value)> {
+        let mut chunks = 0;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if r.read_until(b'\n', &mut line).map_err(|e| e.to_string())? == 0 {
+                return Err("end of stream during the turn".into());
+            }
+            if memfind(&line, chunk_marker) {
+                chunks += 1;
+                continue;
+            }
+            let v: Value = serde_json::from_slice(&line).map_err(|e| e.to_string())?;
+            if v.get("method").is_none() && v["id"] == json!(id) {
+                return Ok((chunks, v));
+            }
+        }
+    }
+
+    fn memfind(hay: &[u8], needle: &[u8]) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle)
+    }
+
+    fn direct(agent: &Path, n: u64) -> Res<(f64, f64)> {
+        let dir = ScratchDir::new("acpdirect").map_err(|e| e.to_string())?;
+        let mut child = Command::new(agent)
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let mut stdin = child.stdin.take().ok_or("stdin")?;
+        let mut out = BufReader::with_capacity(1 << 20, child.stdout.take().ok_or("stdout")?);
+        let mut send = |id: u64, method: &str, params: Value| {
+            let mut f =
+                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+            f.push('\n');
+            stdin.write_all(f.as_bytes()).map_err(|e| e.to_string())
+        };
+        send(
+            1,
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )?;
+        read_turn(&mut out, 1, b"\0")?;
+        let cwd = dir.path().to_string_lossy().into_owned();
+        send(2, "session/new", json!({"cwd": cwd, "mcpServers": []}))?;
+        let (_, r) = read_turn(&mut out, 2, b"\0")?;
+        let sid = r["result"]["sessionId"]
+            .as_str()
+            .ok_or("no session id")?
+            .to_owned();
+        let started = Instant::now();
+        let cpu0 = cpu_secs(child.id());
+        let prompt = json!([{"type": "text", "text": format!("flood {n}")}]);
+        send(
+            3,
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": prompt}),
+        )?;
+        let (chunks, answer) = read_turn(&mut out, 3, b"\"agent_message_chunk\"")?;
+        let secs = started.elapsed().as_secs_f64();
+        let agent_cpu = cpu_secs(child.id()) - cpu0;
+        let _ = child.kill();
+        let _ = child.wait();
+        if chunks != n || answer["result"]["stopReason"] != "end_turn" {
+            return Err(format!("direct: {chunks} chunks, {answer}"));
+        }
+        Ok((n as f64 / secs, agent_cpu))
+    }
+
+    fn daemon(agent: &Path) -> Res<Server> {
+        let agent = serde_json::to_string(&agent.to_string_lossy()).map_err(|e| e.to_string())?;
+        let config =
+            format!("schema_version = 1\n\n[agents.acp]\nbackend = \"acp\"\ncommand = [{agent}]\n");
+        Server::daemon_with_config("daemon", &config).map_err(|e| e.to_string())
+    }
+
+    struct Client {
+        w: UnixStream,
+        r: BufReader<UnixStream>,
+        next_id: u64,
+    }
+
+    impl Client {
+        fn open(server: &Server) -> Res<Self> {
+            let mut w = UnixStream::connect(&server.endpoint).map_err(|e| e.to_string())?;
+            w.set_read_timeout(Some(Duration::from_secs(120)))
+                .map_err(|e| e.to_string())?;
+            let r = BufReader::with_capacity(1 << 20, w.try_clone().map_err(|e| e.to_string())?);
+            w.write_all(common::INITIALIZE).map_err(|e| e.to_string())?;
+            let mut c = Client { w, r, next_id: 1 };
+            let mut line = Vec::new();
+            c.r.read_until(b'\n', &mut line)
+                .map_err(|e| e.to_string())?;
+            common::check_initialize_response(&line).map_err(|e| e.to_string())?;
+            Ok(c)
+        }
+
+        fn send(&mut self, method: &str, params: Value) -> Res<u64> {
+            let id = self.next_id;
+            self.next_id += 1;
+            let mut f =
+                json!({"jsonrpc": "2.0", "method": method, "params": params, "id": id}).to_string();
+            f.push('\n');
+            self.w.write_all(f.as_bytes()).map_err(|e| e.to_string())?;
+            Ok(id)
+        }
+
+        fn session(&mut self, mode: &str) -> Res<String> {
+            let id = self.send(
+                "session/new",
+                json!({"agent_alias": "acp", "chat_mode": mode}),
+            )?;
+            let (_, v) = read_turn(&mut self.r, id, b"\0")?;
+            Ok(v["result"]["session_id"]
+                .as_str()
+                .ok_or("no session id")?
+                .to_owned())
+        }
+    }
+
+    fn through_daemon(server: &Server, n: u64, mode: &str) -> Res<(f64, f64)> {
+        let mut c = Client::open(server)?;
+        let sid = c.session(mode)?;
+        // Warm up: the agent process starts on the first prompt.
+        let id = c.send(
+            "session/prompt",
+            json!({"session_id": sid, "prompt": "say warm"}),
+        )?;
+        read_turn(&mut c.r, id, b"\0")?;
+        let cpu0 = cpu_secs(server.pid);
+        let started = Instant::now();
+        let id = c.send(
+            "session/prompt",
+            json!({"session_id": sid, "prompt": format!("flood {n}")}),
+        )?;
+        let (chunks, answer) = read_turn(&mut c.r, id, b"\"agent_message_chunk\"")?;
+        let secs = started.elapsed().as_secs_f64();
+        let cpu = cpu_secs(server.pid) - cpu0;
+        if chunks != n || answer["result"]["stop_reason"] != "end_turn" {
+            return Err(format!("daemon: {chunks} chunks, {answer}"));
+        }
+        Ok((n as f64 / secs, cpu))
+    }
+
+    fn slow_reader(server: &Server, n: u64, slow: Duration) -> Res<(u64, u64)> {
+        let mut c = Client::open(server)?;
+        let sid = c.session("acp")?;
+        let base = server.rss_bytes().map_err(|e| e.to_string())?;
+        let id = c.send(
+            "session/prompt",
+            json!({"session_id": sid, "prompt": format!("flood {n}")}),
+        )?;
+        let started = Instant::now();
+        let mut peak = base;
+        let mut line = Vec::new();
+        // One line every 2 ms (the reader's buffer holds up to 1 MiB of them).
+        while started.elapsed() < slow {
+            line.clear();
+            if c.r
+                .read_until(b'\n', &mut line)
+                .map_err(|e| e.to_string())?
+                == 0
+            {
+                return Err("end of stream".into());
+            }
+            peak = peak.max(server.rss_bytes().map_err(|e| e.to_string())?);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let (_, answer) = read_turn(&mut c.r, id, b"\"agent_message_chunk\"")?;
+        if answer["result"]["stop_reason"] != "end_turn" {
+            return Err(format!("slow reader: {answer}"));
+        }
+        Ok((base, peak))
+    }
+
+    pub fn main() -> i32 {
+        match run() {
+            Ok(ok) => i32::from(!ok),
+            Err(e) => {
+                eprintln!("acp_agent: {e}");
+                2
+            }
+        }
+    }
+
+    fn run() -> Res<bool> {
+        let n = std::env::var("ZC_BENCH_CHUNKS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100_000u64);
+        let slow = common::env_secs("ZC_BENCH_SLOW_SECS", 3.0);
+        let agent = agent_bin()?;
+        println!("acp_agent: {} ({n} chunks per turn)", common::machine());
+        let (direct_rate, agent_cpu) = direct(&agent, n)?;
+        println!(
+            "direct       {direct_rate:>10.0} updates/s  (agent CPU {:.2} µs/update)",
+            agent_cpu * 1e6 / n as f64
+        );
+        let server = daemon(&agent)?;
+        let (daemon_rate, cpu) = through_daemon(&server, n, "acp")?;
+        let ratio = daemon_rate / direct_rate;
+        println!(
+            "daemon       {daemon_rate:>10.0} updates/s  (daemon CPU {:.2} µs/update), ratio {ratio:.2} (target ≥ {RATIO_TARGET})",
+            cpu * 1e6 / n as f64
+        );
+        // The same without durable persistence: what the host itself costs.
+        let (chat_rate, chat_cpu) = through_daemon(&server, n, "chat")?;
+        println!(
+            "daemon-chat  {chat_rate:>10.0} updates/s  (daemon CPU {:.2} µs/update), ratio {:.2} (no persistence; not the target)",
+            chat_cpu * 1e6 / n as f64,
+            chat_rate / direct_rate
+        );
+        let (base, peak) = slow_reader(&server, n, slow)?;
+        let growth = peak.saturating_sub(base);
+        println!(
+            "slow-reader  RSS {} → peak {} KiB, growth {} KiB (bound {} KiB)",
+            base / 1024,
+            peak / 1024,
+            growth / 1024,
+            RSS_GROWTH_BOUND / 1024
+        );
+        Ok(ratio >= RATIO_TARGET && growth < RSS_GROWTH_BOUND)
+    }
+}

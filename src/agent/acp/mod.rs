@@ -1,0 +1,31 @@
+//! The `acp` backend (issue 16, docs/agents.md): the daemon as an Agent
+//! Client Protocol client of a hosted agent process (Claude Code, Codex,
+//! Gemini CLI, …) over its stdin/stdout, protocol version 1.
+//!
+//! - [`wire`]: bounded line framing and JSON-RPC message classification;
+//! - [`host`]: one agent process, its pipes and requests with deadlines;
+//! - [`hosts`]: the registry (one process per live session);
+//! - [`links`]: where session ↔ agent session links are kept;
+//! - [`open`]: `initialize`, `authenticate`, `session/new` / `session/load`;
+//! - [`turn`]: `session/prompt` and everything until its answer;
+//! - [`prompt`]: the prompt's content blocks (attachments as resource links);
+//! - [`mapping`], [`permission`], [`fs`]: what the agent sends, served.
+//!
+//! Framing, dispatch and the few message types are ours, not the official
+//! SDK's: docs/decisions.md says precisely why.
+
+mod fs;
+mod host;
+mod hosts;
+mod links;
+mod mapping;
+mod open;
+mod permission;
+mod prompt;
+mod schema;
+mod turn;
+mod wire;
+
+pub use hosts::{AcpHosts, IDLE_GRACE};
+pub use links::{Link, LinkStore};
+pub use turn::run;

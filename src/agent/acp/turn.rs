@@ -1,0 +1,217 @@
+//! One turn of an ACP agent: `session/prompt`, then every message of the
+//! agent until its answer, in the order the agent sent them.
+//!
+//! Updates go to the sink (which commits then notifies: each await is the
+//! backpressure that reaches the agent's pipe); permission and `fs/*`
+//! requests are answered in line; every other request gets a JSON-RPC error.
+//! Our cancel sends `session/cancel` once and keeps reading until the agent
+//! answers (the runtime aborts the turn after its grace if it never does,
+//! which stops the process). A connection that broke is never reused.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::host::Host;
+use super::mapping::{self, Tools};
+use super::open::ready_host;
+use super::permission::{self, Ask};
+use super::schema::PromptResponse;
+use super::wire::{self, Incoming, WireError};
+use super::{fs, hosts::AcpHosts, prompt};
+use crate::agent::sink::EventSink;
+use crate::agent::{TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
+
+/// JSON-RPC "method not found".
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// Runs one turn on the session's agent process (started if needed).
+pub async fn run<S: EventSink>(
+    hosts: &std::sync::Arc<AcpHosts>,
+    input: &TurnInput<'_>,
+    sink: &mut S,
+    cancel: &CancellationToken,
+) -> TurnOutcome {
+    let deadline = Instant::now() + Duration::from_secs(input.settings.timeout_secs);
+    let ready = tokio::select! {
+        r = ready_host(hosts, input, deadline) => r,
+        () = cancel.cancelled() => return TurnOutcome::Cancelled,
+    };
+    let mut host = match ready {
+        Ok(host) => host,
+        Err(why) => {
+            tracing::warn!(event = "acp_agent_unavailable", session_id = %input.session_id, reason = %why);
+            return TurnOutcome::Failed(why);
+        }
+    };
+    let outcome = prompt(&mut host, input, sink, cancel, deadline).await;
+    if let TurnOutcome::Failed(why) = &outcome {
+        tracing::warn!(event = "acp_turn_failed", session_id = %input.session_id, pid = ?host.pid, reason = %why);
+    }
+    hosts.put_back(input.session_id, host);
+    outcome
+}
+
+async fn prompt<S: EventSink>(
+    host: &mut Host,
+    input: &TurnInput<'_>,
+    sink: &mut S,
+    cancel: &CancellationToken,
+    deadline: Instant,
+) -> TurnOutcome {
+    let session = host.agent_session.clone().unwrap_or_default();
+    let params = json!({"sessionId": session, "prompt": prompt::blocks(input.prompt)});
+    let id = match host
+        .start_request("session/prompt", &params, deadline)
+        .await
+    {
+        Ok(id) => id,
+        Err(why) => return TurnOutcome::Failed(why),
+    };
+    let mut tools = Tools::default();
+    let mut always = input.always_allowed.clone();
+    let mut cancel_sent = false;
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled(), if !cancel_sent => {
+                cancel_sent = true;
+                let line = wire::notification("session/cancel", &json!({"sessionId": session}));
+                if !host.try_send(line) {
+                    host.mark_broken("the ACP agent does not read its stdin");
+                    return TurnOutcome::Cancelled;
+                }
+                continue;
+            }
+            () = tokio::time::sleep_until(deadline.into()) => {
+                host.mark_broken("turn timed out");
+                return TurnOutcome::Failed(format!(
+                    "the ACP agent did not finish the turn within {} s",
+                    input.settings.timeout_secs
+                ));
+            }
+            m = host.recv() => m,
+        };
+        let message = match next {
+            Ok(m) => m,
+            Err(_) if cancel_sent => return TurnOutcome::Cancelled,
+            Err(why) => return TurnOutcome::Failed(why),
+        };
+        match message {
+            Incoming::Response { id: got, result } if got == id => {
+                return stop_outcome(result, cancel_sent);
+            }
+            Incoming::Response { .. } => {}
+            Incoming::Notification { method, params } if method == "session/update" => {
+                if mapping::apply(params, &session, &mut tools, sink)
+                    .await
+                    .is_err()
+                {
+                    host.mark_broken(SINK_CLOSED_MESSAGE);
+                    return TurnOutcome::Failed(SINK_CLOSED_MESSAGE.to_owned());
+                }
+            }
+            Incoming::Notification { .. } => {}
+            Incoming::Request {
+                id: rid,
+                method,
+                params,
+            } => {
+                let reply = match method.as_str() {
+                    "session/request_permission" => {
+                        let ask = Ask {
+                            tools: &tools,
+                            always: &mut always,
+                            default: input.settings.acp.permission_default,
+                            cancel,
+                        };
+                        match permission::answer(params, ask, sink).await {
+                            Err(_) => {
+                                host.mark_broken(SINK_CLOSED_MESSAGE);
+                                return TurnOutcome::Failed(SINK_CLOSED_MESSAGE.to_owned());
+                            }
+                            Ok(Ok(result)) => wire::response(&rid, &result),
+                            Ok(Err(text)) => wire::error_response(&rid, -32602, &text),
+                        }
+                    }
+                    "fs/read_text_file" | "fs/write_text_file" if input.settings.acp.fs => {
+                        match fs::serve(&method, &params, input.cwd).await {
+                            Ok(result) => wire::response(&rid, &result),
+                            Err((code, text)) => wire::error_response(&rid, code, &text),
+                        }
+                    }
+                    other => {
+                        let text = format!("{other} is not served by this client");
+                        wire::error_response(&rid, METHOD_NOT_FOUND, &text)
+                    }
+                };
+                if let Err(why) = host.send(reply, deadline).await {
+                    return TurnOutcome::Failed(why);
+                }
+            }
+        }
+    }
+}
+
+/// The answer to `session/prompt` as our outcome (docs/agents.md).
+fn stop_outcome(result: Result<Value, WireError>, cancel_sent: bool) -> TurnOutcome {
+    if cancel_sent {
+        return TurnOutcome::Cancelled;
+    }
+    let answer = match result {
+        Ok(v) => v,
+        Err(e) => {
+            return TurnOutcome::Failed(format!(
+                "the ACP agent answered session/prompt with error {}: {}",
+                e.code, e.message
+            ))
+        }
+    };
+    match serde_json::from_value::<PromptResponse>(answer) {
+        Ok(r) => match r.stop_reason.as_str() {
+            "cancelled" => TurnOutcome::Cancelled,
+            "refusal" => {
+                TurnOutcome::Failed("the ACP agent refused the prompt (stop reason refusal)".into())
+            }
+            // The turn's output stands.
+            "end_turn" | "max_tokens" | "max_turn_requests" => TurnOutcome::Completed,
+            other => TurnOutcome::Failed(format!(
+                "the ACP agent stopped with unknown stop reason {other:?}"
+            )),
+        },
+        Err(e) => TurnOutcome::Failed(format!(
+            "the ACP agent's session/prompt answer is invalid: {e}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_reasons_map_onto_outcomes() {
+        let of = |r: &str| stop_outcome(Ok(json!({"stopReason": r})), false);
+        assert_eq!(of("end_turn"), TurnOutcome::Completed);
+        assert_eq!(of("max_tokens"), TurnOutcome::Completed);
+        assert_eq!(of("max_turn_requests"), TurnOutcome::Completed);
+        assert_eq!(of("cancelled"), TurnOutcome::Cancelled);
+        assert!(matches!(of("refusal"), TurnOutcome::Failed(_)));
+        assert!(matches!(of("bogus"), TurnOutcome::Failed(_)));
+        assert_eq!(
+            stop_outcome(Ok(json!({"stopReason": "end_turn"})), true),
+            TurnOutcome::Cancelled
+        );
+        let e = WireError {
+            code: -32000,
+            message: "boom".into(),
+        };
+        assert_eq!(
+            stop_outcome(Err(e), false),
+            TurnOutcome::Failed(
+                "the ACP agent answered session/prompt with error -32000: boom".into()
+            )
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! Helpers of the hosted-ACP-agent tests (tests/acp_backend*.rs): the test
+//! agent binary (examples/acp_test_agent.rs), configs that host it, and the
+//! session calls those tests make.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::{json, Value};
+
+use super::acp::{Rpc, Turn};
+use super::BIN;
+
+/// `target/debug/examples/acp_test_agent`, built once if `cargo test` did
+/// not build it already (`cargo test --test NAME` builds no examples).
+pub fn agent_bin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let bin = PathBuf::from(BIN);
+            let path = bin
+                .parent()
+                .expect("target dir")
+                .join("examples")
+                .join("acp_test_agent");
+            if !path.exists() {
+                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+                let st = Command::new(cargo)
+                    .args(["build", "--example", "acp_test_agent"])
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .status()
+                    .expect("cargo build --example acp_test_agent");
+                assert!(st.success(), "building the ACP test agent failed");
+            }
+            path
+        })
+        .clone()
+}
+
+/// A TOML string literal.
+pub fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string")
+}
+
+/// A config with the `echo` agent and the test agent as `acp`, with `extra`
+/// lines in its table (`env = {…}`, `timeout_secs = …`) and `daemon` lines.
+pub fn acp_config(agent_lines: &str, daemon_lines: &str) -> String {
+    format!(
+        "schema_version = 1\n\n[daemon]\n{daemon_lines}\n\n[agents.echo]\nbackend = \"echo\"\n\n\
+         [agents.acp]\nbackend = \"acp\"\ncommand = [{}]\n{agent_lines}\n",
+        toml_str(&agent_bin().to_string_lossy())
+    )
+}
+
+/// `session/new` of the `acp` agent in `mode` (`chat` or `acp`).
+pub fn new_acp_session(rpc: &mut Rpc, id: &str, mode: &str) -> Value {
+    rpc.ok(
+        "session/new",
+        json!({"agent_alias": "acp", "session_id": id, "chat_mode": mode}),
+    )
+}
+
+/// The update params of `turn` without `turn_complete`.
+pub fn events(turn: &Turn) -> Vec<Value> {
+    turn.updates()
+        .into_iter()
+        .filter(|u| u["type"] != "turn_complete")
+        .collect()
+}
+
+/// `{"sessionId": sid, "type": "agent_message_chunk", "text": text}`.
+pub fn say(sid: &str, text: &str) -> Value {
+    json!({"sessionId": sid, "type": "agent_message_chunk", "text": text})
+}
+
+/// Reads frames (stashing them) until a `session/update` whose params
+/// satisfy `pred`; returns those params.
+pub fn wait_update(rpc: &mut Rpc, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + super::RECV_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = rpc.try_recv_line(left).unwrap_or_else(|e| {
+            panic!(
+                "no such update: {}; stashed {:?}",
+                super::describe(&e),
+                rpc.stash
+            )
+        });
+        let f = super::rpc::Frame::parse(line);
+        let hit = f.is_update() && pred(f.params());
+        let params = f.params().clone();
+        rpc.stash.push_back(f);
+        if hit {
+            return params;
+        }
+    }
+}
