@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value};
 
+use crate::agent::{ProviderFailure, ProviderReason};
 use crate::bounded::bound_text;
 use crate::limits::{MAX_ECHOED_NAME_BYTES, MAX_ERROR_DATA_MEMBER_BYTES, MAX_FRAME_BYTES};
 use crate::storage_fault::StorageFault;
@@ -197,6 +198,20 @@ pub enum RpcError {
     VersionMismatch { requested: Value },
     #[error("{}", forbidden_message(.0))]
     Forbidden(Forbidden),
+    /// `-32603` of a turn its model server failed (backend `openai`):
+    /// `data.reason` names the class, `data.status` an HTTP error's status.
+    #[error("{}", .0.message)]
+    Provider(ProviderFailure),
+}
+
+/// The `data.reason` of a model server failure (docs/agents.md).
+pub fn provider_reason(reason: ProviderReason) -> &'static str {
+    match reason {
+        ProviderReason::Unreachable => "provider_unreachable",
+        ProviderReason::Error => "provider_error",
+        ProviderReason::Timeout => "provider_timeout",
+        ProviderReason::Protocol => "provider_protocol",
+    }
 }
 
 fn limit_message(limit: &str) -> Cow<'static, str> {
@@ -248,7 +263,7 @@ impl RpcError {
             Self::InvalidEnvelope(_) | Self::Batch | Self::FrameTooLarge => -32600,
             Self::MethodNotFound(_) => -32601,
             Self::InvalidParams { .. } => -32602,
-            Self::Internal { .. } => -32603,
+            Self::Internal { .. } | Self::Provider(_) => -32603,
             Self::SessionNotFound { .. } => -32000,
             Self::SessionLimit { .. } => -32001,
             Self::SessionBusy { .. } => -32002,
@@ -278,6 +293,13 @@ impl RpcError {
                 Some(ErrorData::default().with("limit", *limit).with("max", *max))
             }
             Self::Auth(r) => Some(reason(r.as_str())),
+            Self::Provider(f) => {
+                let data = reason(provider_reason(f.reason));
+                Some(match f.status {
+                    Some(status) => data.with("status", status),
+                    None => data,
+                })
+            }
             Self::VersionMismatch { requested } => Some(
                 ErrorData::default()
                     .with("supported", json!([1]))

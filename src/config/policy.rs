@@ -82,7 +82,20 @@ pub fn is_admin_only_prop(prop: &str) -> bool {
     match segments.as_slice() {
         ["security" | "users" | "permission_profiles" | "gateway", ..] => true,
         ["agents", _, field, ..] => {
-            matches!(*field, "backend" | "command" | "env" | "workspace_dir")
+            // The openai keys that choose where prompts and a secret go
+            // (`base_url`, `api_key_env`) or what a model may do unasked
+            // (`tools`, `approval`) are as sensitive as `command`.
+            matches!(
+                *field,
+                "backend"
+                    | "command"
+                    | "env"
+                    | "workspace_dir"
+                    | "base_url"
+                    | "api_key_env"
+                    | "tools"
+                    | "approval"
+            )
         }
         _ => false,
     }

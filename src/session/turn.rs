@@ -17,8 +17,8 @@ use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
 use super::update::{bounded, notify, Event, Outcome, Update, MAX_CONTENT_BYTES};
 use super::{new_uuid, ChatMode, Sessions};
 use crate::agent::{
-    self, AgentSettings, Backend, CompactionRequest, ContextMessage, InputMode, Kind, Role,
-    TurnInput, TurnOutcome,
+    self, AgentSettings, Backend, CompactionRequest, ContextMessage, InputMode, Kind,
+    OpenAiSettings, Role, TurnInput, TurnOutcome,
 };
 use crate::config::{AgentConfig, Config};
 use crate::context::Conn;
@@ -126,10 +126,10 @@ pub async fn run_prompt(
 }
 
 fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
-    let backend = if agent.backend.as_deref() == Some("command") {
-        Backend::Command
-    } else {
-        Backend::Echo
+    let backend = match agent.backend.as_deref() {
+        Some("command") => Backend::Command,
+        Some("openai") => Backend::OpenAi,
+        _ => Backend::Echo,
     };
     let settings = AgentSettings {
         chunk_chars: agent.chunk_chars,
@@ -142,6 +142,7 @@ fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
         },
         env: agent.env.clone(),
         timeout_secs: u64::from(agent.timeout_secs),
+        openai: OpenAiSettings::from_config(agent),
     };
     (backend, settings)
 }
@@ -242,10 +243,8 @@ async fn execute(
     }
 
     // 5. Persist the outcome.
-    let failure = match &outcome {
-        TurnOutcome::Failed(m) => Some(m.as_str()),
-        _ => None,
-    };
+    let failure_message = outcome.failure_message();
+    let failure = failure_message.as_deref();
     let persisted = match (emitted, acp_row) {
         (Err(e), _) => Err(e),
         (Ok(()), Some(row)) => store
@@ -294,10 +293,15 @@ async fn execute(
     let (result, out) = match outcome {
         TurnOutcome::Completed => (Ok("end_turn"), Outcome::Completed),
         TurnOutcome::Cancelled => (Ok("cancelled"), Outcome::Cancelled),
-        TurnOutcome::Failed(m) => (Err(m), Outcome::Failed),
+        TurnOutcome::Failed(m) => (
+            Err(RpcError::internal(m, Some(InternalReason::AgentFailed))),
+            Outcome::Failed,
+        ),
+        TurnOutcome::ProviderFailed(f) => (Err(RpcError::Provider(f)), Outcome::Failed),
     };
-    let reason = match (&result, out) {
-        (Err(m), _) => Some(m.as_str()),
+    let failure_text = result.as_ref().err().map(ToString::to_string);
+    let reason = match (&failure_text, out) {
+        (Some(m), _) => Some(m.as_str()),
         (_, Outcome::Cancelled) => Some("cancelled"),
         _ => None,
     };
@@ -308,7 +312,7 @@ async fn execute(
             stop_reason,
             content: bounded(&content, MAX_CONTENT_BYTES).into_owned(),
         }),
-        Err(m) => Err(RpcError::internal(m, Some(InternalReason::AgentFailed))),
+        Err(e) => Err(e),
     };
     Answered {
         result,
