@@ -19,6 +19,8 @@ mod daemon;
 pub mod env_ops;
 pub mod files;
 mod log;
+pub mod openai;
+pub mod openai_server;
 pub mod pipeline;
 pub mod rpc;
 pub mod sessions;
