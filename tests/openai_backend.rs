@@ -221,8 +221,8 @@ fn a_restart_mid_answer_recovers_the_partial_text_into_the_context() {
     let server = OpenAiServer::start();
     let dir = common::TestDir::new();
     let cfg = config(&server, "");
-    let mut d = openai::start_in(dir, &cfg);
-    let mut c = d.client();
+    let common::start::Env { mut daemon, dir } = openai::start_in(dir, &cfg);
+    let mut c = daemon.client();
     c.new_session_of("m", "s-1", "acp");
     server.push(Reply::Stream(vec![
         sse::role(),
@@ -233,10 +233,9 @@ fn a_restart_mid_answer_recovers_the_partial_text_into_the_context() {
     c.start_prompt("s-1", "first");
     c.until_update(|u| u["type"] == "agent_message_chunk" && u["text"] == "text");
     // Both chunks are in the checkpoint once the second was sent to us.
-    d.daemon.kill9();
+    daemon.kill9();
     server.wait_client_closed(0);
-    let dir = std::mem::replace(&mut d.dir, common::TestDir::new());
-    drop(d);
+    drop(daemon);
     let d = openai::start_in(dir, &cfg);
     let mut c = d.client();
     let r = c.ok(
