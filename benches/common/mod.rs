@@ -262,3 +262,21 @@ pub fn machine() -> String {
         .unwrap_or_else(|| "unknown CPU".to_owned());
     format!("{cpus} CPUs, {model}")
 }
+
+/// A process's CPU time (user + system) so far, in seconds, from
+/// `/proc/<pid>/stat` (0 when unreadable).
+pub fn cpu_secs(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    // utime and stime are fields 14 and 15 of proc_pid_stat(5); `rest` starts at field 3.
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    ticks as f64 / hz as f64
+}
