@@ -37,7 +37,7 @@ mod imp {
 
     use serde_json::{json, Value};
 
-    use super::common::{self, Server};
+    use super::common::{self, cpu_secs, median, verdict, Server};
 
     /// The ACP/Chat throughput ratio to reach.
     const RATIO_TARGET: f64 = 0.5;
@@ -250,22 +250,6 @@ mod imp {
         }
     }
 
-    /// The daemon's CPU time (user + system) so far, from `/proc/<pid>/stat`.
-    fn cpu_secs(pid: u32) -> f64 {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return 0.0;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            return 0.0;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
-            + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
-        ticks as f64 / hz as f64
-    }
-
     fn env_num(var: &str, default: f64) -> f64 {
         std::env::var(var)
             .ok()
@@ -274,27 +258,8 @@ mod imp {
             .unwrap_or(default)
     }
 
-    fn median(v: &mut [f64]) -> f64 {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    }
-
-    fn verdict(ok: bool) -> &'static str {
-        if ok {
-            "met"
-        } else {
-            "MISSED"
-        }
-    }
-
     pub fn main() -> i32 {
-        match run() {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("acp_stream: error: {e}");
-                1
-            }
-        }
+        common::exit_code("acp_stream", run())
     }
 
     fn run() -> Res<()> {

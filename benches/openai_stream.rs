@@ -27,13 +27,12 @@ mod imp {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::{TcpListener, TcpStream};
     use std::os::unix::net::UnixStream;
-    use std::process::Command;
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
 
     use serde_json::{json, Value};
 
-    use super::common::{self, cpu_secs, ScratchDir, Server};
+    use super::common::{self, cpu_secs, median, verdict, ScratchDir, Server};
 
     const RATIO_TARGET: f64 = 0.7;
     const LATENCY_TARGET: Duration = Duration::from_millis(1);
@@ -299,27 +298,8 @@ mod imp {
             .unwrap_or(default)
     }
 
-    fn median(v: &mut [f64]) -> f64 {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    }
-
-    fn verdict(ok: bool) -> &'static str {
-        if ok {
-            "met"
-        } else {
-            "MISSED"
-        }
-    }
-
     pub fn main() -> i32 {
-        match run() {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("openai_stream: error: {e}");
-                1
-            }
-        }
+        common::exit_code("openai_stream", run())
     }
 
     fn run() -> Res<()> {
@@ -336,13 +316,7 @@ mod imp {
             model.port
         );
         std::fs::write(dir.path().join("config.toml"), config).map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeroclaw"));
-        cmd.arg("--config-dir")
-            .arg(dir.path())
-            .arg("daemon")
-            .env_remove("ZEROCLAW_CONFIG_DIR")
-            .env_remove("ZEROCLAW_DATA_DIR")
-            .env_remove("ZEROCLAW_LOG");
+        let cmd = common::daemon_command(env!("CARGO_BIN_EXE_zeroclaw").as_ref(), dir.path());
         let server = Server::start("daemon", cmd, None).map_err(|e| e.to_string())?;
         let mut c = Conn::open(&server)?;
         let id = c.send(

@@ -74,14 +74,7 @@ impl Server {
     /// before and after are measured in the same run).
     pub fn daemon_from(name: &'static str, bin: &std::path::Path) -> std::io::Result<Self> {
         let dir = ScratchDir::new(name)?;
-        let mut cmd = Command::new(bin);
-        cmd.arg("--config-dir")
-            .arg(dir.path())
-            .arg("daemon")
-            // Keep the environment from choosing another endpoint or log level.
-            .env_remove("ZEROCLAW_CONFIG_DIR")
-            .env_remove("ZEROCLAW_DATA_DIR")
-            .env_remove("ZEROCLAW_LOG");
+        let cmd = daemon_command(bin, dir.path());
         Self::start(name, cmd, Some(dir))
     }
 
@@ -279,4 +272,43 @@ pub fn cpu_secs(pid: u32) -> f64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
     ticks as f64 / hz as f64
+}
+
+/// The median of `v` (sorted in place; `v` must not be empty).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// How a report line says whether a target was reached.
+pub fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+/// A bench's exit code: 0, or 1 after printing `<name>: error: <e>`.
+pub fn exit_code(name: &str, result: Result<(), String>) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{name}: error: {e}");
+            1
+        }
+    }
+}
+
+/// `<bin> --config-dir <dir> daemon`, with the environment kept from
+/// choosing another config dir, data dir or log level.
+pub fn daemon_command(bin: &Path, config_dir: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("--config-dir")
+        .arg(config_dir)
+        .arg("daemon")
+        .env_remove("ZEROCLAW_CONFIG_DIR")
+        .env_remove("ZEROCLAW_DATA_DIR")
+        .env_remove("ZEROCLAW_LOG");
+    cmd
 }
