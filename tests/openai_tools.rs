@@ -8,7 +8,7 @@ mod common;
 
 use serde_json::{json, Value};
 
-use common::openai::{self, config, decide, until_approval};
+use common::openai::{self, config, decide, merged, until_approval};
 use common::openai_server::{sse, OpenAiServer, Reply};
 use common::sessions::{complete, msg, upd, Rpc};
 use common::Client;
@@ -78,12 +78,11 @@ fn one_call_with_split_arguments_runs_and_goes_back_to_the_model() {
     let t = c.prompt("s-1", "read it");
     t.check("s-1");
     assert_eq!(
-        t.updates(),
+        merged(t.updates()),
         vec![
             tool_call("call_1", "read_file", json!({"path": "notes.txt"})),
             tool_result("call_1", "read_file", "hello\n"),
-            msg("s-1", "It says "),
-            msg("s-1", "hello"),
+            msg("s-1", "It says hello"),
             complete("s-1", "completed", "It says hello", None),
         ]
     );
@@ -138,7 +137,7 @@ fn interleaved_calls_run_in_index_order_after_the_text() {
     let t = c.prompt("s-1", "where is main?");
     t.check("s-1");
     assert_eq!(
-        t.updates(),
+        merged(t.updates()),
         vec![
             msg("s-1", "Looking. "),
             tool_call("call_a", "list_dir", json!({"path": "src"})),
@@ -207,7 +206,7 @@ fn write_file_waits_for_approval_allow_reject_and_reject_with_edit() {
         let t = c.until_answer(&pid);
         let acks: Vec<_> = t.frames.iter().filter(|f| f.answers(&aid)).collect();
         assert_eq!(acks[0].result()["acknowledged"], true);
-        let updates: Vec<Value> = t.updates();
+        let updates: Vec<Value> = merged(t.updates());
         assert_eq!(
             updates,
             vec![
@@ -234,7 +233,9 @@ fn write_file_waits_for_approval_allow_reject_and_reject_with_edit() {
     ));
     server.push(Reply::Stream(sse::answer(&["x"])));
     let t = c.prompt("s-1", "read");
-    assert!(t.updates().iter().all(|u| u["type"] != "approval_request"));
+    assert!(merged(t.updates())
+        .iter()
+        .all(|u| u["type"] != "approval_request"));
 }
 
 #[test]
@@ -300,7 +301,9 @@ fn allow_always_skips_later_requests_for_that_tool() {
     server.push(Reply::Stream(sse::answer(&["ok"])));
     let t = c.prompt("s-1", "again");
     assert!(
-        t.updates().iter().all(|u| u["type"] != "approval_request"),
+        merged(t.updates())
+            .iter()
+            .all(|u| u["type"] != "approval_request"),
         "{:#?}",
         t.raw()
     );
@@ -318,7 +321,7 @@ fn the_tool_round_limit_fails_the_turn_keeping_what_ran() {
     let t = c.prompt("s-1", "loop");
     let m = "the model asked for tools again after 1 tool rounds (max_tool_rounds)";
     assert_eq!(
-        t.updates(),
+        merged(t.updates()),
         vec![
             msg("s-1", "a"),
             tool_call("c1", "list_dir", json!({})),
@@ -362,7 +365,7 @@ fn unknown_tools_bad_arguments_and_escapes_go_back_as_tool_errors() {
     let outside = "error: path is outside the working directory";
     let not_object = "error: arguments are not a JSON object";
     assert_eq!(
-        t.updates(),
+        merged(t.updates()),
         vec![
             tool_call("c1", "rm_rf", json!({})),
             tool_result("c1", "rm_rf", &unknown("rm_rf")),

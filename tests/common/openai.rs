@@ -70,3 +70,26 @@ pub fn updates_without_acks(t: &Turn) -> Vec<Value> {
 pub fn messages(body: &Value) -> Vec<Value> {
     body["messages"].as_array().cloned().unwrap_or_default()
 }
+
+/// `updates` with consecutive chunks of one stream joined: the backend
+/// sends the deltas it has already received as one chunk, so where chunks
+/// split depends on timing; their text and order do not.
+pub fn merged(updates: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(updates.len());
+    for u in updates {
+        let joinable = |t: &Value| t == "agent_message_chunk" || t == "agent_thought_chunk";
+        if let Some(last) = out.last_mut() {
+            if joinable(&u["type"]) && last["type"] == u["type"] {
+                let text = format!(
+                    "{}{}",
+                    last["text"].as_str().unwrap_or_default(),
+                    u["text"].as_str().unwrap_or_default()
+                );
+                last["text"] = json!(text);
+                continue;
+            }
+        }
+        out.push(u);
+    }
+    out
+}

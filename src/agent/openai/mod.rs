@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 mod delta;
+mod pending;
 mod request;
 mod settings;
 mod stream;
@@ -26,7 +27,8 @@ pub use settings::{Approval, OpenAiSettings};
 use super::sink::{ApprovalDecision, EventSink, SinkClosed};
 use super::{ProviderFailure, TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
 use delta::{AssembledCall, Calls};
-use stream::{Halt, Piece};
+use pending::{Pending, COALESCE_BYTES};
+use stream::Halt;
 use tools::{Ran, Tool};
 
 /// Bytes of a call's arguments shown in its approval request.
@@ -153,24 +155,25 @@ impl Turn<'_, '_> {
         let mut answer = stream::open(self.settings, &body, self.api_key, self.cancel).await?;
         let mut text = String::new();
         let mut calls = Calls::default();
+        let mut pending = Pending::default();
         while let Some(pieces) = answer.next(self.cancel).await? {
-            for piece in pieces {
-                match piece {
-                    Piece::Content(t) => {
-                        sink.message_chunk(&t).await?;
-                        text.push_str(&t);
+            pending.absorb(sink, pieces, &mut text, &mut calls).await?;
+            // Deltas already received go out as one chunk (up to a bound,
+            // then cancellation is looked at again); a lone delta at once.
+            while pending.text.len() < COALESCE_BYTES {
+                match answer.ready() {
+                    Ok(Some(pieces)) => {
+                        pending.absorb(sink, pieces, &mut text, &mut calls).await?;
                     }
-                    Piece::Reasoning(t) => sink.thought_chunk(&t).await?,
-                    Piece::ToolCalls(deltas) => calls.add(deltas).map_err(|m| {
-                        End::Provider(ProviderFailure {
-                            reason: super::ProviderReason::Protocol,
-                            status: None,
-                            message: m,
-                        })
-                    })?,
-                    Piece::Finish => {}
+                    Ok(None) => break,
+                    Err(halt) => {
+                        // What was received before the failure is kept.
+                        pending.flush(sink).await?;
+                        return Err(halt.into());
+                    }
                 }
             }
+            pending.flush(sink).await?;
         }
         Ok((text, calls.finish()))
     }

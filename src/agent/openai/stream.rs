@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use eventsource_stream::{Event, EventStreamError, Eventsource};
-use futures_util::{Stream, StreamExt};
+use futures_util::{FutureExt, Stream, StreamExt};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
@@ -268,37 +268,65 @@ impl Answer {
                 () = cancel.cancelled() => return Err(Halt::Cancelled),
                 r = tokio::time::timeout(self.timeout, self.events.next()) => r,
             };
-            let event = match item {
-                Err(_) => return Err(timed_out("stream", self.timeout).into()),
-                Ok(None) if self.finished => {
-                    self.done = true;
-                    return Ok(None);
-                }
-                Ok(None) => {
-                    let m = "stream cut: the server closed it before [DONE]".to_owned();
-                    return Err(failure(ProviderReason::Protocol, None, m).into());
-                }
-                Ok(Some(Err(EventStreamError::Transport(e)))) => {
-                    return Err(transport(&e, "stream cut").into())
-                }
-                Ok(Some(Err(e))) => {
-                    let m = format!("malformed event stream: {e}");
-                    return Err(failure(ProviderReason::Protocol, None, m).into());
-                }
-                Ok(Some(Ok(event))) => event,
-            };
-            if event.data.trim() == "[DONE]" {
-                self.done = true;
-                return Ok(None);
-            }
-            if event.data.is_empty() {
-                continue;
-            }
-            let pieces = self.decode(&event.data)?;
-            if !pieces.is_empty() {
-                return Ok(Some(pieces));
+            let item = item.map_err(|_| timed_out("stream", self.timeout))?;
+            if let Some(pieces) = self.take(item)? {
+                return Ok(pieces);
             }
         }
+    }
+
+    /// The pieces of the next chunk if it is already received, without
+    /// waiting; `Ok(None)` when none is (or the answer is complete).
+    pub fn ready(&mut self) -> Result<Option<Vec<Piece>>, Halt> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            // `next()` of a stream is cancel-safe: nothing is lost when it
+            // is not ready.
+            let Some(item) = self.events.next().now_or_never() else {
+                return Ok(None);
+            };
+            if let Some(pieces) = self.take(item)? {
+                return Ok(pieces);
+            }
+        }
+    }
+
+    /// Acts on one item of the event stream: `Some(pieces)` to hand out
+    /// (`Some(None)`: the end), `None` to read on.
+    #[allow(clippy::option_option)]
+    fn take(
+        &mut self,
+        item: Option<Result<Event, EventStreamError<reqwest::Error>>>,
+    ) -> Result<Option<Option<Vec<Piece>>>, Halt> {
+        let event = match item {
+            None if self.finished => {
+                self.done = true;
+                return Ok(Some(None));
+            }
+            None => {
+                let m = "stream cut: the server closed it before [DONE]".to_owned();
+                return Err(failure(ProviderReason::Protocol, None, m).into());
+            }
+            Some(Err(EventStreamError::Transport(e))) => {
+                return Err(transport(&e, "stream cut").into())
+            }
+            Some(Err(e)) => {
+                let m = format!("malformed event stream: {e}");
+                return Err(failure(ProviderReason::Protocol, None, m).into());
+            }
+            Some(Ok(event)) => event,
+        };
+        if event.data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(Some(None));
+        }
+        if event.data.is_empty() {
+            return Ok(None);
+        }
+        let pieces = self.decode(&event.data)?;
+        Ok((!pieces.is_empty()).then_some(Some(pieces)))
     }
 
     fn decode(&mut self, data: &str) -> Result<Vec<Piece>, Halt> {
