@@ -26,20 +26,18 @@ fn main() {
 mod imp {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::{TcpListener, TcpStream};
-    use std::os::unix::net::UnixStream;
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
 
     use serde_json::{json, Value};
 
+    use super::common::ndjson::{Conn, Res};
     use super::common::{self, cpu_secs, median, verdict, ScratchDir, Server};
 
     const RATIO_TARGET: f64 = 0.7;
     const LATENCY_TARGET: Duration = Duration::from_millis(1);
     /// The token every delta carries.
     const TOKEN: &str = "tok ";
-
-    type Res<T> = Result<T, String>;
 
     /// The stream of `n` tokens as one `chat.completion.chunk` per token,
     /// in HTTP chunks of up to 64 events (a server flushing per token would
@@ -215,72 +213,6 @@ mod imp {
         hay.windows(needle.len()).position(|w| w == needle)
     }
 
-    /// A blocking NDJSON client of the daemon.
-    struct Conn {
-        s: UnixStream,
-        buf: Vec<u8>,
-        start: usize,
-        next_id: u64,
-    }
-
-    impl Conn {
-        fn open(server: &Server) -> Res<Self> {
-            let s = UnixStream::connect(&server.endpoint).map_err(|e| e.to_string())?;
-            s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-            let mut c = Conn {
-                s,
-                buf: Vec::with_capacity(1 << 20),
-                start: 0,
-                next_id: 1,
-            };
-            c.s.write_all(common::INITIALIZE)
-                .map_err(|e| e.to_string())?;
-            let line = c.line()?;
-            common::check_initialize_response(&line).map_err(|e| e.to_string())?;
-            Ok(c)
-        }
-
-        fn send(&mut self, method: &str, params: Value) -> Res<u64> {
-            let id = self.next_id;
-            self.next_id += 1;
-            let mut f = serde_json::to_vec(
-                &json!({"jsonrpc": "2.0", "method": method, "params": params, "id": id}),
-            )
-            .map_err(|e| e.to_string())?;
-            f.push(b'\n');
-            self.s.write_all(&f).map_err(|e| e.to_string())?;
-            Ok(id)
-        }
-
-        fn line(&mut self) -> Res<Vec<u8>> {
-            loop {
-                if let Some(pos) = self.buf[self.start..].iter().position(|&b| b == b'\n') {
-                    let line = self.buf[self.start..self.start + pos].to_vec();
-                    self.start += pos + 1;
-                    if self.start == self.buf.len() {
-                        self.buf.clear();
-                        self.start = 0;
-                    }
-                    return Ok(line);
-                }
-                if self.start > 0 {
-                    self.buf.drain(..self.start);
-                    self.start = 0;
-                }
-                let len = self.buf.len();
-                self.buf.resize(len + (1 << 20), 0);
-                let n = self
-                    .s
-                    .read(&mut self.buf[len..])
-                    .map_err(|e| e.to_string())?;
-                self.buf.truncate(len + n);
-                if n == 0 {
-                    return Err("the daemon closed the connection".into());
-                }
-            }
-        }
-    }
-
     /// One turn through the daemon: tokens received (the daemon joins the
     /// deltas it has already received into one chunk), chunks, the instant
     /// of the first `agent_message_chunk`, and the turn's wall time.
@@ -351,19 +283,8 @@ mod imp {
         std::fs::write(dir.path().join("config.toml"), config).map_err(|e| e.to_string())?;
         let cmd = common::daemon_command(env!("CARGO_BIN_EXE_zeroclaw").as_ref(), dir.path());
         let server = Server::start("daemon", cmd, None).map_err(|e| e.to_string())?;
-        let mut c = Conn::open(&server)?;
-        let id = c.send(
-            "session/new",
-            json!({"agent_alias": "m", "chat_mode": "acp"}),
-        )?;
-        let r: Value = serde_json::from_slice(&c.line()?).map_err(|e| e.to_string())?;
-        if r["id"] != json!(id) {
-            return Err(format!("session/new: {r}"));
-        }
-        let sid = r["result"]["session_id"]
-            .as_str()
-            .ok_or("no session id")?
-            .to_owned();
+        let mut c = Conn::open(&server.endpoint)?;
+        let sid = c.new_session("m", "acp")?;
 
         println!(
             "openai_stream: {} ({n} tokens, {rounds} rounds)",

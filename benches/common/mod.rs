@@ -14,6 +14,8 @@ use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
+pub mod ndjson;
+
 /// The `initialize` request every client sends first (id 0).
 pub const INITIALIZE: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"method\":\"initialize\",\"params\":{\"protocolVersion\":1},\"id\":0}\n";
