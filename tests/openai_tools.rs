@@ -6,6 +6,8 @@
 #[macro_use]
 mod common;
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use common::openai::{self, config, decide, merged, until_approval};
@@ -429,4 +431,42 @@ fn shell_runs_in_the_working_directory_without_the_api_key() {
             "exit status 0\n--- stdout\na b|c|".to_owned(),
         ]
     );
+}
+
+#[test]
+fn cancel_during_a_shell_call_kills_its_process_group() {
+    let server = OpenAiServer::start();
+    let d = openai::start(&config(&server, "approval = \"never\""));
+    let mut c = d.client();
+    let ws = session(&mut c);
+    // The shell writes its pid and its child's, then waits on the child.
+    let line = "{\"command\":\"sleep 30 & echo $$ $! > pids; wait\"}";
+    server.push(calls("", &[(0, "c1", "shell", &[line])]));
+    let pid = c.start_prompt("s-1", "run");
+    c.until_update(|u| u["type"] == "tool_call");
+    let pids: Vec<i32> = common::wait::eventually("the pids file", Duration::from_secs(10), || {
+        let text = std::fs::read_to_string(ws.join("pids")).ok()?;
+        let pids: Vec<i32> = text
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        (pids.len() == 2).then_some(pids)
+    });
+    let cid = c.send_request("session/cancel", json!({"session_id": "s-1"}));
+    let t = c.until_answer(&pid);
+    assert!(t.frames.iter().any(|f| f.answers(&cid)));
+    assert_eq!(t.result()["stop_reason"], "cancelled");
+    // No tool_result: the call never finished.
+    assert!(merged(t.updates())
+        .iter()
+        .all(|u| u["type"] != "tool_result"));
+    for p in pids {
+        common::wait::eventually(
+            "the shell's processes to be gone",
+            Duration::from_secs(10),
+            || common::sessions::process_gone(p).then_some(()),
+        );
+    }
+    // Only the first request was made.
+    assert_eq!(server.requests().len(), 1);
 }
