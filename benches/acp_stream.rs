@@ -30,14 +30,12 @@ fn main() {
 
 #[cfg(unix)]
 mod imp {
-    use std::io::{Read, Write};
-    use std::os::unix::net::UnixStream;
-    use std::path::Path;
     use std::time::{Duration, Instant};
 
     use serde_json::{json, Value};
 
-    use super::common::{self, Server};
+    use super::common::ndjson::{Conn, Res};
+    use super::common::{self, cpu_secs, median, verdict, Server};
 
     /// The ACP/Chat throughput ratio to reach.
     const RATIO_TARGET: f64 = 0.5;
@@ -45,112 +43,6 @@ mod imp {
     const CHAT_1M_TARGET: f64 = 200_000.0;
     /// The slow reader's bound on the daemon's RSS growth.
     const RSS_GROWTH_BOUND: u64 = 64 * 1024 * 1024;
-
-    type Res<T> = Result<T, String>;
-
-    /// A blocking NDJSON client that reads in large blocks.
-    struct Conn {
-        s: UnixStream,
-        buf: Vec<u8>,
-        start: usize,
-        next_id: u64,
-    }
-
-    impl Conn {
-        fn open(endpoint: &Path) -> Res<Self> {
-            let s = UnixStream::connect(endpoint).map_err(|e| format!("connect: {e}"))?;
-            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-            let mut c = Conn {
-                s,
-                buf: Vec::with_capacity(1 << 20),
-                start: 0,
-                next_id: 1,
-            };
-            c.s.write_all(common::INITIALIZE)
-                .map_err(|e| e.to_string())?;
-            let line = c.line()?;
-            common::check_initialize_response(&line).map_err(|e| e.to_string())?;
-            Ok(c)
-        }
-
-        fn send(&mut self, method: &str, params: Value) -> Res<u64> {
-            let id = self.next_id;
-            self.next_id += 1;
-            let mut f = serde_json::to_vec(
-                &json!({"jsonrpc": "2.0", "method": method, "params": params, "id": id}),
-            )
-            .unwrap();
-            f.push(b'\n');
-            self.s.write_all(&f).map_err(|e| format!("write: {e}"))?;
-            Ok(id)
-        }
-
-        /// Reads at most `max` more bytes into the buffer (0: end of stream).
-        fn fill(&mut self, max: usize) -> Res<usize> {
-            if self.start > 0 && self.start == self.buf.len() {
-                self.buf.clear();
-                self.start = 0;
-            } else if self.start > (1 << 20) {
-                self.buf.drain(..self.start);
-                self.start = 0;
-            }
-            let len = self.buf.len();
-            self.buf.resize(len + max, 0);
-            let n = self.s.read(&mut self.buf[len..]);
-            let n = match n {
-                Ok(n) => n,
-                Err(e) => {
-                    self.buf.truncate(len);
-                    return Err(format!("read: {e}"));
-                }
-            };
-            self.buf.truncate(len + n);
-            Ok(n)
-        }
-
-        /// The next complete line, if one is buffered.
-        fn buffered_line(&mut self) -> Option<Vec<u8>> {
-            let rest = &self.buf[self.start..];
-            let pos = rest.iter().position(|&b| b == b'\n')?;
-            let line = rest[..pos].to_vec();
-            self.start += pos + 1;
-            Some(line)
-        }
-
-        fn line(&mut self) -> Res<Vec<u8>> {
-            loop {
-                if let Some(l) = self.buffered_line() {
-                    return Ok(l);
-                }
-                if self.fill(1 << 20)? == 0 {
-                    return Err("end of stream".into());
-                }
-            }
-        }
-
-        /// The answer to `id` (nothing else may come first).
-        fn answer(&mut self, id: u64) -> Res<Value> {
-            let line = self.line()?;
-            let v: Value = serde_json::from_slice(&line).map_err(|e| e.to_string())?;
-            if v["id"] != json!(id) || v.get("result").is_none() {
-                return Err(format!("unexpected answer {v}"));
-            }
-            Ok(v["result"].clone())
-        }
-
-        fn call(&mut self, method: &str, params: Value) -> Res<Value> {
-            let id = self.send(method, params)?;
-            self.answer(id)
-        }
-
-        fn new_session(&mut self, mode: &str) -> Res<String> {
-            let r = self.call(
-                "session/new",
-                json!({"agent_alias": "echo", "chat_mode": mode}),
-            )?;
-            Ok(r["session_id"].as_str().unwrap().to_owned())
-        }
-    }
 
     /// What one streamed turn looked like from the client.
     struct Streamed {
@@ -250,8 +142,6 @@ mod imp {
         }
     }
 
-    use super::common::cpu_secs;
-
     fn env_num(var: &str, default: f64) -> f64 {
         std::env::var(var)
             .ok()
@@ -260,27 +150,8 @@ mod imp {
             .unwrap_or(default)
     }
 
-    fn median(v: &mut [f64]) -> f64 {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    }
-
-    fn verdict(ok: bool) -> &'static str {
-        if ok {
-            "met"
-        } else {
-            "MISSED"
-        }
-    }
-
     pub fn main() -> i32 {
-        match run() {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("acp_stream: error: {e}");
-                1
-            }
-        }
+        common::exit_code("acp_stream", run())
     }
 
     fn run() -> Res<()> {
@@ -293,7 +164,7 @@ mod imp {
 
         // 10,000 chunks, ACP then Chat, alternating, a fresh session each time.
         let n = 10_000;
-        let warm = c.new_session("acp")?;
+        let warm = c.new_session("echo", "acp")?;
         stream_turn(&mut c, &warm, 1000, None)?;
         let (mut acp, mut chat) = (Vec::new(), Vec::new());
         let mut cpu = [0.0f64; 2];
@@ -302,7 +173,7 @@ mod imp {
                 .into_iter()
                 .enumerate()
             {
-                let sid = c.new_session(mode)?;
+                let sid = c.new_session("echo", mode)?;
                 let cpu0 = cpu_secs(server.pid);
                 let s = stream_turn(&mut c, &sid, n, None)?;
                 cpu[i] += cpu_secs(server.pid) - cpu0;
@@ -347,7 +218,7 @@ mod imp {
         );
 
         // 1,000,000 chunks on a Chat session, read as fast as possible.
-        let sid = c.new_session("chat")?;
+        let sid = c.new_session("echo", "chat")?;
         let rss0 = server.rss_bytes().unwrap_or(0);
         let s = stream_turn(&mut c, &sid, 1_000_000, None)?;
         if s.chunks != 1_000_000 {
@@ -367,7 +238,7 @@ mod imp {
 
         // The same turn, read at a trickle: the daemon's memory must not
         // absorb what the client has not read yet.
-        let sid = c.new_session("chat")?;
+        let sid = c.new_session("echo", "chat")?;
         let base = server.rss_bytes().unwrap_or(0);
         let mut peak = base;
         let mut samples = 0u32;

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value};
 
+use crate::agent::{ProviderFailure, ProviderReason};
 use crate::bounded::bound_text;
 use crate::limits::{MAX_ECHOED_NAME_BYTES, MAX_ERROR_DATA_MEMBER_BYTES, MAX_FRAME_BYTES};
 use crate::storage_fault::StorageFault;
@@ -68,6 +69,8 @@ impl Serialize for ErrorData {
 pub enum Reason {
     Auth(AuthReason),
     Internal(InternalReason),
+    /// `-32603` of a model server failure (backend `openai`, docs/agents.md).
+    Provider(ProviderReason),
     // -32600
     InvalidEnvelope,
     Batch,
@@ -107,6 +110,12 @@ impl Reason {
         match self {
             Self::Auth(r) => r.as_str(),
             Self::Internal(r) => r.as_str(),
+            Self::Provider(r) => match r {
+                ProviderReason::Unreachable => "provider_unreachable",
+                ProviderReason::Error => "provider_error",
+                ProviderReason::Timeout => "provider_timeout",
+                ProviderReason::Protocol => "provider_protocol",
+            },
             Self::InvalidEnvelope => "invalid_envelope",
             Self::Batch => "batch",
             Self::FrameTooLarge => "frame_too_large",
@@ -310,6 +319,10 @@ pub enum RpcError {
     VersionMismatch { requested: Value },
     #[error("{}", forbidden_message(.0))]
     Forbidden(Forbidden),
+    /// `-32603` of a turn its model server failed (backend `openai`):
+    /// `data.reason` names the class, `data.status` an HTTP error's status.
+    #[error("{}", .0.message)]
+    Provider(ProviderFailure),
 }
 
 fn limit_message(limit: &LimitName) -> Cow<'static, str> {
@@ -361,7 +374,7 @@ impl RpcError {
             Self::InvalidEnvelope(_) | Self::Batch | Self::FrameTooLarge => -32600,
             Self::MethodNotFound(_) => -32601,
             Self::InvalidParams { .. } => -32602,
-            Self::Internal { .. } => -32603,
+            Self::Internal { .. } | Self::Provider(_) => -32603,
             Self::SessionNotFound { .. } => -32000,
             Self::SessionLimit { .. } => -32001,
             Self::SessionBusy { .. } => -32002,
@@ -395,6 +408,13 @@ impl RpcError {
                     .with("max", *max),
             ),
             Self::Auth(r) => Some(reason(*r)),
+            Self::Provider(f) => {
+                let data = reason(Reason::Provider(f.reason));
+                Some(match f.status {
+                    Some(status) => data.with("status", status),
+                    None => data,
+                })
+            }
             Self::VersionMismatch { requested } => Some(
                 ErrorData::default()
                     .with("supported", json!([1]))

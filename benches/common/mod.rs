@@ -14,6 +14,8 @@ use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
+pub mod ndjson;
+
 /// The `initialize` request every client sends first (id 0).
 pub const INITIALIZE: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"method\":\"initialize\",\"params\":{\"protocolVersion\":1},\"id\":0}\n";
@@ -95,14 +97,7 @@ impl Server {
         bin: &std::path::Path,
         dir: ScratchDir,
     ) -> std::io::Result<Self> {
-        let mut cmd = Command::new(bin);
-        cmd.arg("--config-dir")
-            .arg(dir.path())
-            .arg("daemon")
-            // Keep the environment from choosing another endpoint or log level.
-            .env_remove("ZEROCLAW_CONFIG_DIR")
-            .env_remove("ZEROCLAW_DATA_DIR")
-            .env_remove("ZEROCLAW_LOG");
+        let cmd = daemon_command(bin, dir.path());
         Self::start(name, cmd, Some(dir))
     }
 
@@ -284,8 +279,8 @@ pub fn machine() -> String {
     format!("{cpus} CPUs, {model}")
 }
 
-/// A process's CPU time (user + system) so far, from `/proc/<pid>/stat`
-/// (0 where it cannot be read).
+/// A process's CPU time (user + system) so far, in seconds, from
+/// `/proc/<pid>/stat` (0 when unreadable).
 pub fn cpu_secs(pid: u32) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0.0;
@@ -293,10 +288,50 @@ pub fn cpu_secs(pid: u32) -> f64 {
     let Some((_, rest)) = stat.rsplit_once(')') else {
         return 0.0;
     };
+    // utime and stime are fields 14 and 15 of proc_pid_stat(5); `rest` starts at field 3.
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
         + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
     ticks as f64 / hz as f64
+}
+
+/// The median of `v` (sorted in place; `v` must not be empty).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// How a report line says whether a target was reached.
+pub fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+/// A bench's exit code: 0, or 1 after printing `<name>: error: <e>`.
+pub fn exit_code(name: &str, result: Result<(), String>) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{name}: error: {e}");
+            1
+        }
+    }
+}
+
+/// `<bin> --config-dir <dir> daemon`, with the environment kept from
+/// choosing another config dir, data dir or log level.
+pub fn daemon_command(bin: &Path, config_dir: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("--config-dir")
+        .arg(config_dir)
+        .arg("daemon")
+        .env_remove("ZEROCLAW_CONFIG_DIR")
+        .env_remove("ZEROCLAW_DATA_DIR")
+        .env_remove("ZEROCLAW_LOG");
+    cmd
 }

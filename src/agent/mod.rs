@@ -9,6 +9,7 @@
 //! - [`echo`]: the built-in deterministic agent and its directive language.
 //! - [`command`]: runs a configured local program once per turn.
 //! - [`acp`]: hosts an Agent Client Protocol agent process (issue 16).
+//! - [`openai`]: streams from an OpenAI-compatible model server, with tools.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -23,6 +24,7 @@ mod directive;
 mod echo;
 mod emit;
 mod json;
+mod openai;
 mod process;
 mod sink;
 #[cfg(test)]
@@ -33,6 +35,7 @@ pub use command::{run_command, CommandRun};
 pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
 pub use directive::{echo_compaction_request, CompactionRequest};
 pub use json::compact_json;
+pub use openai::{Approval, OpenAiSettings};
 pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 
 /// The failure message of a turn stopped because its sink closed.
@@ -66,6 +69,8 @@ pub struct AgentSettings {
     pub timeout_secs: u64,
     /// ACP: the backend's own keys.
     pub acp: AcpSettings,
+    /// OpenAI: the model server and tools.
+    pub openai: OpenAiSettings,
 }
 
 /// The `acp` backend's keys (§10.2 additions, docs/config.md).
@@ -107,6 +112,7 @@ impl Default for AgentSettings {
             env: BTreeMap::new(),
             timeout_secs: 600,
             acp: AcpSettings::default(),
+            openai: OpenAiSettings::default(),
         }
     }
 }
@@ -148,6 +154,42 @@ pub enum TurnOutcome {
     Cancelled,
     /// The turn failed with this message.
     Failed(String),
+    /// The model server failed the turn (backend `openai`).
+    ProviderFailed(ProviderFailure),
+}
+
+impl TurnOutcome {
+    /// The failure message, for a failed turn.
+    pub fn failure_message(&self) -> Option<String> {
+        match self {
+            TurnOutcome::Failed(m) => Some(m.clone()),
+            TurnOutcome::ProviderFailed(f) => Some(f.message.clone()),
+            TurnOutcome::Completed | TurnOutcome::Cancelled => None,
+        }
+    }
+}
+
+/// Why a model server failed a turn; `src/error.rs` spells each as a
+/// `data.reason` of `-32603`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderReason {
+    /// Connection refused, DNS, TLS.
+    Unreachable,
+    /// An HTTP error answer (or an error inside the stream).
+    Error,
+    /// No answer, or a silence of the stream, past `request_timeout_secs`.
+    Timeout,
+    /// Not the streaming format: a cut stream, malformed SSE or JSON.
+    Protocol,
+}
+
+/// A model server failure: its class, the HTTP status of an error answer,
+/// and a message for the user (never the API key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderFailure {
+    pub reason: ProviderReason,
+    pub status: Option<u16>,
+    pub message: String,
 }
 
 /// Which backend runs a turn (§10.2 `backend`).
@@ -160,6 +202,9 @@ pub enum Backend {
     Command,
     /// A hosted Agent Client Protocol agent.
     Acp,
+    /// An OpenAI-compatible model server (issue 17).
+    #[serde(rename = "openai")]
+    OpenAi,
 }
 
 /// Runs one turn with `backend`. The future is `Send` when the sink is.
@@ -176,5 +221,6 @@ pub async fn run_turn<S: EventSink>(
             Some(hosts) => acp::run(hosts, &input, sink, cancel).await,
             None => TurnOutcome::Failed("no ACP host registry".to_owned()),
         },
+        Backend::OpenAi => openai::run(&input, sink, cancel).await,
     }
 }

@@ -25,7 +25,8 @@ pub use policy::{
 };
 pub use props::{effective_json, PropError, PropReason};
 pub use schema::{
-    AgentConfig, Config, DaemonConfig, GatewayConfig, PermissionProfile, SecurityConfig, UserConfig,
+    AgentConfig, Config, DaemonConfig, GatewayConfig, PermissionProfile, SecurityConfig,
+    Temperature, UserConfig, OPENAI_APPROVALS, OPENAI_TOOLS,
 };
 pub use staging::{check_write_path, check_write_paths, stage_many, stage_one};
 pub use store::ConfigStore;

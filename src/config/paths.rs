@@ -12,6 +12,8 @@ pub(crate) enum Kind {
     Str,
     /// Unsigned integer with this inclusive maximum.
     Int(u64),
+    /// A finite number (integer or float), e.g. `agents.<alias>.temperature`.
+    Num,
     /// Boolean.
     Bool,
     /// Array of strings.
@@ -69,7 +71,10 @@ pub(crate) const GATEWAY: &[Field] = &[
     ("tls_key", Kind::Str),
 ];
 pub(crate) const AGENT: &[Field] = &[
+    ("api_key_env", Kind::Str),
+    ("approval", Kind::Str),
     ("backend", Kind::Str),
+    ("base_url", Kind::Str),
     ("chunk_chars", U32),
     ("chunk_delay_ms", U32),
     ("command", Kind::StrList),
@@ -79,10 +84,18 @@ pub(crate) const AGENT: &[Field] = &[
     ("fs", Kind::Str),
     ("input", Kind::Str),
     ("load_session", Kind::Str),
+    ("max_retries", U32),
+    ("max_tokens", U32),
+    ("max_tool_rounds", U32),
+    ("model", Kind::Str),
     ("permission_default", Kind::Str),
+    ("request_timeout_secs", U32),
+    ("retry_backoff_ms", U32),
     ("system_prompt", Kind::Str),
+    ("temperature", Kind::Num),
     ("terminal", Kind::Bool),
     ("timeout_secs", U32),
+    ("tools", Kind::StrList),
     ("workspace_dir", Kind::Str),
 ];
 pub(crate) const PROFILE: &[Field] = &[
@@ -166,6 +179,7 @@ fn kind_name(kind: Kind) -> &'static str {
     match kind {
         Kind::Str => "string",
         Kind::Int(_) => "integer",
+        Kind::Num => "number",
         Kind::Bool => "bool",
         Kind::StrList => "string_array",
         Kind::StrTable | Kind::Grants => "object",

@@ -86,6 +86,9 @@ pub fn is_admin_only_prop(prop: &str) -> bool {
         ["agents", _, field, ..] => {
             // `fs`, `terminal` and `permission_default` widen what an ACP
             // agent may do on the host (docs/agents.md).
+            // The openai keys that choose where prompts and a secret go
+            // (`base_url`, `api_key_env`) or what a model may do unasked
+            // (`tools`, `approval`) are as sensitive as `command`.
             matches!(
                 *field,
                 "backend"
@@ -95,6 +98,10 @@ pub fn is_admin_only_prop(prop: &str) -> bool {
                     | "fs"
                     | "terminal"
                     | "permission_default"
+                    | "base_url"
+                    | "api_key_env"
+                    | "tools"
+                    | "approval"
             )
         }
         _ => false,

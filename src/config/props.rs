@@ -190,6 +190,17 @@ fn convert(kind: Kind, value: &Value) -> Result<Value, String> {
                 _ => Err(format!("an integer in 0..={max}")),
             }
         }
+        Kind::Num => {
+            let n = match value {
+                Value::Number(n) => n.as_f64(),
+                Value::String(s) => s.parse::<f64>().ok(),
+                _ => None,
+            };
+            match n.and_then(serde_json::Number::from_f64) {
+                Some(n) => Ok(Value::Number(n)),
+                None => Err("a finite number".into()),
+            }
+        }
         Kind::Bool => match value {
             Value::Bool(_) => Ok(value.clone()),
             Value::String(s) if s == "true" => Ok(Value::Bool(true)),

@@ -31,6 +31,17 @@ fn descriptor_matches_the_serde_structs() {
         backend: Some("echo".into()),
         workspace_dir: Some("/w".into()),
         command: Some(vec!["x".into()]),
+        base_url: Some("http://h/v1".into()),
+        model: Some("m".into()),
+        api_key_env: Some("K".into()),
+        temperature: Some(crate::config::Temperature(0.5)),
+        max_tokens: Some(1),
+        request_timeout_secs: Some(1),
+        tools: Some(vec![]),
+        approval: Some("never".into()),
+        max_tool_rounds: Some(1),
+        max_retries: Some(0),
+        retry_backoff_ms: Some(0),
         ..AgentConfig::default()
     };
     let user = UserConfig {

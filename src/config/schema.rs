@@ -99,7 +99,7 @@ pub struct GatewayConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
-    /// `"echo"`, `"command"` or `"acp"`; required.
+    /// `"echo"`, `"command"`, `"acp"` or `"openai"`; required.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
     /// Defaults to `<config_dir>/agents/<alias>/workspace` (resolved by the daemon).
@@ -135,7 +135,70 @@ pub struct AgentConfig {
     pub fs: String,
     /// ACP: serve `terminal/*`; only `false` is supported.
     pub terminal: bool,
+    // --- backend = "openai" (issue 17, docs/config.md): all optional and
+    // omitted when unset, so other agents' entries are unchanged; defaults
+    // are resolved in `crate::agent::openai::OpenAiSettings`.
+    /// OpenAI: the API root (`…/v1`); default Ollama's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// OpenAI: the model name; required for `backend = "openai"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// OpenAI: the name of the environment variable holding the API key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// OpenAI: sampling temperature, 0–2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<Temperature>,
+    /// OpenAI: `max_tokens` of each request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// OpenAI: bound on connecting, on the response head and on each gap of the stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_timeout_secs: Option<u32>,
+    /// OpenAI: the built-in tools the model may call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// OpenAI: `"always"`, `"writes"` or `"never"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// OpenAI: model requests answered with tool calls per turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tool_rounds: Option<u32>,
+    /// OpenAI: retries of a 429/5xx answer or refused connection before the first token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// OpenAI: the first retry's delay; each later one doubles it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_backoff_ms: Option<u32>,
 }
+
+/// The built-in tools of `backend = "openai"` (`agents.<alias>.tools`), in
+/// documentation order; `crate::agent` implements each.
+pub const OPENAI_TOOLS: &[&str] = &[
+    "read_file",
+    "write_file",
+    "list_dir",
+    "search_text",
+    "shell",
+];
+
+/// The `approval` modes of `backend = "openai"`.
+pub const OPENAI_APPROVALS: &[&str] = &["always", "writes", "never"];
+
+/// A sampling temperature: an `f64` compared by its bits, so the config
+/// stays `Eq` (validation keeps it finite, in 0–2).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Temperature(pub f64);
+
+impl PartialEq for Temperature {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Temperature {}
 
 /// `[permission_profiles.<alias>]` (§6.3). Grants stay strings here so that a bad resource or
 /// verb is a validation error with a path rather than a parse failure.
@@ -239,6 +302,17 @@ impl Default for AgentConfig {
             permission_default: "reject".to_owned(),
             fs: "workspace".to_owned(),
             terminal: false,
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            temperature: None,
+            max_tokens: None,
+            request_timeout_secs: None,
+            tools: None,
+            approval: None,
+            max_tool_rounds: None,
+            max_retries: None,
+            retry_backoff_ms: None,
         }
     }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::error::ConfigError;
 use super::grant::{Resource, Verb};
 use super::paths::{self, is_valid_name, Kind, Node};
-use super::schema::{AgentConfig, Config};
+use super::schema::{AgentConfig, Config, OPENAI_APPROVALS, OPENAI_TOOLS};
 
 /// One failing check: the path it is about and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,14 +139,21 @@ fn check_agents(r: &mut Report, config: &Config) {
             None => r.fail(format!("{p}.backend"), "required"),
             Some("echo") => {}
             Some(backend @ ("command" | "acp")) => check_argv(r, &p, backend, a),
+            Some("openai") => {
+                if a.model.as_deref().is_none_or(str::is_empty) {
+                    let reason = "required and non-empty for backend \"openai\"";
+                    r.fail(format!("{p}.model"), reason);
+                }
+            }
             Some(other) => {
                 let reason = format!(
-                    "unknown backend {other:?} (expected \"echo\", \"command\" or \"acp\")"
+                    "unknown backend {other:?} (expected \"echo\", \"command\", \"acp\" or \"openai\")"
                 );
                 r.fail(format!("{p}.backend"), reason);
             }
         }
         check_acp_keys(r, &p, a);
+        check_openai_keys(r, &p, a);
         if a.input != "prompt" && a.input != "context_json" {
             let reason = format!(
                 "unknown input {:?} (expected \"prompt\" or \"context_json\")",
@@ -208,6 +215,71 @@ fn check_acp_keys(r: &mut Report, p: &str, a: &AgentConfig) {
     if a.terminal {
         let reason = "terminal/* is not supported yet (only false)";
         r.fail(format!("{p}.terminal"), reason);
+    }
+}
+
+/// The `backend = "openai"` keys, checked whenever set (whatever the
+/// backend), so switching an agent to `openai` cannot expose a bad value.
+fn check_openai_keys(r: &mut Report, p: &str, a: &AgentConfig) {
+    if let Some(url) = &a.base_url {
+        let rest = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"));
+        if rest.is_none_or(|h| h.is_empty() || h.starts_with('/'))
+            || url.contains(char::is_whitespace)
+        {
+            r.fail(
+                format!("{p}.base_url"),
+                "must be an http:// or https:// URL with a host",
+            );
+        }
+    }
+    if let Some(name) = &a.api_key_env {
+        let valid = name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !valid {
+            let reason = "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)";
+            r.fail(format!("{p}.api_key_env"), reason);
+        }
+    }
+    if let Some(t) = a.temperature {
+        if !(t.0.is_finite() && (0.0..=2.0).contains(&t.0)) {
+            r.fail(format!("{p}.temperature"), "must be a number in 0-2");
+        }
+    }
+    for (key, value) in [
+        ("max_tokens", a.max_tokens),
+        ("request_timeout_secs", a.request_timeout_secs),
+        ("max_tool_rounds", a.max_tool_rounds),
+    ] {
+        if let Some(v) = value {
+            r.at_least_one(format!("{p}.{key}"), v);
+        }
+    }
+    if let Some(tools) = &a.tools {
+        if let Some(t) = tools.iter().find(|t| !OPENAI_TOOLS.contains(&t.as_str())) {
+            let reason = format!(
+                "unknown tool {t:?} (expected some of {})",
+                OPENAI_TOOLS.join(", ")
+            );
+            r.fail(format!("{p}.tools"), reason);
+        } else if let Some((_, t)) = tools
+            .iter()
+            .enumerate()
+            .find(|(i, t)| tools[..*i].contains(t))
+        {
+            r.fail(format!("{p}.tools"), format!("duplicate tool {t:?}"));
+        }
+    }
+    if let Some(mode) = &a.approval {
+        if !OPENAI_APPROVALS.contains(&mode.as_str()) {
+            let reason =
+                format!("unknown approval {mode:?} (expected \"always\", \"writes\" or \"never\")");
+            r.fail(format!("{p}.approval"), reason);
+        }
     }
 }
 
@@ -326,6 +398,7 @@ fn check_value(kind: Kind, value: &toml::Value) -> Result<(), String> {
         Kind::Int(max) => value
             .as_integer()
             .is_some_and(|i| u64::try_from(i).is_ok_and(|n| n <= max)),
+        Kind::Num => value.as_float().is_some_and(f64::is_finite) || value.is_integer(),
         Kind::Bool => value.is_bool(),
         Kind::StrList => value
             .as_array()
@@ -340,12 +413,16 @@ fn check_value(kind: Kind, value: &toml::Value) -> Result<(), String> {
     Err(match kind {
         Kind::Str => "a string".into(),
         Kind::Int(max) => format!("an integer in 0..={max}"),
+        Kind::Num => "a number".into(),
         Kind::Bool => "a boolean".into(),
         Kind::StrList => "an array of strings".into(),
         Kind::StrTable | Kind::Grants => "a table of strings".into(),
     })
 }
 
+#[cfg(test)]
+#[path = "validate_openai_tests.rs"]
+mod openai_tests;
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;

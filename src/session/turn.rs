@@ -19,7 +19,7 @@ use super::update::{bounded, notify, Completion, Event, Update, MAX_CONTENT_BYTE
 use super::{new_uuid, ChatMode, Sessions};
 use crate::agent::{
     self, AcpHosts, AcpSettings, AgentSettings, Backend, CompactionRequest, ContextMessage,
-    InputMode, Kind, PermissionDefault, Role, TurnInput, TurnOutcome,
+    InputMode, Kind, OpenAiSettings, PermissionDefault, Role, TurnInput, TurnOutcome,
 };
 use crate::config::{AgentConfig, Config};
 use crate::context::Conn;
@@ -132,6 +132,7 @@ fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
     let backend = match agent.backend.as_deref() {
         Some("command") => Backend::Command,
         Some("acp") => Backend::Acp,
+        Some("openai") => Backend::OpenAi,
         _ => Backend::Echo,
     };
     let settings = AgentSettings {
@@ -154,6 +155,7 @@ fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
             },
             fs: agent.fs == "workspace",
         },
+        openai: OpenAiSettings::from_config(agent),
     };
     (backend, settings)
 }
@@ -258,10 +260,8 @@ async fn execute(
     }
 
     // 5. Persist the outcome.
-    let failure = match &outcome {
-        TurnOutcome::Failed(m) => Some(m.as_str()),
-        _ => None,
-    };
+    let failure_message = outcome.failure_message();
+    let failure = failure_message.as_deref();
     let persisted = match (emitted, acp_row) {
         (Err(e), _) => Err(e),
         (Ok(()), Some(row)) => store.turn_finalize(row, failure).await.map(provider_safe),
@@ -312,10 +312,15 @@ async fn execute(
     let (result, out) = match outcome {
         TurnOutcome::Completed => (Ok("end_turn"), Completion::Completed),
         TurnOutcome::Cancelled => (Ok("cancelled"), Completion::Cancelled),
-        TurnOutcome::Failed(m) => (Err(m), Completion::Failed),
+        TurnOutcome::Failed(m) => (
+            Err(RpcError::internal(m, Some(InternalReason::AgentFailed))),
+            Completion::Failed,
+        ),
+        TurnOutcome::ProviderFailed(f) => (Err(RpcError::Provider(f)), Completion::Failed),
     };
-    let reason = match (&result, out) {
-        (Err(m), _) => Some(m.as_str()),
+    let failure_text = result.as_ref().err().map(ToString::to_string);
+    let reason = match (&failure_text, out) {
+        (Some(m), _) => Some(m.as_str()),
         (_, Completion::Cancelled) => Some("cancelled"),
         _ => None,
     };
@@ -326,7 +331,7 @@ async fn execute(
             stop_reason,
             content: bounded(&content, MAX_CONTENT_BYTES).into_owned(),
         }),
-        Err(m) => Err(RpcError::internal(m, Some(InternalReason::AgentFailed))),
+        Err(e) => Err(e),
     };
     Answered {
         result,

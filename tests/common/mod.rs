@@ -21,6 +21,8 @@ pub mod env_ops;
 pub mod errors;
 pub mod files;
 mod log;
+pub mod openai;
+pub mod openai_server;
 pub mod pipeline;
 pub mod rpc;
 pub mod sessions;

@@ -1,0 +1,208 @@
+//! The `shell` tool: an argv, or a command line for `sh -c`, run in the
+//! working directory with stdin closed, a timeout (default 60 s, at most
+//! 600 s), stdout and stderr each read up to the tool-output bound (the rest
+//! drained and dropped, so the child never blocks on a full pipe), and its
+//! whole process group killed on timeout or cancellation.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::process::GroupGuard;
+use crate::limits::TOOL_OUTPUT_MAX;
+
+const DEFAULT_TIMEOUT_SECS: u64 = 60;
+const MAX_TIMEOUT_SECS: u64 = 600;
+
+/// The output, an error, or `None` when the turn was cancelled.
+pub async fn run(
+    cwd: &Path,
+    args: &Value,
+    hidden_env: Option<&str>,
+    cancel: &CancellationToken,
+) -> Option<Result<String, String>> {
+    let argv: Vec<String> = match args.get("command") {
+        Some(Value::String(line)) if !line.trim().is_empty() => {
+            vec!["sh".into(), "-c".into(), line.clone()]
+        }
+        Some(Value::Array(items)) if !items.is_empty() => {
+            let strings: Option<Vec<String>> = items
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            match strings {
+                Some(s) if !s[0].is_empty() => s,
+                _ => return Some(Err("\"command\" must be an array of strings".into())),
+            }
+        }
+        _ => {
+            return Some(Err(
+                "missing argument \"command\" (a string or an argv array)".into(),
+            ))
+        }
+    };
+    let timeout = match args.get("timeout_secs") {
+        None | Some(Value::Null) => DEFAULT_TIMEOUT_SECS,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_TIMEOUT_SECS).contains(&n) => n,
+            _ => {
+                return Some(Err(format!(
+                    "\"timeout_secs\" must be 1..={MAX_TIMEOUT_SECS}"
+                )))
+            }
+        },
+    };
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(name) = hidden_env {
+        command.env_remove(name);
+    }
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => return Some(Err(format!("cannot run {:?}: {e}", argv[0]))),
+    };
+    let mut guard = GroupGuard::new(child.id());
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        guard.kill_now(&mut child).await;
+        return Some(Err("no pipes to the child".into()));
+    };
+    let finished = async {
+        let (out, err) = tokio::join!(read_bounded(stdout), read_bounded(stderr));
+        (child.wait().await, out, err)
+    };
+    let result = tokio::select! {
+        biased;
+        () = cancel.cancelled() => None,
+        r = tokio::time::timeout(Duration::from_secs(timeout), finished) => Some(r),
+    };
+    let outcome = match result {
+        None => None,
+        Some(Err(_)) => Some(Err(format!("timed out after {timeout} s (killed)"))),
+        Some(Ok((status, out, err))) => Some(Ok(render(status, &out, &err))),
+    };
+    // Whatever the command left running in its group goes with it.
+    guard.kill_now(&mut child).await;
+    outcome
+}
+
+fn render(status: std::io::Result<std::process::ExitStatus>, out: &[u8], err: &[u8]) -> String {
+    let status = match status {
+        Ok(s) => match s.code() {
+            Some(code) => format!("exit status {code}"),
+            None => format!("terminated ({s})"),
+        },
+        Err(e) => format!("unknown exit status ({e})"),
+    };
+    let mut text = status;
+    if !out.is_empty() {
+        text.push_str("\n--- stdout\n");
+        text.push_str(&String::from_utf8_lossy(out));
+    }
+    if !err.is_empty() {
+        text.push_str("\n--- stderr\n");
+        text.push_str(&String::from_utf8_lossy(err));
+    }
+    text
+}
+
+/// Up to one past the output bound of `pipe`; the rest is read and dropped.
+async fn read_bounded(mut pipe: impl AsyncRead + Unpin) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = (TOOL_OUTPUT_MAX + 1).saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn runs_lines_and_argv_and_bounds_and_times_out() {
+        let cwd = std::env::temp_dir();
+        let cancel = CancellationToken::new();
+        let out = run(
+            &cwd,
+            &json!({"command": "echo hi; echo err >&2; exit 3"}),
+            None,
+            &cancel,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(out, "exit status 3\n--- stdout\nhi\n\n--- stderr\nerr\n");
+        let out = run(
+            &cwd,
+            &json!({"command": ["printf", "%s", "a b"]}),
+            None,
+            &cancel,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(out, "exit status 0\n--- stdout\na b");
+        let big = run(
+            &cwd,
+            &json!({"command": "head -c 100000 /dev/zero | tr '\\0' x"}),
+            None,
+            &cancel,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(big.len() < TOOL_OUTPUT_MAX + 100, "{}", big.len());
+        let slow = run(
+            &cwd,
+            &json!({"command": "sleep 30", "timeout_secs": 1}),
+            None,
+            &cancel,
+        )
+        .await
+        .unwrap();
+        assert_eq!(slow.unwrap_err(), "timed out after 1 s (killed)");
+        assert!(run(&cwd, &json!({"command": []}), None, &cancel)
+            .await
+            .unwrap()
+            .is_err());
+    }
+
+    #[tokio::test]
+    async fn cancel_kills_at_once() {
+        let cancel = CancellationToken::new();
+        let c2 = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            c2.cancel();
+        });
+        let started = std::time::Instant::now();
+        let r = run(
+            &std::env::temp_dir(),
+            &json!({"command": "sleep 30"}),
+            None,
+            &cancel,
+        )
+        .await;
+        assert!(r.is_none());
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+}
