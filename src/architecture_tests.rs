@@ -30,6 +30,7 @@ const RANKS: &[(&str, u32)] = &[
     ("dialect", 0),
     ("storage_fault", 0),
     ("faults", 0),
+    ("systemd", 0),
     // backends: configuration, agent processes, persistence, logging
     ("endpoint", 1),
     ("config", 1),

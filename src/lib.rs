@@ -34,6 +34,7 @@ pub mod session;
 pub mod state;
 pub mod storage_fault;
 pub mod store;
+pub mod systemd;
 
 #[path = "../layers/mod.rs"]
 pub mod layers;

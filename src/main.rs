@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 use zeroclaw::client::{self, exit, Answers};
-use zeroclaw::{daemon, logging};
+use zeroclaw::{daemon, logging, systemd};
 
 #[derive(Parser)]
 #[command(
@@ -93,6 +93,17 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let config_dir = cli.config_dir.as_deref();
+    // Before any thread exists: this removes the activation variables.
+    let activation = match &cli.command {
+        Command::Daemon { .. } => match systemd::take_from_env() {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("zeroclaw daemon: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => systemd::Activation::default(),
+    };
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -115,6 +126,7 @@ fn main() -> ExitCode {
                 config_dir: cli.config_dir.clone(),
                 ephemeral,
                 test_faults,
+                listen_fd: activation.listen_fd,
             };
             let status = rt.block_on(daemon::run(opts));
             logging::flush();

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 pub mod acp;
+pub mod activation;
 pub mod assert;
 mod client;
 mod daemon;
