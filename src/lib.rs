@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod authz;
 pub mod bounded;
+pub mod cli;
 pub mod client;
 pub mod codec;
 pub mod config;

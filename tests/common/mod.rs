@@ -15,6 +15,7 @@ use std::time::Duration;
 pub mod acp;
 pub mod activation;
 pub mod assert;
+pub mod chat;
 mod client;
 mod daemon;
 pub mod env_ops;
