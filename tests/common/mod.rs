@@ -27,6 +27,7 @@ pub mod sessions;
 pub mod start;
 pub mod stdio;
 pub mod tmpfs;
+pub mod tty;
 pub mod users;
 pub mod wait;
 pub mod zerocode;
