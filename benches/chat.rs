@@ -130,7 +130,10 @@ mod imp {
         w.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"session/new\",\"params\":{\"agent_alias\":\"echo\",\"chat_mode\":\"chat\"},\"id\":1}\n").await?;
         let created = lines.next_line().await?.unwrap_or_default();
         let v: serde_json::Value = serde_json::from_str(&created).map_err(std::io::Error::other)?;
-        let id = v["result"]["session_id"].as_str().unwrap_or_default().to_owned();
+        let id = v["result"]["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let prompt = serde_json::json!({"jsonrpc":"2.0","method":"session/prompt","params":{"session_id": id, "prompt": "::chunk 1\n::repeat 100000 x"},"id":2});
         let start = Instant::now();
         w.write_all(format!("{prompt}\n").as_bytes()).await?;
@@ -145,7 +148,10 @@ mod imp {
     /// The turn through `zeroclaw chat`; its time and peak RSS.
     fn chat_turn(server: &Server, home: &std::path::Path) -> Result<(Duration, u64), String> {
         let e = |e: std::io::Error| e.to_string();
-        let mut child = chat_cmd(server, home).stderr(Stdio::null()).spawn().map_err(e)?;
+        let mut child = chat_cmd(server, home)
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(e)?;
         let mut out = child.stdout.take().ok_or("stdout")?;
         let mut stdin = child.stdin.take().ok_or("stdin")?;
         let start = Instant::now();
@@ -160,7 +166,8 @@ mod imp {
             got += buf[..n].iter().filter(|&&b| b == b'x').count();
         }
         let took = start.elapsed();
-        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
         let hwm = status
             .lines()
             .find_map(|l| l.strip_prefix("VmHWM:"))

@@ -213,3 +213,35 @@ fn a_daemon_answering_garbage_is_survived() {
     assert!(!c.err().contains("panicked"), "{}", c.err());
     let _ = server.join();
 }
+
+#[test]
+fn slash_commands_list_sessions_and_upload() {
+    let env = start_echo();
+    let mut c = chat(&env, &["--new"]);
+    let id = c.session_id();
+    c.send("/sessions");
+    let end = c.wait_out(&format!("{id}  chat  echo  live  0 messages  "), 0);
+    let file = env.dir.path().join("notes.txt");
+    std::fs::write(&file, b"twelve bytes").expect("writing the upload");
+    c.send(&format!("/upload {}", file.display()));
+    let end = c.wait_out(&format!("uploaded {}\n", file.display()), end);
+    c.send("/help");
+    c.wait_out(
+        "/upload FILE     upload FILE into the agent's workspace\n",
+        end,
+    );
+    c.send("/quit");
+    assert!(c.finish().success());
+    let out = c.out();
+    let result: serde_json::Value = out
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no upload result line:\n{out}"));
+    assert_eq!(result["size_bytes"], 12, "{result}");
+    let stored = result["workspace_path"].as_str().unwrap_or_default();
+    assert_eq!(
+        std::fs::read(stored).ok().as_deref(),
+        Some(&b"twelve bytes"[..]),
+        "{out}"
+    );
+}

@@ -54,7 +54,7 @@ fn approval_and_choice_are_answered() {
     t.line("::choose Color? | red | blue");
     t.wait_for("  2) blue\nChoice: ");
     t.line("2");
-    t.wait_for("choice: blue");
+    t.wait_for("choice: blue\n> ");
     t.keys(&["C-c"]);
     assert_eq!(
         t.wait_exit(),
@@ -79,7 +79,9 @@ fn ctrl_c_cancels_the_turn_and_a_resize_is_harmless() {
     t.keys(&["C-c"]);
     t.wait_for("[cancelled]");
     t.line("still here");
-    t.wait_for("> still here\nstill here\n");
+    // The next prompt first: a key typed before the editor owns the
+    // terminal (cooked mode) is the kernel's, not the editor's.
+    t.wait_for("> still here\nstill here\n> ");
     assert!(!t.screen().contains("\nafter"), "{}", t.screen());
     t.keys(&["C-d"]);
     assert_eq!(t.wait_exit(), 0);
@@ -93,12 +95,12 @@ fn resume_shows_the_last_messages() {
     let env = start_echo();
     let t = chat(&env, &["--new", "--agent", "echo"]);
     t.line("keep me");
-    t.wait_for("> keep me\nkeep me\n");
+    t.wait_for("> keep me\nkeep me\n> ");
     t.keys(&["C-d"]);
     assert_eq!(t.wait_exit(), 0);
     let again = chat(&env, &[]);
     again.wait_for("(resumed, 2 messages)");
-    again.wait_for("you: keep me\nagent: keep me\n");
+    again.wait_for("you: keep me\nagent: keep me\n> ");
     again.keys(&["C-d"]);
     assert_eq!(again.wait_exit(), 0);
 }

@@ -16,12 +16,18 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-#[test]
-fn serves_passed_socket_and_notifies_in_order() {
-    let dir = TestDir::new();
+/// The echo-only config in `dir` and the socket path the daemon will resolve.
+fn echo_config(dir: &TestDir) -> (std::path::PathBuf, std::path::PathBuf) {
     let cfg = dir.config_dir();
     write_config(&cfg, ECHO_ONLY);
     let socket = default_socket(&cfg);
+    (cfg, socket)
+}
+
+#[test]
+fn serves_passed_socket_and_notifies_in_order() {
+    let dir = TestDir::new();
+    let (cfg, socket) = echo_config(&dir);
     let listener = listen_at(&socket, 0o600);
     let notify = Notify::at(&dir.path().join("notify"));
     // Connected before the daemon even runs: the kernel queues it, as with systemd.
@@ -96,9 +102,7 @@ fn refused(
 #[test]
 fn refuses_a_socket_others_can_reach() {
     let dir = TestDir::new();
-    let cfg = dir.config_dir();
-    write_config(&cfg, ECHO_ONLY);
-    let socket = default_socket(&cfg);
+    let (cfg, socket) = echo_config(&dir);
     let listener = listen_at(&socket, 0o666);
     let err = refused(&cfg, &listener, &[]);
     let want = format!(
@@ -111,9 +115,7 @@ fn refuses_a_socket_others_can_reach() {
 #[test]
 fn refuses_a_socket_bound_elsewhere() {
     let dir = TestDir::new();
-    let cfg = dir.config_dir();
-    write_config(&cfg, ECHO_ONLY);
-    let expected = default_socket(&cfg);
+    let (cfg, expected) = echo_config(&dir);
     let other = dir.path().join("other.sock");
     let listener = listen_at(&other, 0o600);
     let err = refused(&cfg, &listener, &[]);
@@ -128,9 +130,7 @@ fn refuses_a_socket_bound_elsewhere() {
 #[test]
 fn passed_socket_still_takes_the_data_dir_lock() {
     let dir = TestDir::new();
-    let cfg = dir.config_dir();
-    write_config(&cfg, ECHO_ONLY);
-    let socket = default_socket(&cfg);
+    let (cfg, socket) = echo_config(&dir);
     let listener = listen_at(&socket, 0o600);
     let mut first = spawn(&cfg, &listener, None, &[]);
     first.ready_line();

@@ -102,15 +102,7 @@ pub fn session_lines(list: &Value) -> Vec<String> {
     sessions(list)
         .iter()
         .map(|s| {
-            let f = |k: &str| {
-                s.get(k)
-                    .map(|v| {
-                        v.as_str()
-                            .map(str::to_owned)
-                            .unwrap_or_else(|| v.to_string())
-                    })
-                    .unwrap_or_default()
-            };
+            let f = |k: &str| crate::client::field_text(s, k);
             format!(
                 "{}  {}  {}  {}  {} messages  {}",
                 f("session_id"),

@@ -182,15 +182,7 @@ async fn daemon(config_dir: Option<&OsStr>, name: &EndpointName) -> Check {
         };
     match conn.call("status", json!({})).await {
         Ok(s) => {
-            let f = |k: &str| {
-                s.get(k)
-                    .map(|v| {
-                        v.as_str()
-                            .map(str::to_owned)
-                            .unwrap_or_else(|| v.to_string())
-                    })
-                    .unwrap_or_default()
-            };
+            let f = |k: &str| crate::client::field_text(&s, k);
             let version = f("server_version");
             let mut detail = format!(
                 "version {version} answers at {name} (pid {})",
