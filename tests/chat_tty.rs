@@ -22,6 +22,9 @@ fn chat(d: &Daemon, args: &[&str]) -> Tty {
         &home,
     );
     t.wait_for("/help for commands");
+    // Type only at a prompt: keys typed while no editor reads (between
+    // prompts, the terminal in cooked mode) were seen lost under load.
+    t.wait_for("> ");
     t
 }
 
@@ -35,8 +38,7 @@ fn a_streamed_turn_then_ctrl_d_leaves() {
     t.wait_for("> ");
     t.line("hello tty");
     t.wait_for("> hello tty\nhello tty\n> ");
-    t.keys(&["C-d"]);
-    assert_eq!(t.wait_exit(), 0, "{}", t.screen());
+    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
 }
 
 #[test]
@@ -50,14 +52,13 @@ fn approval_and_choice_are_answered() {
     t.wait_for("approve rm {\"f\":1}? [a]llow once");
     t.wait_for(" s left): ");
     t.line("a");
-    t.wait_for("[result rm: {\"f\":1}]");
+    t.wait_for("[result rm: {\"f\":1}]\n> ");
     t.line("::choose Color? | red | blue");
     t.wait_for("  2) blue\nChoice: ");
     t.line("2");
     t.wait_for("choice: blue\n> ");
-    t.keys(&["C-c"]);
     assert_eq!(
-        t.wait_exit(),
+        t.exit_by(&["C-c"]),
         0,
         "Ctrl-C at an empty prompt leaves: {}",
         t.screen()
@@ -72,7 +73,9 @@ fn ctrl_c_cancels_the_turn_and_a_resize_is_harmless() {
     let env = start_echo();
     let t = chat(&env, &["--new"]);
     t.line("before\\");
+    t.wait_for("> before\\\n> ");
     t.line("::sleep 30000\\");
+    t.wait_for("> ::sleep 30000\\\n> ");
     t.line("after");
     t.wait_for("\nbefore");
     t.resize(60, 20);
@@ -83,8 +86,7 @@ fn ctrl_c_cancels_the_turn_and_a_resize_is_harmless() {
     // terminal (cooked mode) is the kernel's, not the editor's.
     t.wait_for("> still here\nstill here\n> ");
     assert!(!t.screen().contains("\nafter"), "{}", t.screen());
-    t.keys(&["C-d"]);
-    assert_eq!(t.wait_exit(), 0);
+    assert_eq!(t.exit_by(&["C-d"]), 0);
 }
 
 #[test]
@@ -96,11 +98,9 @@ fn resume_shows_the_last_messages() {
     let t = chat(&env, &["--new", "--agent", "echo"]);
     t.line("keep me");
     t.wait_for("> keep me\nkeep me\n> ");
-    t.keys(&["C-d"]);
-    assert_eq!(t.wait_exit(), 0);
+    assert_eq!(t.exit_by(&["C-d"]), 0);
     let again = chat(&env, &[]);
     again.wait_for("(resumed, 2 messages)");
     again.wait_for("you: keep me\nagent: keep me\n> ");
-    again.keys(&["C-d"]);
-    assert_eq!(again.wait_exit(), 0);
+    assert_eq!(again.exit_by(&["C-d"]), 0);
 }

@@ -13,6 +13,9 @@ use super::RECV_TIMEOUT;
 /// One tmux server with one pane; killed on drop.
 pub struct Tty {
     socket: String,
+    /// Where the pane's shell writes the program's exit status (tmux's own
+    /// `pane_dead_status` was seen empty under load).
+    status_file: std::path::PathBuf,
 }
 
 /// Whether tmux can run here.
@@ -47,7 +50,15 @@ impl Tty {
             line.push(' ');
             line.push_str(&sh_quote(a));
         }
-        let tty = Tty { socket };
+        let status_file = cwd.join(format!("{socket}.status"));
+        line.push_str(&format!(
+            "; echo $? > {}",
+            sh_quote(&status_file.display().to_string())
+        ));
+        let tty = Tty {
+            socket,
+            status_file,
+        };
         tty.tmux(&[
             "-f",
             "/dev/null",
@@ -129,13 +140,40 @@ impl Tty {
         ]);
     }
 
+    /// Presses `keys` and waits for the exit status; the keys are pressed
+    /// again each second in case the first press came before the editor
+    /// had the terminal.
+    pub fn exit_by(&self, keys: &[&str]) -> i32 {
+        let deadline = Instant::now() + RECV_TIMEOUT;
+        loop {
+            self.keys(keys);
+            let pressed = Instant::now();
+            while pressed.elapsed() < Duration::from_secs(1) {
+                if let Some(code) = self.exit_status() {
+                    return code;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the program did not exit:\n{}",
+                self.screen()
+            );
+        }
+    }
+
+    fn exit_status(&self) -> Option<i32> {
+        let text = std::fs::read_to_string(&self.status_file).ok()?;
+        let text = text.strip_suffix('\n')?;
+        Some(text.parse().unwrap_or(-1))
+    }
+
     /// The exit status once the program has exited.
     pub fn wait_exit(&self) -> i32 {
         let deadline = Instant::now() + RECV_TIMEOUT;
         loop {
-            let s = self.run(&["display-message", "-p", "#{pane_dead} #{pane_dead_status}"]);
-            if let Some(code) = s.trim().strip_prefix("1 ") {
-                return code.parse().unwrap_or(-1);
+            if let Some(code) = self.exit_status() {
+                return code;
             }
             assert!(
                 Instant::now() < deadline,
