@@ -252,17 +252,21 @@ pub async fn status(config_dir: Option<&std::ffi::OsStr>, raw: bool) -> i32 {
     }
 }
 
+/// Member `k` of `v` as display text: a string as it is, any other value
+/// as compact JSON, a missing one as "".
+pub fn field_text(v: &Value, k: &str) -> String {
+    v.get(k)
+        .map(|x| {
+            x.as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| x.to_string())
+        })
+        .unwrap_or_default()
+}
+
 /// The readable form of a `status` result.
 pub fn render_status(v: &Value) -> String {
-    let s = |k: &str| {
-        v.get(k)
-            .map(|x| {
-                x.as_str()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| x.to_string())
-            })
-            .unwrap_or_default()
-    };
+    let s = |k: &str| field_text(v, k);
     let ids: Vec<String> = v
         .get("session_ids")
         .and_then(Value::as_array)

@@ -30,6 +30,9 @@ pub struct Options {
     pub ephemeral: bool,
     /// `--test-faults`.
     pub test_faults: bool,
+    /// The listening socket passed by socket activation (from
+    /// [`systemd::take_from_env`](crate::systemd::take_from_env)).
+    pub listen_fd: Option<i32>,
 }
 
 /// A startup failure, with the exit status it maps to (SPEC §2.3).
@@ -120,12 +123,20 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
             endpoint::let_group_traverse(&dirs.config_dir, endpoint::lookup_group(group)?)?;
         }
     }
-    let claimed = endpoint::claim(
-        &dirs.data_dir,
-        &endpoint_name,
-        &ClaimOptions { socket_group },
-    )
-    .await?;
+    let claim_opts = ClaimOptions { socket_group };
+    let claimed = match opts.listen_fd {
+        #[cfg(unix)]
+        Some(fd) => {
+            use std::os::fd::FromRawFd;
+            // SAFETY: the service manager handed us this descriptor and
+            // `systemd::take_from_env` gave it out once; nothing else owns it.
+            let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+            let claimed = endpoint::claim_passed(&dirs.data_dir, &endpoint_name, &claim_opts, fd)?;
+            tracing::info!(event = "socket_activated", endpoint = %endpoint_name);
+            claimed
+        }
+        _ => endpoint::claim(&dirs.data_dir, &endpoint_name, &claim_opts).await?,
+    };
 
     let paths = Paths {
         config_dir: dirs.config_dir.clone(),
@@ -193,6 +204,9 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
     if let Err(e) = writeln!(stdout, "{ready}").and_then(|()| stdout.flush()) {
         tracing::warn!(event = "ready_line_lost", error = %e);
     }
+    crate::systemd::notify(crate::systemd::State::Ready {
+        endpoint: &daemon.paths.endpoint,
+    });
     Ok((daemon, claimed, signals))
 }
 
@@ -216,6 +230,7 @@ async fn serve(daemon: Arc<Daemon>, claimed: Claimed, signals: Signals) -> i32 {
     tokio::spawn(reclaim_idle_sessions(daemon.clone()));
     tokio::spawn(sweep_idle_uploads(daemon.clone()));
     let status = accept_loop(&daemon, &claimed).await;
+    crate::systemd::notify(crate::systemd::State::Stopping);
     // Running turns end and persist first (their answers still go out),
     // then every connection is closed.
     lifecycle::shut_down(&daemon.sessions, SHUTDOWN_GRACE).await;

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod authz;
 pub mod bounded;
+pub mod cli;
 pub mod client;
 pub mod codec;
 pub mod config;
@@ -34,6 +35,7 @@ pub mod session;
 pub mod state;
 pub mod storage_fault;
 pub mod store;
+pub mod systemd;
 
 #[path = "../layers/mod.rs"]
 pub mod layers;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 use zeroclaw::client::{self, exit, Answers};
-use zeroclaw::{daemon, logging};
+use zeroclaw::{cli, daemon, logging, systemd};
 
 #[derive(Parser)]
 #[command(
@@ -70,6 +70,44 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Chat with an agent (resumes the most recent chat session unless told otherwise).
+    Chat {
+        /// The session to resume or create.
+        session: Option<String>,
+        /// The agent to talk to (default: the session's, else the first configured).
+        #[arg(long, value_name = "ALIAS")]
+        agent: Option<String>,
+        /// Start a new session even if one could be resumed.
+        #[arg(long, conflicts_with = "session")]
+        new: bool,
+    },
+    /// Show the daemon's recent log records; -f follows new ones.
+    Logs {
+        /// Follow: keep printing records as the daemon logs them.
+        #[arg(short, long)]
+        follow: bool,
+        /// How many recent records to show first.
+        #[arg(short = 'n', long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=2048))]
+        lines: u32,
+    },
+    /// Check the setup as the running user; exit 0 only when all checks pass.
+    Doctor,
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (roff).
+    Man,
+}
+
+/// `zeroclaw completions SHELL`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 fn usage(msg: &str) -> ExitCode {
@@ -84,6 +122,35 @@ enum LogFormat {
     Json,
 }
 
+/// Writes the completion script for `shell` to stdout.
+fn completions(shell: Shell) -> i32 {
+    use clap::CommandFactory;
+    let shell = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    clap_complete::generate(
+        shell,
+        &mut Cli::command(),
+        "zeroclaw",
+        &mut std::io::stdout(),
+    );
+    0
+}
+
+/// Writes the man page to stdout.
+fn man_page() -> i32 {
+    use clap::CommandFactory;
+    match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("zeroclaw: writing the man page: {e}");
+            1
+        }
+    }
+}
+
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -93,6 +160,17 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let config_dir = cli.config_dir.as_deref();
+    // Before any thread exists: this removes the activation variables.
+    let activation = match &cli.command {
+        Command::Daemon { .. } => match systemd::take_from_env() {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("zeroclaw daemon: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => systemd::Activation::default(),
+    };
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -115,6 +193,7 @@ fn main() -> ExitCode {
                 config_dir: cli.config_dir.clone(),
                 ephemeral,
                 test_faults,
+                listen_fd: activation.listen_fd,
             };
             let status = rt.block_on(daemon::run(opts));
             logging::flush();
@@ -154,6 +233,22 @@ fn main() -> ExitCode {
             file,
             filename,
         } => rt.block_on(client::upload(config_dir, &session, &file, filename)),
+        Command::Chat {
+            session,
+            agent,
+            new,
+        } => {
+            let opts = cli::chat::Options {
+                session,
+                agent,
+                new,
+            };
+            rt.block_on(cli::chat::run(cli.config_dir.clone(), opts))
+        }
+        Command::Logs { follow, lines } => rt.block_on(cli::logs::run(config_dir, lines, follow)),
+        Command::Doctor => rt.block_on(cli::doctor::run(config_dir)),
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man_page(),
     };
     // Don't wait for stray tasks (a connection still flushing) at exit.
     rt.shutdown_timeout(Duration::from_millis(100));

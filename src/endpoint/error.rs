@@ -50,6 +50,10 @@ pub enum EndpointError {
     /// A directory the daemon would make private is not its own (§2.3 step 1).
     #[error(transparent)]
     PrivateDir(#[from] crate::private_dir::PrivateDirError),
+    /// A socket passed by socket activation failed a check (`activated.rs`).
+    #[cfg(unix)]
+    #[error("passed socket refused: {0}")]
+    PassedSocket(super::PassedSocketFault),
     /// An operating-system call failed.
     #[error("{context}: {source}")]
     Io {

@@ -15,9 +15,12 @@
 //! | `name.rs` | endpoint resolution, pipe hash, `sun_path` limit |
 //! | `lock.rs` | the hardened lock files |
 //! | `unix.rs` / `windows.rs` | claiming, accepting, releasing |
+//! | `activated.rs` | the checks on a socket passed by systemd |
 //! | `stream.rs` | streams, their halves, peer labels |
 //! | `error.rs` | the error type and exit codes |
 
+#[cfg(unix)]
+mod activated;
 mod dirs;
 mod error;
 mod lock;
@@ -38,6 +41,8 @@ mod windows_tests;
 use std::io;
 
 #[cfg(unix)]
+pub use activated::PassedSocketFault;
+#[cfg(unix)]
 pub use dirs::let_group_traverse;
 pub use dirs::{ensure_dirs, normalize_lexically, resolve_dirs, resolve_dirs_from_env, Dirs};
 pub use error::{EndpointError, Served};
@@ -48,7 +53,7 @@ pub use name::{default_pipe_name, pipe_hash, resolve_endpoint, EndpointName};
 pub use stream::into_unix;
 pub use stream::{connect, split, LocalReadHalf, LocalStream, LocalWriteHalf, PeerInfo};
 #[cfg(unix)]
-pub use unix::{claim, lookup_group, Claimed};
+pub use unix::{claim, claim_passed, lookup_group, Claimed};
 #[cfg(windows)]
 pub use windows::{claim, Claimed};
 

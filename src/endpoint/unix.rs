@@ -44,9 +44,22 @@ pub struct Claimed {
     _lifecycle_lock: File,
     /// `None` only after [`Claimed::release_all`] took it.
     data_lock: Option<File>,
+    /// False for a socket passed by the service manager, which owns its file.
+    unlink_on_release: bool,
 }
 
 impl Claimed {
+    fn new(listener: Listener, socket: PathBuf, id: FileId, locks: Locks, unlink: bool) -> Self {
+        Claimed {
+            listener,
+            socket,
+            id,
+            _lifecycle_lock: locks.lifecycle,
+            data_lock: Some(locks.data),
+            unlink_on_release: unlink,
+        }
+    }
+
     /// Accepts the next connection and reads its peer credentials (§2.5).
     pub async fn accept(&self) -> io::Result<(LocalStream, PeerInfo)> {
         let stream = self.listener.accept().await?;
@@ -78,7 +91,9 @@ impl Drop for Claimed {
     fn drop(&mut self) {
         // A replacement endpoint (another inode at our path) is never removed.
         // Nobody is left to report a failure to at this point.
-        let _ = unlink_if_ours(&self.socket, self.id);
+        if self.unlink_on_release {
+            let _ = unlink_if_ours(&self.socket, self.id);
+        }
         // Held until exit: leaking the descriptor keeps the lock.
         if let Some(data_lock) = self.data_lock.take() {
             std::mem::forget(data_lock);
@@ -92,6 +107,43 @@ pub async fn claim(
     endpoint: &EndpointName,
     opts: &ClaimOptions,
 ) -> Result<Claimed, EndpointError> {
+    let (socket, group, locks) = lock_endpoint(data_dir, endpoint, opts)?;
+
+    // Step 3: remove a dead socket, and nothing else.
+    probe_stale(socket).await?;
+
+    // Step 4: bind with the final mode.
+    let (listener, id) = bind(socket, group)?;
+    Ok(Claimed::new(listener, socket.clone(), id, locks, true))
+}
+
+/// Socket activation: steps 1, 1a and 2 of §2.3 as for [`claim`], then the
+/// passed socket `fd` is checked (`activated.rs`) instead of probing and
+/// binding. The socket file belongs to the service manager: it is never
+/// unlinked at shutdown.
+pub fn claim_passed(
+    data_dir: &Path,
+    endpoint: &EndpointName,
+    opts: &ClaimOptions,
+    fd: std::os::fd::OwnedFd,
+) -> Result<Claimed, EndpointError> {
+    let (socket, group, locks) = lock_endpoint(data_dir, endpoint, opts)?;
+    let (listener, id) = super::activated::adopt(fd, socket, group)?;
+    Ok(Claimed::new(listener, socket.clone(), id, locks, false))
+}
+
+/// The data-dir lock and the lifecycle lock, in that order.
+struct Locks {
+    data: File,
+    lifecycle: File,
+}
+
+/// Steps 1, 1a and 2 of §2.3.
+fn lock_endpoint<'a>(
+    data_dir: &Path,
+    endpoint: &'a EndpointName,
+    opts: &ClaimOptions,
+) -> Result<(&'a PathBuf, Option<Gid>, Locks), EndpointError> {
     let EndpointName::Path(socket) = endpoint;
     check_socket_path(socket)?;
     let group = opts.socket_group.as_deref().map(lookup_group).transpose()?;
@@ -112,7 +164,7 @@ pub async fn claim(
     }
 
     // Step 1a: one daemon per data dir.
-    let data_lock = lock::acquire(&data_dir.join("daemon.lock"), || {
+    let data = lock::acquire(&data_dir.join("daemon.lock"), || {
         EndpointError::AlreadyServed(Served::DataDir(data_dir.to_path_buf()))
     })?;
 
@@ -122,23 +174,10 @@ pub async fn claim(
         name.push(".lock");
         PathBuf::from(name)
     };
-    let lifecycle_lock = lock::acquire(&lock_path, || {
+    let lifecycle = lock::acquire(&lock_path, || {
         EndpointError::AlreadyServed(Served::LockHeld(lock_path.clone()))
     })?;
-
-    // Step 3: remove a dead socket, and nothing else.
-    probe_stale(socket).await?;
-
-    // Step 4: bind with the final mode.
-    let (listener, id) = bind(socket, group)?;
-
-    Ok(Claimed {
-        listener,
-        socket: socket.clone(),
-        id,
-        _lifecycle_lock: lifecycle_lock,
-        data_lock: Some(data_lock),
-    })
+    Ok((socket, group, Locks { data, lifecycle }))
 }
 
 /// Step 3: `lstat` the path (never following a link) and decide.

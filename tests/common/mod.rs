@@ -14,7 +14,9 @@ use std::time::Duration;
 
 pub mod acp;
 pub mod acp_agent;
+pub mod activation;
 pub mod assert;
+pub mod chat;
 mod client;
 mod daemon;
 pub mod env_ops;
@@ -29,6 +31,7 @@ pub mod sessions;
 pub mod start;
 pub mod stdio;
 pub mod tmpfs;
+pub mod tty;
 pub mod users;
 pub mod wait;
 pub mod zerocode;

@@ -1,0 +1,226 @@
+//! Where typed lines come from: rustyline (history, editing) when stdin and
+//! stdout are a terminal, else stdin line by line. Either runs on a thread
+//! of its own and hands over one line per [`Input::read`], so the chat loop
+//! stays async and a prompt is only read when the loop asks for one (an
+//! approval's answer is the next line, in scripts too).
+
+use std::io::BufRead;
+
+use tokio::sync::mpsc;
+
+/// The longest typed line taken as a prompt; a longer paste is refused
+/// (read to its end and dropped, so it never stalls the terminal).
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+
+/// One read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// A line; `lossy` when it was not valid UTF-8 and bytes were replaced.
+    Text { text: String, lossy: bool },
+    /// A line over [`MAX_LINE_BYTES`] (its length), dropped.
+    TooLong(usize),
+    /// Ctrl-C at the prompt.
+    Interrupted,
+    /// Ctrl-D, or the end of stdin.
+    Eof,
+}
+
+struct Ask {
+    prompt: String,
+    history: bool,
+}
+
+/// The input thread's handle.
+pub struct Input {
+    asks: std::sync::mpsc::Sender<Ask>,
+    lines: mpsc::Receiver<Line>,
+}
+
+impl Input {
+    /// Starts the input thread: rustyline if `tty`, else plain stdin.
+    pub fn start(tty: bool) -> Input {
+        let (asks, ask_rx) = std::sync::mpsc::channel::<Ask>();
+        let (tx, lines) = mpsc::channel(1);
+        std::thread::spawn(move || {
+            let mut source = Source::new(tty);
+            while let Ok(ask) = ask_rx.recv() {
+                let line = source.read(&ask);
+                let end = line == Line::Eof;
+                if tx.blocking_send(line).is_err() || end {
+                    return;
+                }
+            }
+        });
+        Input { asks, lines }
+    }
+
+    /// The next line, shown `prompt` (on a terminal); `history` records it.
+    pub async fn read(&mut self, prompt: &str, history: bool) -> Line {
+        let ask = Ask {
+            prompt: prompt.to_owned(),
+            history,
+        };
+        if self.asks.send(ask).is_err() {
+            return Line::Eof;
+        }
+        self.lines.recv().await.unwrap_or(Line::Eof)
+    }
+}
+
+enum Source {
+    Editor(Box<rustyline::DefaultEditor>),
+    Stdin(std::io::BufReader<std::io::Stdin>),
+}
+
+impl Source {
+    fn new(tty: bool) -> Source {
+        if tty {
+            if let Ok(ed) = rustyline::DefaultEditor::new() {
+                return Source::Editor(Box::new(ed));
+            }
+        }
+        Source::Stdin(std::io::BufReader::new(std::io::stdin()))
+    }
+
+    fn read(&mut self, ask: &Ask) -> Line {
+        use rustyline::error::ReadlineError;
+        match self {
+            Source::Editor(ed) => {
+                let prompt = show_head(&ask.prompt);
+                loop {
+                    match ed.readline(prompt) {
+                        Ok(text) if text.len() > MAX_LINE_BYTES => {
+                            return Line::TooLong(text.len())
+                        }
+                        Ok(text) => {
+                            if ask.history && !text.trim().is_empty() {
+                                let _ = ed.add_history_entry(text.as_str());
+                            }
+                            return Line::Text { text, lossy: false };
+                        }
+                        Err(ReadlineError::Interrupted) => return Line::Interrupted,
+                        Err(ReadlineError::Eof) => return Line::Eof,
+                        // A resize mid-read: read on, the editor redraws.
+                        Err(ReadlineError::WindowResized) => continue,
+                        // Invalid UTF-8 typed or pasted: that line is lost, not the chat.
+                        Err(ReadlineError::Io(e))
+                            if e.kind() == std::io::ErrorKind::InvalidData =>
+                        {
+                            return Line::Text {
+                                text: String::new(),
+                                lossy: true,
+                            }
+                        }
+                        Err(_) => return Line::Eof,
+                    }
+                }
+            }
+            Source::Stdin(r) => {
+                // Plain mode shows questions (not the chat prompt) as lines.
+                if !ask.prompt.is_empty() {
+                    println!("{}", ask.prompt.trim_end());
+                }
+                read_bounded(r)
+            }
+        }
+    }
+}
+
+/// Prints all but the last line of a prompt; returns the last (rustyline
+/// redraws only one line).
+fn show_head(prompt: &str) -> &str {
+    match prompt.rsplit_once('\n') {
+        Some((head, tail)) => {
+            println!("{head}");
+            tail
+        }
+        None => prompt,
+    }
+}
+
+/// One line of at most [`MAX_LINE_BYTES`], the rest of a longer one
+/// consumed and dropped.
+pub fn read_bounded(r: &mut impl BufRead) -> Line {
+    let mut buf = Vec::new();
+    let mut total = 0usize;
+    loop {
+        let (done, used) = match r.fill_buf() {
+            Ok([]) if total == 0 => return Line::Eof,
+            Ok([]) => (true, 0),
+            Ok(avail) => {
+                let (piece, done) = match memchr_nl(avail) {
+                    Some(i) => (&avail[..i], true),
+                    None => (avail, false),
+                };
+                total += piece.len();
+                if buf.len() + piece.len() <= MAX_LINE_BYTES {
+                    buf.extend_from_slice(piece);
+                }
+                (
+                    done,
+                    piece.len() + usize::from(done && piece.len() < avail.len()),
+                )
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Line::Eof,
+        };
+        r.consume(used);
+        if done {
+            break;
+        }
+    }
+    if total > MAX_LINE_BYTES {
+        return Line::TooLong(total);
+    }
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    match String::from_utf8(buf) {
+        Ok(text) => Line::Text { text, lossy: false },
+        Err(e) => Line::Text {
+            text: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            lossy: true,
+        },
+    }
+}
+
+fn memchr_nl(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str) -> Line {
+        Line::Text {
+            text: s.into(),
+            lossy: false,
+        }
+    }
+
+    #[test]
+    fn bounded_lines() {
+        let mut r = std::io::Cursor::new(b"one\r\ntwo\nlast".to_vec());
+        assert_eq!(read_bounded(&mut r), text("one"));
+        assert_eq!(read_bounded(&mut r), text("two"));
+        assert_eq!(read_bounded(&mut r), text("last"));
+        assert_eq!(read_bounded(&mut r), Line::Eof);
+    }
+
+    #[test]
+    fn long_and_invalid_lines() {
+        let mut data = vec![b'x'; MAX_LINE_BYTES + 10];
+        data.extend_from_slice(b"\n\xff\xfeok\nafter\n");
+        let mut r = std::io::BufReader::with_capacity(4096, std::io::Cursor::new(data));
+        assert_eq!(read_bounded(&mut r), Line::TooLong(MAX_LINE_BYTES + 10));
+        assert_eq!(
+            read_bounded(&mut r),
+            Line::Text {
+                text: "\u{fffd}\u{fffd}ok".into(),
+                lossy: true
+            }
+        );
+        assert_eq!(read_bounded(&mut r), text("after"));
+    }
+}

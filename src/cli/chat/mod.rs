@@ -1,0 +1,454 @@
+//! `zeroclaw chat [SESSION_ID] [--agent ALIAS] [--new]`: a person's
+//! terminal client (docs/operations.md).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the loop: prompt, turn, reconnect, slash commands |
+//! | `session.rs` | which session and agent; transcript lines |
+//! | `editor.rs` | typed lines (rustyline on a terminal, stdin otherwise) |
+//! | `render.rs` | how a turn's updates are shown |
+//! | `ask.rs` | approval and elicitation prompts |
+//! | `slash.rs` | parsing `/commands` |
+//!
+//! Without a terminal on stdin or stdout it reads prompts line by line and
+//! prints plain text, so it works in scripts and pipes.
+
+mod ask;
+mod editor;
+mod render;
+mod session;
+mod slash;
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::conn::{self, CallError, Conn, Incoming};
+use crate::client::exit;
+use editor::{Input, Line};
+use render::{notice, Render};
+use session::Current;
+use slash::Slash;
+
+/// How long the chat waits for a restarted daemon.
+const RECONNECT_PATIENCE: Duration = Duration::from_secs(30);
+/// How many messages a resumed session shows.
+const RESUME_SHOWS: usize = 10;
+const PROMPT: &str = "> ";
+
+/// `zeroclaw chat`'s arguments.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub new: bool,
+}
+
+struct Chat {
+    config_dir: Option<OsString>,
+    conn: Conn,
+    render: Render,
+    input: Input,
+    current: Current,
+    interrupts: Interrupts,
+}
+
+/// Runs the chat; the exit status.
+pub async fn run(config_dir: Option<OsString>, opts: Options) -> i32 {
+    let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let mut conn = match Conn::open(config_dir.as_deref()).await {
+        Ok(c) => c,
+        Err(e) => {
+            notice(&e.message);
+            return e.status;
+        }
+    };
+    let current = match choose(&mut conn, &opts).await {
+        Ok(c) => c,
+        Err(e) => {
+            notice(&e);
+            return exit::RPC_ERROR;
+        }
+    };
+    let interrupts = match Interrupts::install() {
+        Ok(i) => i,
+        Err(e) => {
+            notice(&format!("cannot catch Ctrl-C: {e}"));
+            return exit::RPC_ERROR;
+        }
+    };
+    let mut chat = Chat {
+        config_dir,
+        conn,
+        render: Render::new(tty),
+        input: Input::start(tty),
+        current,
+        interrupts,
+    };
+    if let Err(e) = chat.enter(true).await {
+        notice(&e.message());
+        return exit::RPC_ERROR;
+    }
+    chat.run_loop().await
+}
+
+/// The session and agent the options name (SESSION_ID, `--new`, or the most recent).
+async fn choose(conn: &mut Conn, opts: &Options) -> Result<Current, String> {
+    let msg = |e: CallError| e.message();
+    let named = match (&opts.session, opts.new) {
+        (Some(id), _) => Some(id.clone()),
+        (None, true) => None,
+        (None, false) => match session::most_recent(conn).await.map_err(msg)? {
+            Some(c) if opts.agent.as_ref().is_none_or(|a| *a == c.agent) => return Ok(c),
+            _ => None,
+        },
+    };
+    let stored = match &named {
+        Some(id) => session::stored_agent(conn, id).await.map_err(msg)?,
+        None => None,
+    };
+    let agent = match (opts.agent.clone(), stored) {
+        (Some(a), _) | (None, Some(a)) => a,
+        (None, None) => session::default_agent(conn)
+            .await
+            .map_err(msg)?
+            .ok_or("no agent is configured (add one under [agents] in config.toml)")?,
+    };
+    Ok(Current {
+        id: named.unwrap_or_default(),
+        agent,
+    })
+}
+
+impl Chat {
+    /// `session/new` for the current session (a new id when empty); shows
+    /// its last messages when it resumed and `show`.
+    async fn enter(&mut self, show: bool) -> Result<(), CallError> {
+        let id = (!self.current.id.is_empty()).then_some(self.current.id.as_str());
+        let opened = session::open(&mut self.conn, &self.current.agent, id).await?;
+        if let Some(id) = opened.get("session_id").and_then(Value::as_str) {
+            self.current.id = id.to_owned();
+        }
+        let resumed = opened.get("resumed") == Some(&Value::Bool(true));
+        let count = opened
+            .get("message_count")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        if !show {
+            return Ok(());
+        }
+        notice(&format!(
+            "session {} with agent {} ({}); /help for commands",
+            self.current.id,
+            self.current.agent,
+            if resumed {
+                format!("resumed, {count} messages")
+            } else {
+                "new".to_owned()
+            }
+        ));
+        if resumed {
+            for l in session::history(&mut self.conn, &self.current.id, RESUME_SHOWS).await? {
+                self.render.line(&l);
+            }
+            self.render.flush();
+        }
+        Ok(())
+    }
+
+    async fn run_loop(&mut self) -> i32 {
+        // Lines ending in `\` continue the prompt on the next line.
+        let mut pending = String::new();
+        loop {
+            self.render.flush();
+            let line = tokio::select! {
+                l = self.input.read(if self.render.tty { PROMPT } else { "" }, true) => l,
+                _ = self.interrupts.next() => Line::Interrupted,
+            };
+            let text = match line {
+                Line::Eof | Line::Interrupted if !pending.is_empty() => {
+                    pending.clear();
+                    continue;
+                }
+                Line::Eof | Line::Interrupted => return exit::OK,
+                Line::TooLong(n) => {
+                    notice(&format!(
+                        "a line of {n} bytes was refused: a typed prompt is at most {} bytes; send a file with /upload FILE",
+                        editor::MAX_LINE_BYTES
+                    ));
+                    continue;
+                }
+                Line::Text { text, lossy } => {
+                    if lossy {
+                        notice(
+                            "the input was not valid UTF-8; invalid bytes were replaced by U+FFFD",
+                        );
+                    }
+                    text
+                }
+            };
+            if let Some(head) = text.strip_suffix('\\') {
+                pending.push_str(head);
+                pending.push('\n');
+                continue;
+            }
+            let text = std::mem::take(&mut pending) + &text;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let status = match slash::parse(&text) {
+                Some(cmd) => self.command(cmd).await,
+                None => self.turn(&text).await,
+            };
+            if let Some(status) = status {
+                self.render.flush();
+                return status;
+            }
+        }
+    }
+
+    /// A slash command; `Some(status)` ends the chat.
+    async fn command(&mut self, cmd: Slash) -> Option<i32> {
+        let result: Result<Vec<String>, CallError> = match cmd {
+            Slash::Quit => return Some(exit::OK),
+            Slash::Help => Ok(slash::HELP.lines().map(str::to_owned).collect()),
+            Slash::Bad(why) => Ok(vec![why]),
+            Slash::Thoughts => {
+                self.render.thoughts = !self.render.thoughts;
+                let state = if self.render.thoughts {
+                    "shown"
+                } else {
+                    "hidden"
+                };
+                Ok(vec![format!("thoughts {state}")])
+            }
+            Slash::Sessions => self
+                .conn
+                .call("session/list", json!({"limit": 20}))
+                .await
+                .map(|l| session::session_lines(&l)),
+            Slash::History(n) => session::history(&mut self.conn, &self.current.id, n).await,
+            Slash::Cancel => self
+                .conn
+                .call("session/cancel", json!({"session_id": self.current.id}))
+                .await
+                .map(|_| vec!["cancelled".to_owned()]),
+            Slash::Resume(id) => {
+                let agent = match session::stored_agent(&mut self.conn, &id).await {
+                    Ok(a) => a.unwrap_or_else(|| self.current.agent.clone()),
+                    Err(e) => return self.failed(e).await,
+                };
+                self.current = Current { id, agent };
+                self.enter(true).await.map(|()| Vec::new())
+            }
+            Slash::Upload(path) => {
+                self.render.flush();
+                let status = crate::client::upload(
+                    self.config_dir.as_deref(),
+                    &self.current.id,
+                    &path,
+                    None,
+                )
+                .await;
+                Ok(if status == exit::OK {
+                    vec![format!("uploaded {}", path.display())]
+                } else {
+                    Vec::new()
+                })
+            }
+        };
+        match result {
+            Ok(lines) => {
+                for l in lines {
+                    self.render.line(&l);
+                }
+                None
+            }
+            Err(e) => self.failed(e).await,
+        }
+    }
+
+    /// Reports a failed call; reconnects when the connection is gone.
+    async fn failed(&mut self, e: CallError) -> Option<i32> {
+        match e {
+            CallError::Lost(_) => self.reconnect().await.err(),
+            CallError::Rpc(_) => {
+                self.render.line(&format!("error: {}", e.message()));
+                None
+            }
+        }
+    }
+
+    /// Waits for the daemon to come back and resumes the session.
+    async fn reconnect(&mut self) -> Result<(), i32> {
+        self.render.flush();
+        notice("the connection to the daemon was lost; reconnecting…");
+        match conn::reopen(self.config_dir.as_deref(), RECONNECT_PATIENCE).await {
+            Ok(c) => self.conn = c,
+            Err(e) => {
+                notice(&e.message);
+                return Err(exit::NO_DAEMON);
+            }
+        }
+        match self.enter(false).await {
+            Ok(()) => {
+                notice(&format!("reconnected; session {} resumed", self.current.id));
+                Ok(())
+            }
+            Err(e) => {
+                notice(&format!(
+                    "reconnected, but resuming failed: {}",
+                    e.message()
+                ));
+                Err(exit::RPC_ERROR)
+            }
+        }
+    }
+
+    /// One turn: stream it, answer its questions, Ctrl-C cancels it.
+    async fn turn(&mut self, prompt: &str) -> Option<i32> {
+        // A connection that died while idle is noticed before the prompt goes.
+        while let Ok(ev) = self.conn.incoming.try_recv() {
+            if let Incoming::Closed(_) = ev {
+                if let Err(status) = self.reconnect().await {
+                    return Some(status);
+                }
+            }
+        }
+        let params = json!({"session_id": self.current.id, "prompt": prompt});
+        let id = match self.conn.request("session/prompt", params.clone()).await {
+            Ok(id) => id,
+            // Gone before we knew it: once more on a fresh connection.
+            Err(CallError::Lost(_)) => {
+                if let Err(status) = self.reconnect().await {
+                    return Some(status);
+                }
+                match self.conn.request("session/prompt", params).await {
+                    Ok(id) => id,
+                    Err(e) => return self.failed(e).await,
+                }
+            }
+            Err(e) => return self.failed(e).await,
+        };
+        let mut cancelling = false;
+        loop {
+            let ev = tokio::select! {
+                ev = self.conn.incoming.recv() => ev,
+                _ = self.interrupts.next() => {
+                    if !cancelling {
+                        cancelling = true;
+                        notice("cancelling the turn…");
+                        let cancel = json!({"session_id": self.current.id});
+                        if let Err(e) = self.conn.request("session/cancel", cancel).await {
+                            return self.failed(e).await;
+                        }
+                    }
+                    continue;
+                }
+            };
+            match ev {
+                Some(Incoming::Notification { method, params }) if method == "session/update" => {
+                    if params.get("type").and_then(Value::as_str) == Some("approval_request") {
+                        self.render.finish_line();
+                        self.render.flush();
+                        let d = ask::approval(&mut self.input, &params).await;
+                        let mut approve = json!({
+                            "session_id": self.current.id,
+                            "request_id": params.get("requestId"),
+                            "decision": d.decision,
+                        });
+                        if let Some(r) = d.replacement {
+                            approve["replacement"] = json!(r);
+                        }
+                        if let Err(e) = self.conn.request("session/approve", approve).await {
+                            return self.failed(e).await;
+                        }
+                    } else {
+                        self.render.update(&params);
+                    }
+                }
+                Some(Incoming::Notification { .. }) => {}
+                Some(Incoming::Request { id, method, params }) => {
+                    let sent = if method == "elicitation/create" {
+                        self.render.finish_line();
+                        self.render.flush();
+                        let result = ask::elicitation(&mut self.input, &params).await;
+                        self.conn.respond(&id, result).await
+                    } else {
+                        self.conn.refuse(&id, &method).await
+                    };
+                    if let Err(e) = sent {
+                        return self.failed(e).await;
+                    }
+                }
+                Some(Incoming::Answer { id: got, outcome }) if got == id => {
+                    if let Err(e) = outcome {
+                        self.render.finish_line();
+                        self.render
+                            .line(&format!("error: {}", CallError::Rpc(e).message()));
+                    }
+                    return None;
+                }
+                Some(Incoming::Answer { outcome, .. }) => {
+                    // session/approve or session/cancel answers.
+                    if let Ok(r) = &outcome {
+                        if r.get("acknowledged") == Some(&Value::Bool(false)) {
+                            notice("too late: that approval had already timed out");
+                        }
+                    }
+                }
+                Some(Incoming::Garbage(line)) => {
+                    self.render.flush();
+                    notice(&format!(
+                        "the daemon sent a line that is not JSON-RPC (ignored): {line}"
+                    ));
+                }
+                Some(Incoming::Closed(_)) | None => {
+                    self.render
+                        .line("[turn interrupted: the connection to the daemon was lost]");
+                    return self.reconnect().await.err();
+                }
+            }
+            if self.conn.incoming.is_empty() {
+                self.render.flush();
+            }
+        }
+    }
+}
+
+/// Ctrl-C (SIGINT) while no line editor owns the terminal.
+struct Interrupts {
+    #[cfg(unix)]
+    sig: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    #[cfg(unix)]
+    fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            sig: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn install() -> std::io::Result<Self> {
+        Ok(Self {})
+    }
+
+    #[cfg(unix)]
+    async fn next(&mut self) {
+        if self.sig.recv().await.is_none() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn next(&mut self) {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! The commands a person types (issue 18, docs/operations.md): `zeroclaw
+//! chat`, `zeroclaw logs` and `zeroclaw doctor`. They are clients of the
+//! daemon like `zeroclaw rpc`, and share its exit statuses
+//! ([`crate::client::exit`]).
+
+pub mod chat;
+pub mod conn;
+pub mod doctor;
+pub mod logs;

@@ -1,0 +1,106 @@
+//! `zeroclaw chat` in a real pseudo-terminal (tmux): the line editor, the
+//! streamed answer, approvals and choices answered, Ctrl-C cancelling the
+//! turn, a resize mid-turn, resume, and Ctrl-D leaving.
+
+#[macro_use]
+mod common;
+
+use common::start::start_echo;
+use common::tty::{available, Tty};
+use common::{Daemon, BIN};
+
+fn chat(d: &Daemon, args: &[&str]) -> Tty {
+    let home = d.config_dir.parent().unwrap_or(&d.config_dir).to_owned();
+    let cfg = d.config_dir.display().to_string();
+    let mut argv = vec![BIN, "--config-dir", &cfg, "chat"];
+    argv.extend_from_slice(args);
+    let home_s = home.display().to_string();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let t = Tty::spawn(
+        &argv,
+        &[("HOME", &home_s), ("PATH", &path), ("ZEROCLAW_LOG", "info")],
+        &home,
+    );
+    t.wait_for("/help for commands");
+    // Type only at a prompt: keys typed while no editor reads (between
+    // prompts, the terminal in cooked mode) were seen lost under load.
+    t.wait_for("> ");
+    t
+}
+
+#[test]
+fn a_streamed_turn_then_ctrl_d_leaves() {
+    if !available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = start_echo();
+    let t = chat(&env, &["--new"]);
+    t.wait_for("> ");
+    t.line("hello tty");
+    t.wait_for("> hello tty\nhello tty\n> ");
+    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+}
+
+#[test]
+fn approval_and_choice_are_answered() {
+    if !available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = start_echo();
+    let t = chat(&env, &["--new"]);
+    t.line("::approve rm {\"f\":1}");
+    t.wait_for("approve rm {\"f\":1}? [a]llow once");
+    t.wait_for(" s left): ");
+    t.line("a");
+    t.wait_for("[result rm: {\"f\":1}]\n> ");
+    t.line("::choose Color? | red | blue");
+    t.wait_for("  2) blue\nChoice: ");
+    t.line("2");
+    t.wait_for("choice: blue\n> ");
+    assert_eq!(
+        t.exit_by(&["C-c"]),
+        0,
+        "Ctrl-C at an empty prompt leaves: {}",
+        t.screen()
+    );
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_and_a_resize_is_harmless() {
+    if !available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = start_echo();
+    let t = chat(&env, &["--new"]);
+    t.line("before\\");
+    t.wait_for("> before\\\n> ");
+    t.line("::sleep 30000\\");
+    t.wait_for("> ::sleep 30000\\\n> ");
+    t.line("after");
+    t.wait_for("\nbefore");
+    t.resize(60, 20);
+    t.keys(&["C-c"]);
+    t.wait_for("[cancelled]");
+    t.line("still here");
+    // The next prompt first: a key typed before the editor owns the
+    // terminal (cooked mode) is the kernel's, not the editor's.
+    t.wait_for("> still here\nstill here\n> ");
+    assert!(!t.screen().contains("\nafter"), "{}", t.screen());
+    assert_eq!(t.exit_by(&["C-d"]), 0);
+}
+
+#[test]
+fn resume_shows_the_last_messages() {
+    if !available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = start_echo();
+    let t = chat(&env, &["--new", "--agent", "echo"]);
+    t.line("keep me");
+    t.wait_for("> keep me\nkeep me\n> ");
+    assert_eq!(t.exit_by(&["C-d"]), 0);
+    let again = chat(&env, &[]);
+    again.wait_for("(resumed, 2 messages)");
+    again.wait_for("you: keep me\nagent: keep me\n> ");
+    assert_eq!(again.exit_by(&["C-d"]), 0);
+}

@@ -1,0 +1,144 @@
+//! A `zeroclaw chat` process driven through pipes (its plain mode): lines
+//! in on stdin, what it printed collected from stdout and stderr, every wait
+//! bounded.
+
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{wait_timeout, EXIT_TIMEOUT, RECV_TIMEOUT};
+
+/// A running chat; killed on drop.
+pub struct Chat {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    pub stdout: Arc<Mutex<Vec<u8>>>,
+    pub stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let b2 = buf.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 65536];
+        while let Ok(n) = r.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            b2.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+    });
+    buf
+}
+
+impl Chat {
+    /// Starts `cmd` (a `zeroclaw … chat …` command) with piped stdio.
+    pub fn spawn(mut cmd: Command) -> Chat {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawning zeroclaw chat");
+        let stdin = child.stdin.take();
+        let stdout = collect(child.stdout.take().expect("stdout"));
+        let stderr = collect(child.stderr.take().expect("stderr"));
+        Chat {
+            child,
+            stdin,
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Writes bytes to its stdin.
+    pub fn send_bytes(&mut self, b: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(b).expect("writing to chat");
+        stdin.flush().expect("flushing chat stdin");
+    }
+
+    /// Writes one line to its stdin.
+    pub fn send(&mut self, line: &str) {
+        self.send_bytes(format!("{line}\n").as_bytes());
+    }
+
+    /// Closes its stdin (Ctrl-D).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    pub fn out(&self) -> String {
+        String::from_utf8_lossy(&self.stdout.lock().unwrap()).into_owned()
+    }
+
+    pub fn err(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    fn wait_in(&self, which: &Arc<Mutex<Vec<u8>>>, what: &str, after: usize) -> usize {
+        let deadline = Instant::now() + RECV_TIMEOUT;
+        loop {
+            let text = String::from_utf8_lossy(&which.lock().unwrap()).into_owned();
+            if let Some(i) = text.get(after..).and_then(|t| t.find(what)) {
+                return after + i + what.len();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "chat never printed {what:?}\nstdout:\n{}\nstderr:\n{}",
+                self.out(),
+                self.err()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until stdout holds `what` after byte `after`; returns the end of the match.
+    pub fn wait_out(&self, what: &str, after: usize) -> usize {
+        self.wait_in(&self.stdout, what, after)
+    }
+
+    /// Waits until stderr holds `what`.
+    pub fn wait_err(&self, what: &str) -> usize {
+        self.wait_in(&self.stderr, what, 0)
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill has no memory effects; the pid is our live child.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Closes stdin and waits for the exit.
+    pub fn finish(&mut self) -> ExitStatus {
+        self.close_stdin();
+        wait_timeout(&mut self.child, EXIT_TIMEOUT).unwrap_or_else(|| {
+            panic!(
+                "chat did not exit\nstdout:\n{}\nstderr:\n{}",
+                self.out(),
+                self.err()
+            )
+        })
+    }
+
+    /// The session id its start notice names.
+    pub fn session_id(&self) -> String {
+        self.wait_err(" with agent ");
+        let err = self.err();
+        let after = err.split("session ").nth(1).expect("a session notice");
+        after
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+impl Drop for Chat {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
