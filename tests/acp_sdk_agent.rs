@@ -7,7 +7,7 @@
 #[macro_use]
 mod common;
 
-use common::acp::{db_rows, markers, AcpEnv, INTERRUPTED};
+use common::acp::{db_rows, markers, row, shape, AcpEnv, INTERRUPTED};
 use common::acp_agent::{acp_config_for, events, new_acp_session, say, wait_update};
 use common::acp_sdk_agent::sdk_agent_bin;
 use serde_json::{json, Value};
@@ -42,6 +42,12 @@ fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
         &json!({"sessionId": "s-1", "type": "turn_complete", "outcome": "completed", "content": "hello"})
     );
     assert_eq!(t.result()["stop_reason"], "end_turn");
+    // The SDK agent's session id is linked to ours in SQLite.
+    let link = db_rows(
+        &e.db(),
+        "SELECT session_id || '|' || agent_alias || '|' || substr(agent_session_id, 1, 4) FROM agent_session_links",
+    );
+    assert_eq!(link, ["s-1|acp|sdk-"]);
 }
 
 #[test]
@@ -57,25 +63,6 @@ fn a_plan_update_leaves_the_turn_whole() {
     assert_eq!(rest, vec![say("s-1", "a"), say("s-1", "b")]);
     assert!(plans.len() <= 1, "{plans:?}");
     assert_eq!(t.result()["content"], "ab");
-}
-
-#[test]
-fn a_plain_prompt_is_answered_and_the_link_is_in_sqlite() {
-    let e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
-    let t = rpc.prompt_ok("s-1", "hi there");
-    assert_eq!(events(&t), vec![say("s-1", "you said: hi there")]);
-    assert_eq!(
-        t.result(),
-        &json!({"session_id": "s-1", "stop_reason": "end_turn", "content": "you said: hi there"})
-    );
-    let rows = db_rows(
-        &e.db(),
-        "SELECT session_id || '|' || agent_alias || '|' || substr(agent_session_id, 1, 4) || '|' || context_losses FROM agent_session_links",
-    );
-    assert_eq!(rows, ["s-1|acp|sdk-|0"]);
-    assert_eq!(rpc.prompt_ok("s-1", "history").text(), "history: 1");
 }
 
 #[test]
@@ -154,27 +141,39 @@ fn cancel_ends_a_hanging_turn_cancelled_and_the_agent_serves_the_next() {
 }
 
 #[test]
-fn kill_9_mid_turn_then_recovery_loads_the_agent_session() {
+fn kill_9_mid_turn_then_recovery_loads_the_agent_session_without_resending_it() {
     let mut e = ok_or_skip!(env());
     let mut rpc = e.rpc();
     new_acp_session(&mut rpc, "s-1", "acp");
-    rpc.prompt_ok("s-1", "say first");
+    for p in ["say one", "say two"] {
+        rpc.prompt_ok("s-1", p);
+    }
     let _ = rpc.start_prompt("s-1", "say partial\nsleep 60000");
     wait_update(&mut rpc, |u| u["text"] == "partial");
     drop(rpc);
     e.restart();
 
+    // The agent's replay of its two turns (four chunks) is neither this
+    // turn's updates nor new rows; the agent remembers both turns.
     let mut rpc = e.rpc();
+    let t = rpc.prompt_ok("s-1", "history");
+    assert_eq!(events(&t), vec![say("s-1", "history: 2")]);
     let rows = rpc.messages("s-1");
     assert_eq!(markers(&rows, INTERRUPTED), 1, "{rows:?}");
-    assert!(rows.iter().any(|r| r["content"] == "partial"), "{rows:?}");
-    // session/load replayed "first" (user and agent chunks): neither sent
-    // as this turn's updates nor persisted again.
-    let t = rpc.prompt_ok("s-1", "history");
-    assert_eq!(events(&t), vec![say("s-1", "history: 1")]);
-    let rows = rpc.messages("s-1");
-    let firsts = rows.iter().filter(|r| r["content"] == "first").count();
-    assert_eq!(firsts, 1, "{rows:?}");
+    assert_eq!(
+        shape(&rows),
+        vec![
+            row("user", "message", "say one"),
+            row("assistant", "message", "one"),
+            row("user", "message", "say two"),
+            row("assistant", "message", "two"),
+            row("user", "message", "say partial\nsleep 60000"),
+            row("assistant", "message", "partial"),
+            row("system", "interruption_marker", INTERRUPTED),
+            row("user", "message", "history"),
+            row("assistant", "message", "history: 2"),
+        ]
+    );
     let loaded = e.d().log.events_named("acp_session_loaded");
     assert_eq!(loaded.len(), 1, "{loaded:?}");
 }

@@ -11,10 +11,12 @@ use std::sync::OnceLock;
 
 use super::BIN;
 
-/// What in cargo's stderr says the registry could not be reached (then the
-/// tests skip); any other build failure fails them.
-const OFFLINE_SIGNS: [&str; 6] = [
+/// What in cargo's stderr says the registry could not be reached, or may
+/// not be (`--offline` with the crates not cached): then the tests skip; any
+/// other build failure fails them.
+const OFFLINE_SIGNS: [&str; 7] = [
     "failed to download",
+    "you're using offline mode",
     "failed to get",
     "Unable to update",
     "failed to query replaced source",
