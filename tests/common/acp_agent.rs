@@ -45,10 +45,15 @@ pub fn toml_str(s: &str) -> String {
 /// A config with the `echo` agent and the test agent as `acp`, with `extra`
 /// lines in its table (`env = {…}`, `timeout_secs = …`) and `daemon` lines.
 pub fn acp_config(agent_lines: &str, daemon_lines: &str) -> String {
+    acp_config_for(&agent_bin(), agent_lines, daemon_lines)
+}
+
+/// Like [`acp_config`], hosting the agent binary `agent` as `acp`.
+pub fn acp_config_for(agent: &std::path::Path, agent_lines: &str, daemon_lines: &str) -> String {
     format!(
         "schema_version = 1\n\n[daemon]\n{daemon_lines}\n\n[agents.echo]\nbackend = \"echo\"\n\n\
          [agents.acp]\nbackend = \"acp\"\ncommand = [{}]\n{agent_lines}\n",
-        toml_str(&agent_bin().to_string_lossy())
+        toml_str(&agent.to_string_lossy())
     )
 }
 

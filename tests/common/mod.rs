@@ -14,6 +14,7 @@ use std::time::Duration;
 
 pub mod acp;
 pub mod acp_agent;
+pub mod acp_sdk_agent;
 pub mod activation;
 pub mod assert;
 pub mod chat;

@@ -1,0 +1,72 @@
+//! The ACP test agent written with the official SDK (tests/acp-sdk-agent/,
+//! a package of its own so the SDK never joins zeroclaw's dependency graph):
+//! built once per test run into `target/acp-sdk-agent`, under a `flock` so
+//! parallel test binaries do not race on one cargo build.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use super::BIN;
+
+/// What in cargo's stderr says the registry could not be reached, or may
+/// not be (`--offline` with the crates not cached): then the tests skip; any
+/// other build failure fails them.
+const OFFLINE_SIGNS: [&str; 7] = [
+    "failed to download",
+    "you're using offline mode",
+    "failed to get",
+    "Unable to update",
+    "failed to query replaced source",
+    "Could not resolve host",
+    "network",
+];
+
+/// The SDK agent's binary, or why it cannot be built here (no registry).
+/// Panics on a build failure that is not about the network.
+pub fn sdk_agent_bin() -> Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BUILT.get_or_init(build).clone()
+}
+
+fn build() -> Result<PathBuf, String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp-sdk-agent/Cargo.toml");
+    // target/debug/zeroclaw → target/acp-sdk-agent
+    let target = Path::new(BIN)
+        .ancestors()
+        .nth(2)
+        .expect("the binary lies in <target>/<profile>/")
+        .join("acp-sdk-agent");
+    std::fs::create_dir_all(&target).expect("creating target/acp-sdk-agent");
+    let lock = File::create(target.join("build.lock")).expect("creating the build lock");
+    // SAFETY: flock on a file descriptor we own; released when `lock` drops.
+    let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .arg("build")
+        .arg("--locked")
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .output()
+        .expect("running cargo build of tests/acp-sdk-agent");
+    drop(lock);
+    if out.status.success() {
+        return Ok(target.join("debug").join("acp-sdk-agent"));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if OFFLINE_SIGNS.iter().any(|s| stderr.contains(s)) {
+        return Err(format!(
+            "the SDK test agent cannot be built without the crates.io registry: {}",
+            stderr.lines().last().unwrap_or("")
+        ));
+    }
+    panic!(
+        "building tests/acp-sdk-agent failed ({}):\n{stderr}",
+        out.status
+    );
+}
