@@ -112,6 +112,19 @@ fn refuses_a_socket_others_can_reach() {
     assert!(err.contains(&want), "{err}");
 }
 
+/// Read bits give no one a way in (connecting needs write permission), so a
+/// 0644 socket, as `systemd-socket-activate -l` binds it, is served.
+#[test]
+fn serves_a_socket_only_its_owner_can_write() {
+    let dir = TestDir::new();
+    let (cfg, socket) = echo_config(&dir);
+    let listener = listen_at(&socket, 0o644);
+    let d = spawn(&cfg, &listener, None, &[]);
+    let mut c = Client::connect(&socket);
+    c.initialize();
+    assert!(c.status().is_object(), "{}", d.log.text());
+}
+
 #[test]
 fn refuses_a_socket_bound_elsewhere() {
     let dir = TestDir::new();

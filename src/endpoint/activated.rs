@@ -6,8 +6,11 @@
 //!
 //! - descriptor 3 is a listening `AF_UNIX` stream socket;
 //! - it is bound to the endpoint the daemon resolves (the path clients use);
-//! - the file at that path is a socket owned by us, not reachable by others:
-//!   mode `0600` or narrower, or `0660` owned by `security.socket_group`.
+//! - the file at that path is a socket owned by us that no one else can
+//!   connect to: connecting to a Unix socket needs write permission on it, so
+//!   no write bit for others, and none for the group unless the group is
+//!   `security.socket_group` (`0600`, `0644` as `systemd-socket-activate`
+//!   binds it, or `0660` with `SocketGroup=`).
 //!
 //! A failing check is a startup error (exit 1) naming the unit setting to fix;
 //! the daemon never chmods or unlinks the service manager's socket.
@@ -94,11 +97,9 @@ pub(super) fn adopt(
         }));
     }
     let mode = meta.mode() & 0o7777;
-    let allowed = match group {
-        Some(gid) if meta.gid() == gid => 0o660,
-        _ => 0o600,
-    };
-    if mode & !allowed != 0 {
+    let group_may_connect = matches!(group, Some(gid) if meta.gid() == gid);
+    let others_can_connect = mode & 0o002 != 0 || (mode & 0o020 != 0 && !group_may_connect);
+    if others_can_connect {
         return Err(refuse(PassedSocketFault::TooOpen {
             path: socket.into(),
             mode,
