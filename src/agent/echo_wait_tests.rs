@@ -99,32 +99,26 @@ async fn closed_sink_stops_the_turn() {
     assert_eq!(sink.lines().len(), 3);
 }
 
-#[tokio::test]
-async fn one_million_chunks() {
-    let turn = EchoTurn::new("::chunk 1\n::repeat 1000000 x");
+/// Runs `turn` to completion into a counting sink: (message chunks, bytes).
+async fn counted(turn: EchoTurn<'_>) -> (usize, usize) {
     let mut sink = RecordingSink {
         count_only: true,
         ..Default::default()
     };
     assert_eq!(turn.run(&mut sink).await, TurnOutcome::Completed);
-    assert_eq!(
-        (sink.message_chunks, sink.message_bytes),
-        (1_000_000, 1_000_000)
-    );
+    (sink.message_chunks, sink.message_bytes)
+}
+
+#[tokio::test]
+async fn one_million_chunks() {
+    let turn = EchoTurn::new("::chunk 1\n::repeat 1000000 x");
+    assert_eq!(counted(turn).await, (1_000_000, 1_000_000));
 }
 
 #[tokio::test]
 async fn sixteen_mib_repeat_in_one_chunk() {
     let turn = EchoTurn::new("a\n::repeat 8388608 xy").chunk(u32::MAX);
-    let mut sink = RecordingSink {
-        count_only: true,
-        ..Default::default()
-    };
-    assert_eq!(turn.run(&mut sink).await, TurnOutcome::Completed);
-    assert_eq!(
-        (sink.message_chunks, sink.message_bytes),
-        (2, 1 + 1 + 16 * 1024 * 1024)
-    );
+    assert_eq!(counted(turn).await, (2, 1 + 1 + 16 * 1024 * 1024));
 }
 
 #[tokio::test]
