@@ -17,6 +17,20 @@ pub(crate) async fn store(tag: &str) -> (TempDir, Store, Arc<Faults>) {
     (dir, store, faults)
 }
 
+/// Backdates a session row of `table` (`acp_sessions` or `chat_sessions`):
+/// the list order tests set both times by hand.
+pub(crate) async fn set_times(store: &Store, table: &str, id: &str, created: &str, activity: &str) {
+    sqlx::query(&format!(
+        "UPDATE {table} SET created_at = ?, last_activity = ? WHERE session_id = ?"
+    ))
+    .bind(created)
+    .bind(activity)
+    .bind(id)
+    .execute(&store.pool)
+    .await
+    .unwrap();
+}
+
 /// Every row of every table, as text: to prove an operation changed nothing.
 pub(crate) async fn dump(store: &Store) -> Vec<String> {
     let mut out = Vec::new();
