@@ -26,7 +26,9 @@ pub mod sessions;
 pub mod start;
 pub mod stdio;
 pub mod tmpfs;
+pub mod updates;
 pub mod users;
+pub mod values;
 pub mod wait;
 pub mod zerocode;
 
