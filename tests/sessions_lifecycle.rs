@@ -7,6 +7,7 @@ use common::assert::assert_error_exact;
 use common::errors::{agent_not_configured, session_closed, session_not_found};
 use common::sessions;
 use common::start::{config_with, echo_session, start, start_echo};
+use common::values::pluck;
 use common::wait::eventually;
 
 use common::Client;
@@ -723,23 +724,13 @@ fn session_list_entries_states_and_limit() {
     };
     for mode in ["chat", "acp"] {
         let l = c.ok("session/list", json!({ "chat_mode": mode }));
-        let mut ids: Vec<String> = l["sessions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["session_id"].as_str().unwrap().to_owned())
-            .collect();
+        let mut ids = pluck(&l["sessions"], "session_id");
         ids.sort();
         assert_eq!(ids, only(mode));
     }
     // session/list-acp: the ACP rows, with the same entries.
     let acp = c.ok("session/list-acp", json!({}));
-    let mut ids: Vec<&str> = acp["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["session_id"].as_str().unwrap())
-        .collect();
+    let mut ids = pluck(&acp["sessions"], "session_id");
     ids.sort();
     assert_eq!(ids, ["b-acp", "c-closed"]);
     assert!(acp["sessions"].as_array().unwrap().contains(&find("b-acp")));
