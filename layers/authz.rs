@@ -7,9 +7,8 @@
 //! policy, so established connections see changes at their next request.
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use tower::{Layer, Service};
+use tower::Service;
 
 use super::Gate;
 use crate::authz::{require_grant, AuthzState};
@@ -19,47 +18,17 @@ use crate::jsonrpc::Payload;
 use crate::methods::Access;
 use crate::request::Request;
 
-/// Adds the authorization gate of one connection.
-#[derive(Debug, Clone)]
-pub struct AuthzLayer {
-    conn: Conn,
-    state: Arc<AuthzState>,
-}
-
-impl AuthzLayer {
+connection_layer! {
+    /// Adds the authorization gate of one connection.
+    AuthzLayer;
     /// The gate of `conn` under the daemon's live `state`.
-    pub fn new(conn: Conn, state: Arc<AuthzState>) -> Self {
-        Self { conn, state }
-    }
-}
-
-impl<S> Layer<S> for AuthzLayer {
-    type Service = Authz<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Authz {
-            inner,
-            conn: self.conn.clone(),
-            state: self.state.clone(),
-        }
-    }
-}
-
-/// The authorization gate.
-#[derive(Debug, Clone)]
-pub struct Authz<S> {
-    inner: S,
-    conn: Conn,
-    state: Arc<AuthzState>,
+    new;
+    /// The authorization gate.
+    Authz { conn: Conn, state: Arc<AuthzState> }
 }
 
 impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request> for Authz<S> {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = Gate<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        self.inner.poll_ready(cx)
-    }
+    gate_service_head!(Gate<S::Future>);
 
     fn call(&mut self, mut req: Request) -> Self::Future {
         let access = req.method.access;

@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use serde_json::value::RawValue;
-use tower::{Layer, Service};
+use tower::Service;
 
 use super::Reply;
 use crate::context::Conn;
@@ -24,37 +24,13 @@ use crate::methods;
 use crate::peer::PeerReply;
 use crate::request::{IdText, Request};
 
-/// Adds the envelope handling of one connection.
-#[derive(Debug, Clone)]
-pub struct EnvelopeLayer {
-    conn: Conn,
-    test_faults: bool,
-}
-
-impl EnvelopeLayer {
+connection_layer! {
+    /// Adds the envelope handling of one connection.
+    EnvelopeLayer;
     /// Envelope handling for `conn`; `test_faults` exposes `debug/set-faults`.
-    pub fn new(conn: Conn, test_faults: bool) -> Self {
-        Self { conn, test_faults }
-    }
-}
-
-impl<S> Layer<S> for EnvelopeLayer {
-    type Service = Envelope<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Envelope {
-            inner,
-            conn: self.conn.clone(),
-            test_faults: self.test_faults,
-        }
-    }
-}
-
-/// The envelope service.
-#[derive(Debug, Clone)]
-pub struct Envelope<S> {
-    inner: S,
-    conn: Conn,
-    test_faults: bool,
+    new;
+    /// The envelope service.
+    Envelope { conn: Conn, test_faults: bool }
 }
 
 pin_project_lite::pin_project! {

@@ -3,9 +3,7 @@
 //! notifications are dropped (the envelope layer never answers them).
 //! A bound request leaves this layer carrying the connection's binding.
 
-use std::task::{Context, Poll};
-
-use tower::{Layer, Service};
+use tower::Service;
 
 use super::Gate;
 use crate::context::Conn;
@@ -14,47 +12,20 @@ use crate::jsonrpc::Payload;
 use crate::methods::Access;
 use crate::request::Request;
 
-/// Adds the handshake gate for one connection.
-#[derive(Debug, Clone)]
-pub struct HandshakeLayer {
-    conn: Conn,
-}
-
-impl HandshakeLayer {
+connection_layer! {
+    /// Adds the handshake gate for one connection.
+    HandshakeLayer;
     /// The gate of `conn`.
-    pub fn new(conn: Conn) -> Self {
-        Self { conn }
-    }
-}
-
-impl<S> Layer<S> for HandshakeLayer {
-    type Service = Handshake<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Handshake {
-            inner,
-            conn: self.conn.clone(),
-        }
-    }
-}
-
-/// The handshake gate.
-#[derive(Debug, Clone)]
-pub struct Handshake<S> {
-    inner: S,
-    conn: Conn,
+    new;
+    /// The handshake gate.
+    Handshake { conn: Conn }
 }
 
 impl<S> Service<Request> for Handshake<S>
 where
     S: Service<Request, Response = Payload, Error = RpcError>,
 {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = Gate<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        self.inner.poll_ready(cx)
-    }
+    gate_service_head!(Gate<S::Future>);
 
     fn call(&mut self, mut req: Request) -> Self::Future {
         if req.method.access != Access::Handshake {
@@ -73,6 +44,7 @@ where
 mod tests {
     use super::*;
     use crate::layers::testing::{bind, conn, mock_inner, request};
+    use std::task::{Context, Poll};
 
     #[tokio::test]
     async fn only_initialize_passes_until_bound_then_everything_does() {

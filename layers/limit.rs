@@ -14,7 +14,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tower::{Layer, Service};
+use tower::Service;
 
 use super::{Gate, Reply};
 use crate::context::Conn;
@@ -23,34 +23,13 @@ use crate::jsonrpc::Payload;
 use crate::memory;
 use crate::request::Request;
 
-/// Adds the in-flight bound of one connection.
-#[derive(Debug, Clone)]
-pub struct LimitLayer {
-    conn: Conn,
-}
-
-impl LimitLayer {
+connection_layer! {
+    /// Adds the in-flight bound of one connection.
+    LimitLayer;
     /// The bound of `conn`.
-    pub fn new(conn: Conn) -> Self {
-        Self { conn }
-    }
-}
-
-impl<S> Layer<S> for LimitLayer {
-    type Service = Limit<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Limit {
-            inner,
-            conn: self.conn.clone(),
-        }
-    }
-}
-
-/// The in-flight bound.
-#[derive(Debug, Clone)]
-pub struct Limit<S> {
-    inner: S,
-    conn: Conn,
+    new;
+    /// The in-flight bound.
+    Limit { conn: Conn }
 }
 
 /// Holds a slot until the request's future completes or is dropped.
@@ -87,13 +66,7 @@ impl<F: Future<Output = Reply>> Future for LimitFuture<F> {
 }
 
 impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request> for Limit<S> {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = LimitFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        self.inner.poll_ready(cx)
-    }
+    gate_service_head!(LimitFuture<S::Future>);
 
     fn call(&mut self, req: Request) -> Self::Future {
         let bytes = req.frame_len();

@@ -11,6 +11,67 @@ use std::task::{Context, Poll};
 
 use crate::error::RpcError;
 
+/// Declares a per-connection layer: `$layer { fields }` with `new(fields)`,
+/// its [`tower::Layer`] impl, and the `$svc<S> { inner, fields }` service
+/// it wraps each inner service in, the fields cloned from the layer. A
+/// macro, not a generic wrapper type, so every layer keeps its own named
+/// types (and its own `Service` impl) and the code is what it was spelled
+/// out by hand: nothing added on the hot path.
+macro_rules! connection_layer {
+    (
+        $(#[$layer_doc:meta])* $layer:ident;
+        $(#[$new_doc:meta])* new;
+        $(#[$svc_doc:meta])* $svc:ident { $($field:ident: $ty:ty),+ $(,)? }
+    ) => {
+        $(#[$layer_doc])*
+        #[derive(Debug, Clone)]
+        pub struct $layer {
+            $($field: $ty),+
+        }
+
+        impl $layer {
+            $(#[$new_doc])*
+            pub fn new($($field: $ty),+) -> Self {
+                Self { $($field),+ }
+            }
+        }
+
+        impl<S> tower::Layer<S> for $layer {
+            type Service = $svc<S>;
+            fn layer(&self, inner: S) -> Self::Service {
+                $svc {
+                    inner,
+                    $($field: self.$field.clone()),+
+                }
+            }
+        }
+
+        $(#[$svc_doc])*
+        #[derive(Debug, Clone)]
+        pub struct $svc<S> {
+            inner: S,
+            $($field: $ty),+
+        }
+    };
+}
+
+/// The head of a gate's `Service<Request>` impl: a [`Reply`] with future
+/// `$fut`, ready when its inner service is (a gate never waits on its own).
+macro_rules! gate_service_head {
+    ($fut:ty) => {
+        type Response = $crate::jsonrpc::Payload;
+        type Error = $crate::error::RpcError;
+        type Future = $fut;
+
+        fn poll_ready(
+            &mut self,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), $crate::error::RpcError>> {
+            self.inner.poll_ready(cx)
+        }
+    };
+}
+
 pub mod authz;
 pub mod envelope;
 pub mod handshake;

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use tower::{Layer, Service};
+use tower::Service;
 use tracing::{Level, Span};
 
 use super::Reply;
@@ -16,34 +16,13 @@ use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;
 
-/// Adds per-message spans for one connection.
-#[derive(Debug, Clone)]
-pub struct TraceLayer {
-    conn: Conn,
-}
-
-impl TraceLayer {
+connection_layer! {
+    /// Adds per-message spans for one connection.
+    TraceLayer;
     /// Spans for `conn`.
-    pub fn new(conn: Conn) -> Self {
-        Self { conn }
-    }
-}
-
-impl<S> Layer<S> for TraceLayer {
-    type Service = Trace<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Trace {
-            inner,
-            conn: self.conn.clone(),
-        }
-    }
-}
-
-/// Per-message spans.
-#[derive(Debug, Clone)]
-pub struct Trace<S> {
-    inner: S,
-    conn: Conn,
+    new;
+    /// Per-message spans.
+    Trace { conn: Conn }
 }
 
 pin_project_lite::pin_project! {
@@ -71,13 +50,7 @@ impl<F: Future<Output = Reply>> Future for TraceFuture<F> {
 }
 
 impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request> for Trace<S> {
-    type Response = Payload;
-    type Error = RpcError;
-    type Future = TraceFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-        self.inner.poll_ready(cx)
-    }
+    gate_service_head!(TraceFuture<S::Future>);
 
     fn call(&mut self, req: Request) -> Self::Future {
         let traced = tracing::enabled!(Level::DEBUG).then(|| {

@@ -4,6 +4,7 @@
 
 mod common;
 use common::start::{start, start_echo, ECHO_ONLY};
+use common::values::pluck;
 
 use serde_json::{json, Value};
 
@@ -125,12 +126,7 @@ fn sections_templates_map_keys_and_list_have_exact_shapes() {
         ]
     );
     let t = c.ok("config/templates", json!({}));
-    let paths: Vec<&str> = t["templates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["path"].as_str().unwrap())
-        .collect();
+    let paths = pluck(&t["templates"], "path");
     assert_eq!(
         paths,
         [
@@ -162,12 +158,7 @@ fn sections_templates_map_keys_and_list_have_exact_shapes() {
         json!({"entries": []})
     );
     let daemon = c.ok("config/list", json!({"prefix": "daemon"}));
-    let paths: Vec<&str> = daemon["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap())
-        .collect();
+    let paths = pluck(&daemon["entries"], "path");
     assert_eq!(
         paths,
         [
@@ -322,12 +313,7 @@ fn a_non_admin_sees_its_agents_and_its_own_records_only() {
     let me = c.initialize()["principalId"].as_str().unwrap().to_owned();
     assert_ne!(me, "shared-operator");
     let agents = c.ok("agents/status", json!({}));
-    let aliases: Vec<&str> = agents["agents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["alias"].as_str().unwrap())
-        .collect();
+    let aliases = pluck(&agents["agents"], "alias");
     assert_eq!(aliases, ["echo"]);
 
     c.ok("logs/subscribe", json!({}));

@@ -7,6 +7,7 @@ mod common;
 use common::assert::assert_error_exact;
 use common::sessions;
 use common::start::{config_with, echo_session, start, start_args, start_echo, ECHO_ONLY};
+use common::updates::{tool_call_upd, tool_result_upd};
 use common::wait::eventually;
 
 use std::time::Duration;
@@ -210,11 +211,7 @@ fn approval_decisions_shape_the_tool_result() {
             params_of(&frames),
             vec![
                 msg("s-1", "go"),
-                upd(
-                    "s-1",
-                    "tool_call",
-                    json!({"toolCallId": "tc_1", "name": "rm", "rawInput": {"path": "/x", "n": 1.0}})
-                ),
+                tool_call_upd("s-1", "tc_1", "rm", json!({"path": "/x", "n": 1.0})),
                 upd(
                     "s-1",
                     "approval_request",
@@ -227,11 +224,7 @@ fn approval_decisions_shape_the_tool_result() {
         assert_eq!(
             t.updates(),
             vec![
-                upd(
-                    "s-1",
-                    "tool_result",
-                    json!({"toolCallId": "tc_1", "name": "rm", "rawOutput": output})
-                ),
+                tool_result_upd("s-1", "tc_1", "rm", output),
                 msg("s-1", "\nend"),
                 complete("s-1", "completed", "go\nend", None),
             ],
@@ -266,21 +259,9 @@ fn allow_always_skips_later_requests_for_that_tool_in_this_live_session() {
     assert_eq!(
         t.updates(),
         vec![
-            upd(
-                "s-1",
-                "tool_result",
-                json!({"toolCallId": "tc_1", "name": "rm", "rawOutput": "{\"a\":1}"})
-            ),
-            upd(
-                "s-1",
-                "tool_call",
-                json!({"toolCallId": "tc_2", "name": "rm", "rawInput": {}})
-            ),
-            upd(
-                "s-1",
-                "tool_result",
-                json!({"toolCallId": "tc_2", "name": "rm", "rawOutput": "{}"})
-            ),
+            tool_result_upd("s-1", "tc_1", "rm", "{\"a\":1}"),
+            tool_call_upd("s-1", "tc_2", "rm", json!({})),
+            tool_result_upd("s-1", "tc_2", "rm", "{}"),
             complete("s-1", "completed", "", None),
         ]
     );
@@ -289,21 +270,9 @@ fn allow_always_skips_later_requests_for_that_tool_in_this_live_session() {
     assert_eq!(
         params_of(&frames),
         vec![
-            upd(
-                "s-1",
-                "tool_call",
-                json!({"toolCallId": "tc_1", "name": "rm", "rawInput": {"b": 2}})
-            ),
-            upd(
-                "s-1",
-                "tool_result",
-                json!({"toolCallId": "tc_1", "name": "rm", "rawOutput": "{\"b\":2}"})
-            ),
-            upd(
-                "s-1",
-                "tool_call",
-                json!({"toolCallId": "tc_2", "name": "cp", "rawInput": {}})
-            ),
+            tool_call_upd("s-1", "tc_1", "rm", json!({"b": 2})),
+            tool_result_upd("s-1", "tc_1", "rm", "{\"b\":2}"),
+            tool_call_upd("s-1", "tc_2", "cp", json!({})),
             upd(
                 "s-1",
                 "approval_request",
@@ -376,11 +345,7 @@ fn approvals_time_out_as_denied_timed_out_and_late_answers_are_not_acknowledged(
     assert_eq!(
         t.updates(),
         vec![
-            upd(
-                "s-1",
-                "tool_result",
-                json!({"toolCallId": "tc_1", "name": "rm", "rawOutput": "denied: timed_out"})
-            ),
+            tool_result_upd("s-1", "tc_1", "rm", "denied: timed_out"),
             msg("s-1", "after"),
             complete("s-1", "completed", "after", None),
         ]
@@ -697,16 +662,8 @@ fn a_prompt_sent_as_a_notification_runs_and_is_never_answered() {
         params_of(&frames),
         vec![
             msg("s-1", "Hello"),
-            upd(
-                "s-1",
-                "tool_call",
-                json!({"toolCallId": "tc_1", "name": "t", "rawInput": {}})
-            ),
-            upd(
-                "s-1",
-                "tool_result",
-                json!({"toolCallId": "tc_1", "name": "t", "rawOutput": "{}"})
-            ),
+            tool_call_upd("s-1", "tc_1", "t", json!({})),
+            tool_result_upd("s-1", "tc_1", "t", "{}"),
             complete("s-1", "completed", "Hello", None),
         ]
     );

@@ -7,6 +7,7 @@ use common::assert::assert_error_exact;
 use common::errors::{agent_not_configured, session_closed, session_not_found};
 use common::sessions;
 use common::start::{config_with, echo_session, start, start_echo};
+use common::values::pluck;
 use common::wait::eventually;
 
 use common::Client;
@@ -127,6 +128,25 @@ fn each_queued_prompt_is_answered_before_the_next_turn_streams() {
 /// dispatched (frames are read and dispatched in order, §3.7).
 fn sync(c: &mut Client) {
     c.expect_nothing_before_probe();
+}
+
+/// A new `mode` session `sid` after a turn `done`, then a turn streaming
+/// `text` and sleeping, and a prompt `queued` behind it, all dispatched:
+/// the ids of the running and the queued prompt.
+fn running_and_queued(
+    c: &mut Client,
+    sid: &str,
+    mode: &str,
+    done: &str,
+    text: &str,
+) -> (Value, Value) {
+    c.new_session(sid, mode);
+    c.prompt(sid, done);
+    let running = c.start_prompt(sid, &format!("{text}\n::sleep 3600000"));
+    c.until_update(|u| u["text"] == text);
+    let queued = c.start_prompt(sid, "queued");
+    sync(c);
+    (running, queued)
 }
 
 #[test]
@@ -340,12 +360,7 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
     for mode in ["chat", "acp"] {
         let mut c = d.client();
         let sid = format!("c-{mode}");
-        c.new_session(&sid, mode);
-        c.prompt(&sid, "one");
-        let running = c.start_prompt(&sid, "two\n::sleep 3600000");
-        c.until_update(|u| u["text"] == "two");
-        let queued = c.start_prompt(&sid, "queued");
-        sync(&mut c);
+        let (running, queued) = running_and_queued(&mut c, &sid, mode, "one", "two");
         let close = c.send("session/close", json!({ "session_id": sid }));
         let all = c.until_all(&[running.clone(), queued.clone(), close.clone()]);
         // The queued prompt never runs.
@@ -525,12 +540,7 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
     for mode in ["acp", "chat"] {
         let mut c = d.client();
         let sid = format!("d-{mode}");
-        c.new_session(&sid, mode);
-        c.prompt(&sid, "before");
-        let running = c.start_prompt(&sid, "abc\n::sleep 3600000");
-        c.until_update(|u| u["text"] == "abc");
-        let queued = c.start_prompt(&sid, "queued");
-        sync(&mut c);
+        let (running, queued) = running_and_queued(&mut c, &sid, mode, "before", "abc");
         let del = c.send("session/delete", json!({ "session_id": sid }));
         let all = c.until_all(&[running.clone(), queued.clone(), del.clone()]);
         assert!(all.iter().all(|f| !f.is_update()));
@@ -723,23 +733,13 @@ fn session_list_entries_states_and_limit() {
     };
     for mode in ["chat", "acp"] {
         let l = c.ok("session/list", json!({ "chat_mode": mode }));
-        let mut ids: Vec<String> = l["sessions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["session_id"].as_str().unwrap().to_owned())
-            .collect();
+        let mut ids = pluck(&l["sessions"], "session_id");
         ids.sort();
         assert_eq!(ids, only(mode));
     }
     // session/list-acp: the ACP rows, with the same entries.
     let acp = c.ok("session/list-acp", json!({}));
-    let mut ids: Vec<&str> = acp["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["session_id"].as_str().unwrap())
-        .collect();
+    let mut ids = pluck(&acp["sessions"], "session_id");
     ids.sort();
     assert_eq!(ids, ["b-acp", "c-closed"]);
     assert!(acp["sessions"].as_array().unwrap().contains(&find("b-acp")));

@@ -8,6 +8,7 @@ use common::assert::assert_error_exact;
 use common::errors::not_owner;
 use common::sessions;
 use common::start::{start_in, traversable_dir, Env};
+use common::values::pluck;
 
 use common::users::{client_as, Accounts, OsGroup, OsUser};
 use common::Client;
@@ -72,13 +73,8 @@ fn alice(account: &Account, env: &Env) -> Client {
     c
 }
 
-fn ids(list: &Value) -> Vec<String> {
-    let mut v: Vec<String> = list["sessions"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{list}"))
-        .iter()
-        .map(|e| e["session_id"].as_str().unwrap().to_owned())
-        .collect();
+fn ids(list: &Value) -> Vec<&str> {
+    let mut v = pluck(&list["sessions"], "session_id");
     v.sort();
     v
 }

@@ -7,6 +7,7 @@ mod common;
 use common::assert::assert_error_exact;
 use common::sessions;
 use common::start::{config_with, echo_session, start, start_echo, Env};
+use common::updates::tool_call_upd;
 use common::wait::eventually;
 
 use std::time::{Duration, Instant};
@@ -242,11 +243,7 @@ fn tool_big_outputs_are_bounded_in_notifications_and_in_the_transcript() {
     assert_eq!(u.len(), 3);
     assert_eq!(
         u[0],
-        upd(
-            "s-1",
-            "tool_call",
-            json!({"toolCallId": "tc_1", "name": "big", "rawInput": {"bytes": 100000}})
-        )
+        tool_call_upd("s-1", "tc_1", "big", json!({"bytes": 100000}))
     );
     assert_eq!(
         u[1],

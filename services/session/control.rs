@@ -75,30 +75,16 @@ pub(super) fn approve(daemon: &Daemon, req: &Request) -> Result<Payload, RpcErro
     payload(&json!({"session_id": id, "request_id": request_id, "acknowledged": acknowledged}))
 }
 
-pub(super) async fn close(
-    daemon: Arc<Daemon>,
-    conn: Conn,
-    req: Request,
-) -> Result<Payload, RpcError> {
-    let p: SessionRef = req.params()?;
-    let id = session_id(p.session_id)?;
-    let principal = req.binding()?.principal.clone();
-    lifecycle::close(&daemon.sessions, &conn, &principal, &id).await?;
-    payload(&json!({"session_id": id, "closed": true}))
-}
-
-pub(super) async fn kill(
-    daemon: Arc<Daemon>,
-    conn: Conn,
-    req: Request,
-) -> Result<Payload, RpcError> {
-    let p: SessionRef = req.params()?;
-    let id = session_id(p.session_id)?;
-    let principal = req.binding()?.principal.clone();
-    if !lifecycle::kill(&daemon.sessions, &conn, &principal, &id).await? {
-        return Err(RpcError::session_not_found());
-    }
-    payload(&json!({"session_id": id, "killed": true}))
+/// How `session/close`, `session/kill` or `session/delete` ends a session:
+/// the same id, principal and owner check (in `lifecycle`), a different step.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Ending {
+    /// `session/close` (§8.7).
+    Close,
+    /// `session/kill` (§8.8).
+    Kill,
+    /// `session/delete` (§8.9), the only one with a `chat_mode` param.
+    Delete,
 }
 
 #[derive(Deserialize)]
@@ -107,14 +93,36 @@ struct DeleteParams {
     chat_mode: Option<ChatMode>,
 }
 
-pub(super) async fn delete(
+pub(super) async fn end(
     daemon: Arc<Daemon>,
     conn: Conn,
     req: Request,
+    how: Ending,
 ) -> Result<Payload, RpcError> {
-    let p: DeleteParams = req.params()?;
-    let id = session_id(p.session_id)?;
+    let (session, chat_mode) = match how {
+        Ending::Delete => {
+            let p: DeleteParams = req.params()?;
+            (p.session_id, p.chat_mode)
+        }
+        Ending::Close | Ending::Kill => (req.params::<SessionRef>()?.session_id, None),
+    };
+    let id = session_id(session)?;
     let principal = req.binding()?.principal.clone();
-    let deleted = lifecycle::delete(&daemon.sessions, &conn, &principal, &id, p.chat_mode).await?;
-    payload(&json!({"session_id": id, "deleted": deleted}))
+    let sessions = &daemon.sessions;
+    match how {
+        Ending::Close => {
+            lifecycle::close(sessions, &conn, &principal, &id).await?;
+            payload(&json!({"session_id": id, "closed": true}))
+        }
+        Ending::Kill => {
+            if !lifecycle::kill(sessions, &conn, &principal, &id).await? {
+                return Err(RpcError::session_not_found());
+            }
+            payload(&json!({"session_id": id, "killed": true}))
+        }
+        Ending::Delete => {
+            let deleted = lifecycle::delete(sessions, &conn, &principal, &id, chat_mode).await?;
+            payload(&json!({"session_id": id, "deleted": deleted}))
+        }
+    }
 }

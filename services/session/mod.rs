@@ -53,9 +53,15 @@ impl SessionService {
             Method::SessionPrompt => RouteFuture::boxed(open::prompt(d, c, req)),
             Method::SessionCancel => RouteFuture::ready(control::cancel(&d, &req)),
             Method::SessionApprove => RouteFuture::ready(control::approve(&d, &req)),
-            Method::SessionClose => RouteFuture::boxed(control::close(d, c, req)),
-            Method::SessionKill => RouteFuture::boxed(control::kill(d, c, req)),
-            Method::SessionDelete => RouteFuture::boxed(control::delete(d, c, req)),
+            Method::SessionClose => {
+                RouteFuture::boxed(control::end(d, c, req, control::Ending::Close))
+            }
+            Method::SessionKill => {
+                RouteFuture::boxed(control::end(d, c, req, control::Ending::Kill))
+            }
+            Method::SessionDelete => {
+                RouteFuture::boxed(control::end(d, c, req, control::Ending::Delete))
+            }
             Method::SessionList => RouteFuture::boxed(read::list(d, req)),
             Method::SessionListAcp => RouteFuture::boxed(read::list_acp(d, req)),
             Method::SessionMessages => RouteFuture::boxed(read::messages(d, req)),

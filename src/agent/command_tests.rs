@@ -71,6 +71,14 @@ impl Cmd {
         let run = self.run(&mut sink).await;
         (run.outcome, sink.lines())
     }
+
+    /// Runs the command, which must fail: the `Failed` message.
+    async fn failure(&self) -> String {
+        match self.events().await.0 {
+            TurnOutcome::Failed(message) => message,
+            outcome => panic!("not a failure: {outcome:?}"),
+        }
+    }
 }
 
 /// Whether `pid` is gone (or a zombie awaiting a reaper that is not us).
@@ -178,10 +186,9 @@ async fn nonzero_exit_reports_the_last_stderr_line() {
         TurnOutcome::Failed("agent command exited with status 3: last line".into())
     );
     assert_eq!(lines, ["msg:out\n"]);
-    let (outcome, _) = Cmd::sh("exit 2").events().await;
     assert_eq!(
-        outcome,
-        TurnOutcome::Failed("agent command exited with status 2".into())
+        Cmd::sh("exit 2").failure().await,
+        "agent command exited with status 2"
     );
 }
 
@@ -198,35 +205,25 @@ async fn stderr_tail_is_returned() {
 
 #[tokio::test]
 async fn killed_by_a_signal() {
-    let (outcome, _) = Cmd::sh("echo bye >&2; kill -9 $$").events().await;
     assert_eq!(
-        outcome,
-        TurnOutcome::Failed("agent command was killed by signal 9: bye".into())
+        Cmd::sh("echo bye >&2; kill -9 $$").failure().await,
+        "agent command was killed by signal 9: bye"
     );
 }
 
 #[tokio::test]
 async fn start_failures() {
-    let (outcome, _) = Cmd::new(&["/nonexistent/zeroclaw-agent"]).events().await;
-    let TurnOutcome::Failed(message) = outcome else {
-        panic!("{outcome:?}")
-    };
+    let message = Cmd::new(&["/nonexistent/zeroclaw-agent"]).failure().await;
     assert!(
         message.starts_with("failed to start agent command `/nonexistent/zeroclaw-agent`: "),
         "{message}"
     );
 
-    let (outcome, _) = Cmd::new(&[]).events().await;
-    assert_eq!(
-        outcome,
-        TurnOutcome::Failed("agent command is empty".into())
-    );
+    assert_eq!(Cmd::new(&[]).failure().await, "agent command is empty");
 
     let mut cmd = Cmd::new(&["true"]);
     cmd.cwd = PathBuf::from("/nonexistent/dir");
-    assert!(
-        matches!(cmd.events().await.0, TurnOutcome::Failed(m) if m.starts_with("failed to start"))
-    );
+    assert!(cmd.failure().await.starts_with("failed to start"));
 }
 
 #[tokio::test]

@@ -39,49 +39,40 @@ async fn sleep_and_delay_take_virtual_time() {
     assert_eq!(start.elapsed(), Duration::from_millis(50));
 }
 
-#[tokio::test(start_paused = true)]
-async fn cancel_during_chunk_delay() {
-    let turn = EchoTurn::new("::delay 200\nabcdef").chunk(1);
+/// Runs `turn` with a cancel `ms` into paused time: it must end `Cancelled`
+/// at that very instant. Gives the lines it wrote.
+async fn cancelled_at(turn: EchoTurn<'_>, ms: u64) -> Vec<String> {
     let mut sink = RecordingSink::default();
     let start = Instant::now();
     assert_eq!(
-        turn.run_cancelled_after(&mut sink, 450).await,
+        turn.run_cancelled_after(&mut sink, ms).await,
         TurnOutcome::Cancelled
     );
-    assert_eq!(start.elapsed(), Duration::from_millis(450));
-    assert_eq!(sink.lines(), ["msg:a", "msg:b"]);
+    assert_eq!(start.elapsed(), Duration::from_millis(ms));
+    sink.lines()
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_during_chunk_delay() {
+    let turn = EchoTurn::new("::delay 200\nabcdef").chunk(1);
+    assert_eq!(cancelled_at(turn, 450).await, ["msg:a", "msg:b"]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn cancel_during_sleep() {
     let turn = EchoTurn::new("a\n::sleep 3600000\nb");
-    let mut sink = RecordingSink::default();
-    let start = Instant::now();
-    assert_eq!(
-        turn.run_cancelled_after(&mut sink, 100).await,
-        TurnOutcome::Cancelled
-    );
-    assert_eq!(start.elapsed(), Duration::from_millis(100));
-    assert_eq!(sink.lines(), ["msg:a"]);
+    assert_eq!(cancelled_at(turn, 100).await, ["msg:a"]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn cancel_during_ask_and_approval_waits() {
     let turn = EchoTurn::new("::ask Sure?\nafter");
-    let mut sink = RecordingSink::default();
-    assert_eq!(
-        turn.run_cancelled_after(&mut sink, 50).await,
-        TurnOutcome::Cancelled
-    );
-    assert_eq!(sink.lines(), [ask_line("Sure?")]);
-
+    assert_eq!(cancelled_at(turn, 50).await, [ask_line("Sure?")]);
     let turn = EchoTurn::new("::approve rm\nafter");
-    let mut sink = RecordingSink::default();
     assert_eq!(
-        turn.run_cancelled_after(&mut sink, 50).await,
-        TurnOutcome::Cancelled
+        cancelled_at(turn, 50).await,
+        ["tool_call:tc_1:rm:{}", "approval:rm:{}"]
     );
-    assert_eq!(sink.lines(), ["tool_call:tc_1:rm:{}", "approval:rm:{}"]);
 }
 
 #[tokio::test]
@@ -108,32 +99,26 @@ async fn closed_sink_stops_the_turn() {
     assert_eq!(sink.lines().len(), 3);
 }
 
-#[tokio::test]
-async fn one_million_chunks() {
-    let turn = EchoTurn::new("::chunk 1\n::repeat 1000000 x");
+/// Runs `turn` to completion into a counting sink: (message chunks, bytes).
+async fn counted(turn: EchoTurn<'_>) -> (usize, usize) {
     let mut sink = RecordingSink {
         count_only: true,
         ..Default::default()
     };
     assert_eq!(turn.run(&mut sink).await, TurnOutcome::Completed);
-    assert_eq!(
-        (sink.message_chunks, sink.message_bytes),
-        (1_000_000, 1_000_000)
-    );
+    (sink.message_chunks, sink.message_bytes)
+}
+
+#[tokio::test]
+async fn one_million_chunks() {
+    let turn = EchoTurn::new("::chunk 1\n::repeat 1000000 x");
+    assert_eq!(counted(turn).await, (1_000_000, 1_000_000));
 }
 
 #[tokio::test]
 async fn sixteen_mib_repeat_in_one_chunk() {
     let turn = EchoTurn::new("a\n::repeat 8388608 xy").chunk(u32::MAX);
-    let mut sink = RecordingSink {
-        count_only: true,
-        ..Default::default()
-    };
-    assert_eq!(turn.run(&mut sink).await, TurnOutcome::Completed);
-    assert_eq!(
-        (sink.message_chunks, sink.message_bytes),
-        (2, 1 + 1 + 16 * 1024 * 1024)
-    );
+    assert_eq!(counted(turn).await, (2, 1 + 1 + 16 * 1024 * 1024));
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// A fresh, empty directory, removed (with its contents) on drop.
+#[derive(Debug)]
 pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {

@@ -99,16 +99,23 @@ pub fn error_frame(error: &RpcError, id: Option<&str>) -> Vec<u8> {
     buf
 }
 
+/// `{"jsonrpc":"2.0","method":<method>,"params":`, the head of every frame
+/// the daemon sends unasked (notifications and its own requests).
+fn method_head(capacity: usize, method: &str) -> serde_json::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(capacity);
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    serde_json::to_writer(&mut buf, method)?;
+    buf.extend_from_slice(br#","params":"#);
+    Ok(buf)
+}
+
 /// A notification frame (`\n` included), params in `dialect`.
 pub fn notification_frame<T: Serialize + ?Sized>(
     method: &str,
     params: &T,
     dialect: Dialect,
 ) -> serde_json::Result<Vec<u8>> {
-    let mut buf = Vec::with_capacity(96);
-    buf.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
-    serde_json::to_writer(&mut buf, method)?;
-    buf.extend_from_slice(br#","params":"#);
+    let mut buf = method_head(96, method)?;
     write_json(&mut buf, params, dialect)?;
     buf.extend_from_slice(b"}\n");
     Ok(buf)
@@ -120,10 +127,7 @@ pub fn request_frame<T: Serialize + ?Sized>(
     params: &T,
     seq: u64,
 ) -> serde_json::Result<Vec<u8>> {
-    let mut buf = Vec::with_capacity(160);
-    buf.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
-    serde_json::to_writer(&mut buf, method)?;
-    buf.extend_from_slice(br#","params":"#);
+    let mut buf = method_head(160, method)?;
     serde_json::to_writer(&mut buf, params)?;
     buf.extend_from_slice(br#","id":"zc-out-"#);
     buf.extend_from_slice(seq.to_string().as_bytes());

@@ -1,5 +1,5 @@
 use super::super::checkpoint::tests::{lines, text};
-use super::super::testing::{dump, store};
+use super::super::testing::{dump, set_times, store};
 use super::*;
 
 async fn count(store: &Store, table: &str) -> i64 {
@@ -66,15 +66,7 @@ async fn list_orders_by_activity_then_creation_and_hides_killed() {
         ("d", "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"),
     ] {
         store.acp_create(id, "echo", "me", "/w").await.unwrap();
-        sqlx::query(
-            "UPDATE acp_sessions SET created_at = ?, last_activity = ? WHERE session_id = ?",
-        )
-        .bind(created)
-        .bind(activity)
-        .bind(id)
-        .execute(&store.pool)
-        .await
-        .unwrap();
+        set_times(&store, "acp_sessions", id, created, activity).await;
     }
     let ids = |rows: Vec<AcpRow>| rows.into_iter().map(|r| r.session_id).collect::<Vec<_>>();
     assert_eq!(

@@ -1,5 +1,5 @@
 use super::super::projection::tests::shape;
-use super::super::testing::{dump, store};
+use super::super::testing::{dump, set_times, store};
 use super::*;
 
 #[tokio::test]
@@ -98,15 +98,7 @@ async fn list_orders_by_activity_then_creation() {
         ("c", "2026-01-01T00:00:00Z", "2026-01-05T00:00:00Z"),
     ] {
         store.chat_create(id, "echo", "me", "/w").await.unwrap();
-        sqlx::query(
-            "UPDATE chat_sessions SET created_at = ?, last_activity = ? WHERE session_id = ?",
-        )
-        .bind(created)
-        .bind(activity)
-        .bind(id)
-        .execute(&store.pool)
-        .await
-        .unwrap();
+        set_times(&store, "chat_sessions", id, created, activity).await;
     }
     let ids: Vec<String> = store
         .chat_list(100)

@@ -1,43 +1,13 @@
-//! Test helpers: a self-removing temporary directory and a store in it.
+//! Test helpers: a store in a self-removing temporary directory.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::faults::Faults;
 
 use super::Store;
 
-/// A fresh directory under the system temp dir, removed on drop.
-#[derive(Debug)]
-pub(crate) struct TempDir(PathBuf);
-
-impl TempDir {
-    pub(crate) fn new(tag: &str) -> Self {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let path = std::env::temp_dir().join(format!(
-            "zeroclaw-store-{tag}-{}-{n}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+/// The endpoint tests' self-removing temporary directory serves here too.
+pub(crate) use crate::endpoint::test_support::TempDir;
 
 /// A store in a fresh directory, with its fault switches.
 pub(crate) async fn store(tag: &str) -> (TempDir, Store, Arc<Faults>) {
@@ -45,6 +15,20 @@ pub(crate) async fn store(tag: &str) -> (TempDir, Store, Arc<Faults>) {
     let faults = Arc::new(Faults::default());
     let store = Store::open(dir.path(), faults.clone()).await.unwrap();
     (dir, store, faults)
+}
+
+/// Backdates a session row of `table` (`acp_sessions` or `chat_sessions`):
+/// the list order tests set both times by hand.
+pub(crate) async fn set_times(store: &Store, table: &str, id: &str, created: &str, activity: &str) {
+    sqlx::query(&format!(
+        "UPDATE {table} SET created_at = ?, last_activity = ? WHERE session_id = ?"
+    ))
+    .bind(created)
+    .bind(activity)
+    .bind(id)
+    .execute(&store.pool)
+    .await
+    .unwrap();
 }
 
 /// Every row of every table, as text: to prove an operation changed nothing.

@@ -33,7 +33,9 @@ pub mod start;
 pub mod stdio;
 pub mod tmpfs;
 pub mod tty;
+pub mod updates;
 pub mod users;
+pub mod values;
 pub mod wait;
 pub mod zerocode;
 
