@@ -22,6 +22,7 @@ mod context;
 mod directive;
 mod echo;
 mod emit;
+mod extra;
 mod json;
 mod process;
 mod sink;
@@ -32,6 +33,7 @@ pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE
 pub use command::{run_command, CommandRun};
 pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
 pub use directive::{echo_compaction_request, CompactionRequest};
+pub use extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 pub use json::compact_json;
 pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 

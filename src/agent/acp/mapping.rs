@@ -9,14 +9,19 @@
 //! - `tool_call_update` reaching `completed` or `failed` → our `tool_result`
 //!   with `{content, rawOutput, status}` (one per tool call; intermediate
 //!   updates are not mapped);
-//! - everything else (`plan`, `available_commands_update`, mode and usage
-//!   updates, user message replays) is not forwarded.
+//! - `plan`, `available_commands_update`, `current_mode_update`,
+//!   `usage_update`, `config_option_update`, `session_info_update` → our
+//!   extra updates (`plan`, `available_commands`, `current_mode`, `usage`,
+//!   `config_options`, `session_info`; docs/protocol-additions.md), not
+//!   persisted;
+//! - everything else (user message replays, unknown kinds) is not forwarded.
 
 use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
 use super::schema::{text_of, SessionNotification};
+use crate::agent::extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 use crate::agent::sink::{EventSink, SinkClosed};
 
 /// What the turn remembers of its tool calls.
@@ -92,6 +97,10 @@ pub async fn apply<S: EventSink>(
             finish_if_done(raw, id, tools, sink).await
         }
         ("tool_call_update", Some(id)) => finish_if_done(raw, id, tools, sink).await,
+        (kind, _) if ExtraKind::of_acp(kind).is_some() => match extra_of(kind, raw) {
+            Some(extra) => sink.extra(extra).await,
+            None => Ok(()),
+        },
         _ => {
             tracing::debug!(event = "acp_update_not_mapped", kind = %kind);
             Ok(())
@@ -120,6 +129,26 @@ async fn finish_if_done<S: EventSink>(
     let output = pick(raw, &["content", "rawOutput", "status"]).to_string();
     let name = name.clone();
     sink.tool_result(id, &name, &output).await
+}
+
+/// The extra update of an ACP update of kind `kind`; `None` (logged) when
+/// it is past [`MAX_EXTRA_BYTES`].
+fn extra_of(kind: &str, raw: &Value) -> Option<Extra> {
+    let kind = ExtraKind::of_acp(kind)?;
+    let members: Vec<_> = kind
+        .members()
+        .iter()
+        .filter_map(|k| {
+            let v = raw.get(*k)?;
+            Some((*k, serde_json::value::to_raw_value(v).ok()?))
+        })
+        .collect();
+    let extra = Extra { kind, members };
+    if extra.json_len() > MAX_EXTRA_BYTES {
+        tracing::warn!(event = "acp_update_too_large", kind = %kind.as_str(), bytes = extra.json_len());
+        return None;
+    }
+    Some(extra)
 }
 
 fn kind_name(raw: &Value) -> String {
