@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 mod acp;
+mod coalesce;
 mod command;
 mod context;
 mod directive;

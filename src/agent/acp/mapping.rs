@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::schema::{text_of, SessionNotification};
+use crate::agent::coalesce::Coalesce;
 use crate::agent::extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 use crate::agent::sink::{EventSink, SinkClosed};
 
@@ -38,11 +39,14 @@ impl Tools {
     }
 }
 
-/// Applies one `session/update` (its params) of `agent_session`.
+/// Applies one `session/update` (its params) of `agent_session`. Chunk
+/// text joins `pending` (the caller flushes it); any other event sends
+/// `pending` first.
 pub async fn apply<S: EventSink>(
     params: Value,
     agent_session: &str,
     tools: &mut Tools,
+    pending: &mut Coalesce,
     sink: &mut S,
 ) -> Result<(), SinkClosed> {
     let n: SessionNotification = match serde_json::from_value(params) {
@@ -62,15 +66,19 @@ pub async fn apply<S: EventSink>(
         .and_then(Value::as_str)
         .unwrap_or("");
     let id = raw.get("toolCallId").and_then(Value::as_str);
+    let thought = match kind {
+        "agent_message_chunk" => Some(false),
+        "agent_thought_chunk" => Some(true),
+        _ => None,
+    };
+    if let Some(thought) = thought {
+        return match raw.get("content").and_then(text_of) {
+            Some(text) => pending.add(sink, thought, text).await,
+            None => Ok(()),
+        };
+    }
+    pending.flush(sink).await?;
     match (kind, id) {
-        ("agent_message_chunk", _) => match raw.get("content").and_then(text_of) {
-            Some(text) => sink.message_chunk(text).await,
-            None => Ok(()),
-        },
-        ("agent_thought_chunk", _) => match raw.get("content").and_then(text_of) {
-            Some(text) => sink.thought_chunk(text).await,
-            None => Ok(()),
-        },
         ("tool_call", Some(id)) => {
             let name = raw
                 .get("name")
