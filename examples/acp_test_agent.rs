@@ -19,8 +19,10 @@
 //! - `stderr TEXT`: a line on stderr; `history`: says how many earlier
 //!   prompts the session remembers; `pid`: says the process id; `links`:
 //!   says the `resource_link` URIs of the prompt;
-//! - `plan`: a `plan`, an `available_commands_update` and an image chunk
-//!   (none of which the daemon forwards);
+//! - `plan`: a `plan`, an `available_commands_update`, a
+//!   `current_mode_update`, a `usage_update`, a `config_option_update`, a
+//!   `session_info_update` and an image chunk (the daemon forwards all but
+//!   the image as its extra updates);
 //! - `stop REASON`: the stop reason (default `end_turn`).
 //!
 //! Any other prompt is answered `you said: <prompt>`. Sessions are kept in
@@ -292,8 +294,18 @@ impl Agent {
                         {"content": "step", "priority": "high", "status": "pending"}]});
                     self.update(&session, plan);
                     let cmds = json!({"sessionUpdate": "available_commands_update",
-                                      "availableCommands": []});
+                        "availableCommands": [{"name": "web", "description": "Search",
+                                               "input": {"hint": "query"}}]});
                     self.update(&session, cmds);
+                    for u in [
+                        json!({"sessionUpdate": "current_mode_update", "currentModeId": "ask"}),
+                        json!({"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
+                               "cost": {"amount": 0.25, "currency": "USD"}}),
+                        json!({"sessionUpdate": "config_option_update", "configOptions": []}),
+                        json!({"sessionUpdate": "session_info_update", "title": "Fix it"}),
+                    ] {
+                        self.update(&session, u);
+                    }
                     let image = json!({"sessionUpdate": "agent_message_chunk",
                         "content": {"type": "image", "data": "", "mimeType": "image/png"}});
                     self.update(&session, image);

@@ -19,7 +19,8 @@ fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
     let e = env("", "");
     let mut rpc = e.rpc();
     new_acp_session(&mut rpc, "s-1", "acp");
-    // `plan` sends a plan, a command list and an image chunk: not forwarded.
+    // `plan` sends the six ACP updates forwarded as our extra types, in
+    // order, and an image chunk (not forwarded).
     let t = rpc.prompt_ok(
         "s-1",
         "say hello\nplan\nthink hmm\ntool t1 read Read foo.rs",
@@ -29,6 +30,15 @@ fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
         events(&t),
         vec![
             say("s-1", "hello"),
+            json!({"sessionId": "s-1", "type": "plan",
+                   "entries": [{"content": "step", "priority": "high", "status": "pending"}]}),
+            json!({"sessionId": "s-1", "type": "available_commands",
+                   "availableCommands": [{"description": "Search", "input": {"hint": "query"}, "name": "web"}]}),
+            json!({"sessionId": "s-1", "type": "current_mode", "currentModeId": "ask"}),
+            json!({"sessionId": "s-1", "type": "usage", "used": 1200, "size": 200000,
+                   "cost": {"amount": 0.25, "currency": "USD"}}),
+            json!({"sessionId": "s-1", "type": "config_options", "configOptions": []}),
+            json!({"sessionId": "s-1", "type": "session_info", "title": "Fix it"}),
             json!({"sessionId": "s-1", "type": "agent_thought_chunk", "text": "hmm"}),
             json!({"sessionId": "s-1", "type": "tool_call", "toolCallId": "t1", "name": "read",
                    "rawInput": {"kind": "read", "rawInput": {"arg": 1}, "status": "pending", "title": "Read foo.rs"}}),

@@ -132,7 +132,10 @@ fn a_flood_to_a_client_that_does_not_read_is_bounded_and_complete() {
     let t = rpc.finish_turn("s-1", &id, Duration::from_secs(60));
     assert_eq!(t.turn_complete()["outcome"], "completed");
     assert_eq!(t.text(), ".".repeat(20_000));
-    assert_eq!(t.of_type("agent_message_chunk").len(), 20_000);
+    // Chunks already read are sent as one (docs/agents.md): how many depends
+    // on how far the reader was ahead, never more than the agent sent.
+    let chunks = t.of_type("agent_message_chunk").len();
+    assert!((1..=20_000).contains(&chunks), "{chunks} chunks");
     assert!(
         rss < 100 * 1024,
         "RSS while the client does not read: {rss} KiB"

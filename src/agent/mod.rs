@@ -18,11 +18,13 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 mod acp;
+mod coalesce;
 mod command;
 mod context;
 mod directive;
 mod echo;
 mod emit;
+mod extra;
 mod json;
 mod openai;
 mod process;
@@ -34,6 +36,7 @@ pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE
 pub use command::{run_command, CommandRun};
 pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
 pub use directive::{echo_compaction_request, CompactionRequest};
+pub use extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 pub use json::compact_json;
 pub use openai::{Approval, OpenAiSettings};
 pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};

@@ -13,6 +13,8 @@
 
 use serde_json::value::RawValue;
 
+use super::extra::Extra;
+
 /// Returned by a sink call when the turn must stop (for example a storage
 /// failure). The backend then returns promptly without further events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -63,6 +65,8 @@ pub trait EventSink {
         -> Result<(), SinkClosed>;
     /// The `tool_result` of an earlier `tool_call`.
     async fn tool_result(&mut self, id: &str, name: &str, output: &str) -> Result<(), SinkClosed>;
+    /// An extra update (docs/protocol-additions.md): notified, not persisted.
+    async fn extra(&mut self, update: Extra) -> Result<(), SinkClosed>;
     /// Ask the client to approve a tool call; resolves with its decision.
     async fn request_approval(
         &mut self,

@@ -97,6 +97,19 @@ impl EventSink for RecordingSink {
         self.record(format!("tool_result:{id}:{name}:{output}"))
     }
 
+    async fn extra(&mut self, update: crate::agent::Extra) -> Result<(), SinkClosed> {
+        let members: Vec<String> = update
+            .members
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.get()))
+            .collect();
+        self.record(format!(
+            "extra:{}:{}",
+            update.kind.as_str(),
+            members.join(",")
+        ))
+    }
+
     async fn request_approval(
         &mut self,
         tool_name: &str,

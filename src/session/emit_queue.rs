@@ -27,6 +27,8 @@ pub(super) enum Item {
     Persist(CheckpointEvent),
     /// A thought chunk: notified only.
     Thought(String),
+    /// An extra update: notified only.
+    Extra(crate::agent::Extra),
     /// An approval request: notified only.
     Approval {
         request_id: String,

@@ -124,6 +124,17 @@ pub(super) async fn emit(
                     )
                     .await
                 }
+                Slot::Other(Item::Extra(x)) => {
+                    notify(
+                        &conn,
+                        &Update {
+                            session_id: &session_id,
+                            event: Event::Extra(&x),
+                        },
+                        &cancel,
+                    )
+                    .await
+                }
                 Slot::Other(Item::Approval {
                     request_id,
                     tool_name,

@@ -20,7 +20,7 @@ use super::emit_queue::{Item, Push, Queue};
 use super::emitter::{emit, Emitted};
 use super::live::{Session, TurnSignals};
 use super::update::{notify, split_chunks, Event, Update};
-use crate::agent::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
+use crate::agent::{ApprovalDecision, AskOutcome, EventSink, Extra, SinkClosed};
 use crate::context::Conn;
 use crate::memory::Charge;
 use crate::peer::PeerReply;
@@ -232,6 +232,18 @@ impl EventSink for TurnSink {
         };
         self.send(Event::ToolResult { id, name, output }, item)
             .await
+    }
+
+    async fn extra(&mut self, update: Extra) -> Result<(), SinkClosed> {
+        let Some((queue, _)) = &self.emitter else {
+            let update = Update {
+                session_id: &self.session.id,
+                event: Event::Extra(&update),
+            };
+            notify(&self.conn, &update, &self.cancel).await;
+            return Ok(());
+        };
+        queue.push(Push::Item(Item::Extra(update))).await
     }
 
     async fn request_approval(

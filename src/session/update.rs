@@ -9,6 +9,7 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::Extra;
 use crate::context::Conn;
 use crate::dialect::Dialect;
 use crate::jsonrpc::notification_frame;
@@ -59,6 +60,8 @@ pub enum Event<'a> {
         summary: &'a str,
         timeout_secs: u64,
     },
+    /// An extra update (docs/protocol-additions.md).
+    Extra(&'a Extra),
     CompactionNotice {
         compacted: u64,
         retained: u64,
@@ -114,6 +117,12 @@ impl Serialize for Update<'_> {
                 m.serialize_field("toolName", tool_name)?;
                 m.serialize_field("argumentsSummary", summary)?;
                 m.serialize_field("timeoutSecs", timeout_secs)?;
+            }
+            Event::Extra(extra) => {
+                m.serialize_field("type", extra.kind.as_str())?;
+                for (key, value) in &extra.members {
+                    m.serialize_field(key, value)?;
+                }
             }
             Event::CompactionNotice {
                 compacted,
@@ -300,6 +309,31 @@ mod tests {
         assert_eq!(
             json(&u, Dialect::Snake),
             r#"{"session_id":"s-1","type":"tool_call","tool_call_id":"tc_1","name":"bash","raw_input":{"command":"ls"}}"#
+        );
+    }
+
+    #[test]
+    fn extra_updates_rename_member_names_only() {
+        use crate::agent::{Extra, ExtraKind};
+        let raw = |s: &str| RawValue::from_string(s.into()).unwrap();
+        let extra = Extra {
+            kind: ExtraKind::AvailableCommands,
+            members: vec![(
+                "availableCommands",
+                raw(r#"[{"name":"web","input":{"hintText":"q"}}]"#),
+            )],
+        };
+        let u = Update {
+            session_id: "s-1",
+            event: Event::Extra(&extra),
+        };
+        assert_eq!(
+            json(&u, Dialect::Camel),
+            r#"{"sessionId":"s-1","type":"available_commands","availableCommands":[{"name":"web","input":{"hintText":"q"}}]}"#
+        );
+        assert_eq!(
+            json(&u, Dialect::Snake),
+            r#"{"session_id":"s-1","type":"available_commands","available_commands":[{"name":"web","input":{"hintText":"q"}}]}"#
         );
     }
 

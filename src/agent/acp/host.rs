@@ -76,6 +76,8 @@ pub struct Host {
     guard: GroupGuard,
     out: mpsc::Sender<String>,
     inbound: mpsc::Receiver<Result<Incoming, ReadFault>>,
+    /// A fault met by [`Host::ready`], for the next [`Host::recv`].
+    fault: Option<ReadFault>,
     tasks: Vec<JoinHandle<()>>,
     /// The stderr reader, awaited (bounded) once the agent exits, so the
     /// exit message names its last line.
@@ -151,6 +153,7 @@ impl Host {
             guard,
             out,
             inbound,
+            fault: None,
             tasks,
             stderr_task,
             stderr: tail,
@@ -213,10 +216,29 @@ impl Host {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
+        if let Some(fault) = self.fault.take() {
+            return Err(self.end_of(fault).await);
+        }
         match self.inbound.recv().await {
             Some(Ok(m)) => Ok(m),
             Some(Err(fault)) => Err(self.end_of(fault).await),
             None => Err(self.end_of(ReadFault::Eof).await),
+        }
+    }
+
+    /// The next message if the reader already has it, without waiting (a
+    /// fault is kept for the next [`Host::recv`]).
+    pub fn ready(&mut self) -> Option<Incoming> {
+        if self.broken.is_some() || self.fault.is_some() {
+            return None;
+        }
+        match self.inbound.try_recv() {
+            Ok(Ok(m)) => Some(m),
+            Ok(Err(fault)) => {
+                self.fault = Some(fault);
+                None
+            }
+            Err(_) => None,
         }
     }
 

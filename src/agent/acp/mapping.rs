@@ -9,14 +9,20 @@
 //! - `tool_call_update` reaching `completed` or `failed` → our `tool_result`
 //!   with `{content, rawOutput, status}` (one per tool call; intermediate
 //!   updates are not mapped);
-//! - everything else (`plan`, `available_commands_update`, mode and usage
-//!   updates, user message replays) is not forwarded.
+//! - `plan`, `available_commands_update`, `current_mode_update`,
+//!   `usage_update`, `config_option_update`, `session_info_update` → our
+//!   extra updates (`plan`, `available_commands`, `current_mode`, `usage`,
+//!   `config_options`, `session_info`; docs/protocol-additions.md), not
+//!   persisted;
+//! - everything else (user message replays, unknown kinds) is not forwarded.
 
 use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
 use super::schema::{text_of, SessionNotification};
+use crate::agent::coalesce::Coalesce;
+use crate::agent::extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 use crate::agent::sink::{EventSink, SinkClosed};
 
 /// What the turn remembers of its tool calls.
@@ -33,11 +39,14 @@ impl Tools {
     }
 }
 
-/// Applies one `session/update` (its params) of `agent_session`.
+/// Applies one `session/update` (its params) of `agent_session`. Chunk
+/// text joins `pending` (the caller flushes it); any other event sends
+/// `pending` first.
 pub async fn apply<S: EventSink>(
     params: Value,
     agent_session: &str,
     tools: &mut Tools,
+    pending: &mut Coalesce,
     sink: &mut S,
 ) -> Result<(), SinkClosed> {
     let n: SessionNotification = match serde_json::from_value(params) {
@@ -57,15 +66,19 @@ pub async fn apply<S: EventSink>(
         .and_then(Value::as_str)
         .unwrap_or("");
     let id = raw.get("toolCallId").and_then(Value::as_str);
+    let thought = match kind {
+        "agent_message_chunk" => Some(false),
+        "agent_thought_chunk" => Some(true),
+        _ => None,
+    };
+    if let Some(thought) = thought {
+        return match raw.get("content").and_then(text_of) {
+            Some(text) => pending.add(sink, thought, text).await,
+            None => Ok(()),
+        };
+    }
+    pending.flush(sink).await?;
     match (kind, id) {
-        ("agent_message_chunk", _) => match raw.get("content").and_then(text_of) {
-            Some(text) => sink.message_chunk(text).await,
-            None => Ok(()),
-        },
-        ("agent_thought_chunk", _) => match raw.get("content").and_then(text_of) {
-            Some(text) => sink.thought_chunk(text).await,
-            None => Ok(()),
-        },
         ("tool_call", Some(id)) => {
             let name = raw
                 .get("name")
@@ -92,6 +105,10 @@ pub async fn apply<S: EventSink>(
             finish_if_done(raw, id, tools, sink).await
         }
         ("tool_call_update", Some(id)) => finish_if_done(raw, id, tools, sink).await,
+        (kind, _) if ExtraKind::of_acp(kind).is_some() => match extra_of(kind, raw) {
+            Some(extra) => sink.extra(extra).await,
+            None => Ok(()),
+        },
         _ => {
             tracing::debug!(event = "acp_update_not_mapped", kind = %kind);
             Ok(())
@@ -120,6 +137,26 @@ async fn finish_if_done<S: EventSink>(
     let output = pick(raw, &["content", "rawOutput", "status"]).to_string();
     let name = name.clone();
     sink.tool_result(id, &name, &output).await
+}
+
+/// The extra update of an ACP update of kind `kind`; `None` (logged) when
+/// it is past [`MAX_EXTRA_BYTES`].
+fn extra_of(kind: &str, raw: &Value) -> Option<Extra> {
+    let kind = ExtraKind::of_acp(kind)?;
+    let members: Vec<_> = kind
+        .members()
+        .iter()
+        .filter_map(|k| {
+            let v = raw.get(*k)?;
+            Some((*k, serde_json::value::to_raw_value(v).ok()?))
+        })
+        .collect();
+    let extra = Extra { kind, members };
+    if extra.json_len() > MAX_EXTRA_BYTES {
+        tracing::warn!(event = "acp_update_too_large", kind = %kind.as_str(), bytes = extra.json_len());
+        return None;
+    }
+    Some(extra)
 }
 
 fn kind_name(raw: &Value) -> String {

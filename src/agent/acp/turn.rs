@@ -20,8 +20,12 @@ use super::permission::{self, Ask};
 use super::schema::PromptResponse;
 use super::wire::{self, Incoming, WireError};
 use super::{fs, hosts::AcpHosts, prompt};
+use crate::agent::coalesce::Coalesce;
 use crate::agent::sink::EventSink;
 use crate::agent::{TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
+
+/// Most messages read without waiting in a row (see `prompt`).
+const MAX_BURST: u32 = 256;
 
 /// JSON-RPC "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -72,8 +76,28 @@ async fn prompt<S: EventSink>(
     let mut tools = Tools::default();
     let mut always = input.always_allowed.clone();
     let mut cancel_sent = false;
+    let mut pending = Coalesce::default();
+    // Messages taken without waiting since the last wait: bounded so a
+    // flood still lets cancel and the deadline be seen.
+    let mut burst = 0;
     loop {
-        let next = tokio::select! {
+        let ready = if burst < MAX_BURST && !pending.full() {
+            host.ready()
+        } else {
+            None
+        };
+        if ready.is_some() {
+            burst += 1;
+        } else {
+            burst = 0;
+            if let Err(end) = flush(&mut pending, sink, host).await {
+                return end;
+            }
+        }
+        let next = if let Some(m) = ready {
+            Ok(m)
+        } else {
+            tokio::select! {
             biased;
             () = cancel.cancelled(), if !cancel_sent => {
                 cancel_sent = true;
@@ -92,6 +116,7 @@ async fn prompt<S: EventSink>(
                 ));
             }
             m = host.recv() => m,
+            }
         };
         let message = match next {
             Ok(m) => m,
@@ -100,11 +125,14 @@ async fn prompt<S: EventSink>(
         };
         match message {
             Incoming::Response { id: got, result } if got == id => {
+                if let Err(end) = flush(&mut pending, sink, host).await {
+                    return end;
+                }
                 return stop_outcome(result, cancel_sent);
             }
             Incoming::Response { .. } => {}
             Incoming::Notification { method, params } if method == "session/update" => {
-                if mapping::apply(params, &session, &mut tools, sink)
+                if mapping::apply(params, &session, &mut tools, &mut pending, sink)
                     .await
                     .is_err()
                 {
@@ -118,6 +146,9 @@ async fn prompt<S: EventSink>(
                 method,
                 params,
             } => {
+                if let Err(end) = flush(&mut pending, sink, host).await {
+                    return end;
+                }
                 let reply = match method.as_str() {
                     "session/request_permission" => {
                         let ask = Ask {
@@ -152,6 +183,19 @@ async fn prompt<S: EventSink>(
             }
         }
     }
+}
+
+/// Sends the coalesced chunks; a closed sink ends the turn.
+async fn flush<S: EventSink>(
+    pending: &mut Coalesce,
+    sink: &mut S,
+    host: &mut Host,
+) -> Result<(), TurnOutcome> {
+    if pending.flush(sink).await.is_err() {
+        host.mark_broken(SINK_CLOSED_MESSAGE);
+        return Err(TurnOutcome::Failed(SINK_CLOSED_MESSAGE.to_owned()));
+    }
+    Ok(())
 }
 
 /// The answer to `session/prompt` as our outcome (docs/agents.md).

@@ -1,0 +1,88 @@
+//! The extra `session/update` types (docs/protocol-additions.md): ACP
+//! updates without a SPEC §8.5 counterpart, forwarded as they came.
+//!
+//! Each kind has a fixed list of members, taken from the ACP update under
+//! the same names; their values are kept as raw JSON, so the snake dialect
+//! renames the member names only, never what the agent wrote inside them.
+//! Clients ignore types they do not know (SPEC §8.5), so no opt-in.
+
+use serde_json::value::RawValue;
+
+/// Longest JSON text of one extra update's members together: far under the
+/// frame limit (SPEC §3.1) with room for the envelope. Larger ones are
+/// dropped with a log line (an agent's plan or command list is kilobytes).
+pub const MAX_EXTRA_BYTES: usize = 1024 * 1024;
+
+/// Which extra update (our `type`; the ACP `sessionUpdate` it comes from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtraKind {
+    /// ACP `plan`: the agent's whole current plan.
+    Plan,
+    /// ACP `available_commands_update`.
+    AvailableCommands,
+    /// ACP `current_mode_update`.
+    CurrentMode,
+    /// ACP `usage_update`: context window use and cost.
+    Usage,
+    /// ACP `config_option_update`.
+    ConfigOptions,
+    /// ACP `session_info_update`: title and last update time.
+    SessionInfo,
+}
+
+impl ExtraKind {
+    /// The kind of an ACP `sessionUpdate`, when it is one of ours.
+    pub fn of_acp(session_update: &str) -> Option<Self> {
+        Some(match session_update {
+            "plan" => Self::Plan,
+            "available_commands_update" => Self::AvailableCommands,
+            "current_mode_update" => Self::CurrentMode,
+            "usage_update" => Self::Usage,
+            "config_option_update" => Self::ConfigOptions,
+            "session_info_update" => Self::SessionInfo,
+            _ => return None,
+        })
+    }
+
+    /// Our `session/update` `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Plan => "plan",
+            Self::AvailableCommands => "available_commands",
+            Self::CurrentMode => "current_mode",
+            Self::Usage => "usage",
+            Self::ConfigOptions => "config_options",
+            Self::SessionInfo => "session_info",
+        }
+    }
+
+    /// The members forwarded, in the order written (camelCase, as ACP).
+    pub fn members(self) -> &'static [&'static str] {
+        match self {
+            Self::Plan => &["entries"],
+            Self::AvailableCommands => &["availableCommands"],
+            Self::CurrentMode => &["currentModeId"],
+            Self::Usage => &["used", "size", "cost"],
+            Self::ConfigOptions => &["configOptions"],
+            Self::SessionInfo => &["title", "updatedAt"],
+        }
+    }
+}
+
+/// One extra update: its kind and the members the agent sent (absent ones
+/// are left out), values as raw JSON.
+#[derive(Debug, Clone)]
+pub struct Extra {
+    pub kind: ExtraKind,
+    pub members: Vec<(&'static str, Box<RawValue>)>,
+}
+
+impl Extra {
+    /// Bytes of the members' JSON text.
+    pub fn json_len(&self) -> usize {
+        self.members
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len())
+            .sum()
+    }
+}
