@@ -108,3 +108,45 @@ fn an_invalid_config_is_named() {
         "{out}"
     );
 }
+
+/// An ACP agent must start and answer `initialize`; a model server must
+/// answer `GET <base_url>/models`.
+#[test]
+fn acp_agents_must_answer_initialize_and_model_servers_must_answer() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = closed.local_addr().expect("its address").port();
+    drop(closed);
+    let agents = format!(
+        "[agents.acp]\nbackend = \"acp\"\ncommand = [{}]\n\n\
+         [agents.mute]\nbackend = \"acp\"\ncommand = [\"sh\", \"-c\", \"exec cat > /dev/null\"]\n\n\
+         [agents.deaf]\nbackend = \"acp\"\ncommand = [\"sleep\", \"60\"]\n\n\
+         [agents.llm]\nbackend = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n",
+        common::acp_agent::toml_str(&common::acp_agent::agent_bin().to_string_lossy())
+    );
+    let env = start(&config_with(&agents));
+    let (code, out) = doctor_in(&env.dir, &env.config_dir);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("ok    agent acp: ACP agent ")
+            && out.contains(" answers initialize (protocol 1)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FAIL  agent mute: ACP agent sh ended its output without answering initialize; fix: run agents.mute.command by hand"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FAIL  agent deaf: ACP agent sleep did not answer initialize within 10 s; fix: run agents.deaf.command by hand"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "FAIL  agent llm: model server http://127.0.0.1:{port}/v1/models does not answer: "
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("fix: start the model server, or set agents.llm.base_url\n"),
+        "{out}"
+    );
+}

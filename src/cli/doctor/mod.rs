@@ -122,7 +122,7 @@ async fn checks(config_dir: Option<&OsStr>) -> Vec<Check> {
     out.push(store::quick_check(&crate::store::Store::path_in(&dirs.data_dir)).await);
     if let Some(config) = &config {
         for (alias, agent) in &config.agents {
-            out.push(backend::reachable(alias, agent));
+            out.push(backend::reachable(alias, agent).await);
         }
     }
     out.push(files::disk_space(&dirs.data_dir));
