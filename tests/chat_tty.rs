@@ -41,6 +41,24 @@ fn a_streamed_turn_then_ctrl_d_leaves() {
     assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
 }
 
+/// Ctrl-C on a line with text clears it; on the empty line it leaves.
+#[test]
+fn ctrl_c_clears_a_typed_line_and_leaves_at_an_empty_one() {
+    if !available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = start_echo();
+    let t = chat(&env, &["--new"]);
+    t.wait_for("> ");
+    t.type_text("not this");
+    t.wait_for("> not this");
+    t.keys(&["C-c"]);
+    t.line("but this");
+    t.wait_for("> but this\nbut this\n> ");
+    assert!(!t.screen().contains("not thisbut"), "{}", t.screen());
+    assert_eq!(t.exit_by(&["C-c"]), 0, "{}", t.screen());
+}
+
 #[test]
 fn approval_and_choice_are_answered() {
     if !available() {

@@ -67,6 +67,22 @@ impl Input {
     }
 }
 
+/// Ctrl-C on a line with text clears the line; on an empty line it is the
+/// editor's interrupt (which leaves the chat).
+struct ClearOrInterrupt;
+
+impl rustyline::ConditionalEventHandler for ClearOrInterrupt {
+    fn handle(
+        &self,
+        _: &rustyline::Event,
+        _: rustyline::RepeatCount,
+        _: bool,
+        ctx: &rustyline::EventContext,
+    ) -> Option<rustyline::Cmd> {
+        (!ctx.line().is_empty()).then_some(rustyline::Cmd::Kill(rustyline::Movement::WholeLine))
+    }
+}
+
 enum Source {
     Editor(Box<rustyline::DefaultEditor>),
     Stdin(std::io::BufReader<std::io::Stdin>),
@@ -75,7 +91,11 @@ enum Source {
 impl Source {
     fn new(tty: bool) -> Source {
         if tty {
-            if let Ok(ed) = rustyline::DefaultEditor::new() {
+            if let Ok(mut ed) = rustyline::DefaultEditor::new() {
+                ed.bind_sequence(
+                    rustyline::KeyEvent::ctrl('C'),
+                    rustyline::EventHandler::Conditional(Box::new(ClearOrInterrupt)),
+                );
                 return Source::Editor(Box::new(ed));
             }
         }
