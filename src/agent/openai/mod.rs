@@ -27,7 +27,7 @@ pub use settings::{Approval, OpenAiSettings};
 use super::sink::{ApprovalDecision, EventSink, SinkClosed};
 use super::{ProviderFailure, TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
 use delta::{AssembledCall, Calls};
-use pending::{Pending, COALESCE_BYTES};
+use pending::Pending;
 use stream::Halt;
 use tools::{Ran, Tool};
 
@@ -160,7 +160,7 @@ impl Turn<'_, '_> {
             pending.absorb(sink, pieces, &mut text, &mut calls).await?;
             // Deltas already received go out as one chunk (up to a bound,
             // then cancellation is looked at again); a lone delta at once.
-            while pending.text.len() < COALESCE_BYTES {
+            while !pending.full() {
                 match answer.ready() {
                     Ok(Some(pieces)) => {
                         pending.absorb(sink, pieces, &mut text, &mut calls).await?;

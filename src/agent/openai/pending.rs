@@ -5,18 +5,14 @@
 use super::delta::Calls;
 use super::stream::Piece;
 use super::End;
+use crate::agent::coalesce::Coalesce;
 use crate::agent::sink::EventSink;
 use crate::agent::{ProviderFailure, ProviderReason};
 
-/// Received deltas up to this many bytes are sent as one chunk.
-pub const COALESCE_BYTES: usize = 64 * 1024;
-
-/// Text deltas received but not yet sent, all of one stream.
+/// Text deltas received but not yet sent: the shared [`Coalesce`], fed
+/// from the stream's pieces.
 #[derive(Default)]
-pub struct Pending {
-    thought: bool,
-    pub text: String,
-}
+pub struct Pending(Coalesce);
 
 impl Pending {
     /// Takes one chunk's pieces: text joins the pending text (sent first if
@@ -31,10 +27,10 @@ impl Pending {
         for piece in pieces {
             match piece {
                 Piece::Content(t) => {
-                    self.add(sink, false, &t).await?;
+                    self.0.add(sink, false, &t).await?;
                     text.push_str(&t);
                 }
-                Piece::Reasoning(t) => self.add(sink, true, &t).await?,
+                Piece::Reasoning(t) => self.0.add(sink, true, &t).await?,
                 Piece::ToolCalls(deltas) => calls.add(deltas).map_err(|m| {
                     End::Provider(ProviderFailure {
                         reason: ProviderReason::Protocol,
@@ -48,27 +44,14 @@ impl Pending {
         Ok(())
     }
 
-    async fn add<S: EventSink>(&mut self, sink: &mut S, thought: bool, t: &str) -> Result<(), End> {
-        if self.thought != thought {
-            self.flush(sink).await?;
-            self.thought = thought;
-        }
-        self.text.push_str(t);
-        Ok(())
+    /// Whether the pending text is a whole chunk already.
+    pub fn full(&self) -> bool {
+        self.0.full()
     }
 
     /// Sends the pending text as one chunk.
     pub async fn flush<S: EventSink>(&mut self, sink: &mut S) -> Result<(), End> {
-        if self.text.is_empty() {
-            return Ok(());
-        }
-        if self.thought {
-            sink.thought_chunk(&self.text).await?;
-        } else {
-            sink.message_chunk(&self.text).await?;
-        }
-        self.text.clear();
-        Ok(())
+        Ok(self.0.flush(sink).await?)
     }
 }
 
