@@ -44,12 +44,15 @@ mod imp {
 
     type Res<T> = Result<T, String>;
 
-    /// `<target>/<profile>/examples/acp_test_agent`, built if missing.
+    /// `<target>/<profile>/examples/acp_test_agent`, built if missing or
+    /// older than its source.
     fn agent_bin() -> Res<PathBuf> {
         let bin = PathBuf::from(env!("CARGO_BIN_EXE_zeroclaw"));
         let dir = bin.parent().ok_or("no target dir")?;
         let path = dir.join("examples").join("acp_test_agent");
-        if !path.exists() {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/acp_test_agent.rs");
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        if modified(&path) < modified(&source) {
             let release = dir.ends_with("release");
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let mut cmd = Command::new(cargo);

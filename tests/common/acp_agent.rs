@@ -12,7 +12,8 @@ use super::acp::{Rpc, Turn};
 use super::BIN;
 
 /// `target/debug/examples/acp_test_agent`, built once if `cargo test` did
-/// not build it already (`cargo test --test NAME` builds no examples).
+/// not build it already (`cargo test --test NAME` builds no examples) or
+/// built it from an older source (a stale agent fails tests it should pass).
 pub fn agent_bin() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
@@ -23,7 +24,10 @@ pub fn agent_bin() -> PathBuf {
                 .expect("target dir")
                 .join("examples")
                 .join("acp_test_agent");
-            if !path.exists() {
+            let source =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/acp_test_agent.rs");
+            let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+            if modified(&path) < modified(&source) {
                 let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
                 let st = Command::new(cargo)
                     .args(["build", "--example", "acp_test_agent"])

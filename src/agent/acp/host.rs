@@ -18,7 +18,8 @@ use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::wire::{self, Incoming, LineReader, ReadFault, WireError};
+use super::incoming::{self, Incoming, WireError};
+use super::wire::{self, LineReader, ReadFault};
 use crate::agent::process::{agent_command, GroupGuard, Tail};
 
 /// Messages read ahead of the turn, at most.
@@ -269,7 +270,7 @@ impl Host {
                 Incoming::Response { id: got, result } if got == id => {
                     return result.map_err(CallError::Agent);
                 }
-                Incoming::Response { .. } | Incoming::Notification { .. } => {}
+                Incoming::Response { .. } | Incoming::Notification { .. } | Incoming::Chunk(_) => {}
                 Incoming::Request { id, method, .. } => {
                     let text = format!("{method} is not served while the session is opening");
                     let line = wire::error_response(&id, -32601, &text);
@@ -365,7 +366,7 @@ async fn read_stdout(
     let mut reader = LineReader::new(stdout);
     loop {
         let item = match reader.next_line().await {
-            Ok(line) => wire::parse(&line),
+            Ok(line) => incoming::parse(&line),
             Err(fault) => Err(fault),
         };
         let last = item.is_err();

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
+use super::incoming::Chunk;
 use super::schema::{text_of, SessionNotification};
 use crate::agent::coalesce::Coalesce;
 use crate::agent::extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
@@ -37,6 +38,21 @@ impl Tools {
     pub fn name_of(&self, id: &str) -> Option<&str> {
         self.calls.get(id).map(|(n, _)| n.as_str())
     }
+}
+
+/// Adds a text chunk of `agent_session` to `pending` (another session's is
+/// not ours to show).
+pub async fn chunk<S: EventSink>(
+    c: &Chunk,
+    agent_session: &str,
+    pending: &mut Coalesce,
+    sink: &mut S,
+) -> Result<(), SinkClosed> {
+    if c.session_id != agent_session {
+        tracing::debug!(event = "acp_update_other_session", agent_session_id = %c.session_id);
+        return Ok(());
+    }
+    pending.add(sink, c.thought, &c.text).await
 }
 
 /// Applies one `session/update` (its params) of `agent_session`. Chunk

@@ -2,7 +2,8 @@
 //! Client Protocol client of a hosted agent process (Claude Code, Codex,
 //! Gemini CLI, …) over its stdin/stdout, protocol version 1.
 //!
-//! - [`wire`]: bounded line framing and JSON-RPC message classification;
+//! - [`wire`]: bounded line framing and encoding;
+//! - [`incoming`]: what a line says, decoded once (chunks apart);
 //! - [`host`]: one agent process, its pipes and requests with deadlines;
 //! - [`hosts`]: the registry (one process per live session);
 //! - [`links`]: where session ↔ agent session links are kept;
@@ -17,6 +18,7 @@
 mod fs;
 mod host;
 mod hosts;
+mod incoming;
 mod links;
 mod mapping;
 mod open;

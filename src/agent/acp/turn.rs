@@ -14,11 +14,12 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::host::Host;
+use super::incoming::{Incoming, WireError};
 use super::mapping::{self, Tools};
 use super::open::ready_host;
 use super::permission::{self, Ask};
 use super::schema::PromptResponse;
-use super::wire::{self, Incoming, WireError};
+use super::wire;
 use super::{fs, hosts::AcpHosts, prompt};
 use crate::agent::coalesce::Coalesce;
 use crate::agent::sink::EventSink;
@@ -131,13 +132,17 @@ async fn prompt<S: EventSink>(
                 return stop_outcome(result, cancel_sent);
             }
             Incoming::Response { .. } => {}
+            Incoming::Chunk(chunk) => {
+                let added = mapping::chunk(&chunk, &session, &mut pending, sink).await;
+                if added.is_err() {
+                    return sink_closed(host);
+                }
+            }
             Incoming::Notification { method, params } if method == "session/update" => {
-                if mapping::apply(params, &session, &mut tools, &mut pending, sink)
-                    .await
-                    .is_err()
-                {
-                    host.mark_broken(SINK_CLOSED_MESSAGE);
-                    return TurnOutcome::Failed(SINK_CLOSED_MESSAGE.to_owned());
+                let applied =
+                    mapping::apply(params, &session, &mut tools, &mut pending, sink).await;
+                if applied.is_err() {
+                    return sink_closed(host);
                 }
             }
             Incoming::Notification { .. } => {}
@@ -158,10 +163,7 @@ async fn prompt<S: EventSink>(
                             cancel,
                         };
                         match permission::answer(params, ask, sink).await {
-                            Err(_) => {
-                                host.mark_broken(SINK_CLOSED_MESSAGE);
-                                return TurnOutcome::Failed(SINK_CLOSED_MESSAGE.to_owned());
-                            }
+                            Err(_) => return sink_closed(host),
                             Ok(Ok(result)) => wire::response(&rid, &result),
                             Ok(Err(text)) => wire::error_response(&rid, -32602, &text),
                         }
@@ -192,10 +194,16 @@ async fn flush<S: EventSink>(
     host: &mut Host,
 ) -> Result<(), TurnOutcome> {
     if pending.flush(sink).await.is_err() {
-        host.mark_broken(SINK_CLOSED_MESSAGE);
-        return Err(TurnOutcome::Failed(SINK_CLOSED_MESSAGE.to_owned()));
+        return Err(sink_closed(host));
     }
     Ok(())
+}
+
+/// The end of a turn whose events can no longer be delivered (the agent's
+/// connection is not reused: its turn is still running).
+fn sink_closed(host: &mut Host) -> TurnOutcome {
+    host.mark_broken(SINK_CLOSED_MESSAGE);
+    TurnOutcome::Failed(SINK_CLOSED_MESSAGE.to_owned())
 }
 
 /// The answer to `session/prompt` as our outcome (docs/agents.md).
