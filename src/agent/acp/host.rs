@@ -2,10 +2,10 @@
 //! writer and stderr tasks, requests with deadlines, and how its end is
 //! described.
 //!
-//! Backpressure: the reader hands each message to a channel of
-//! [`INBOUND_CAPACITY`] and awaits room, so when the turn (and behind it the
-//! client) does not keep up, the reader stops reading and the agent blocks
-//! on its stdout pipe. The writer's channel is bounded too: an agent that
+//! Backpressure: the reader ([`super::reader`]) hands each message to a
+//! channel of [`INBOUND_CAPACITY`] and awaits room, so when the turn (and
+//! behind it the client) does not keep up, the reader stops reading and the
+//! agent blocks on its stdout pipe. The writer's channel is bounded too: an agent that
 //! stops reading its stdin makes our sends wait, never buffer without bound,
 //! and every send has a deadline.
 
@@ -18,8 +18,9 @@ use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::incoming::{self, Incoming, WireError};
-use super::wire::{self, LineReader, ReadFault};
+use super::incoming::{Incoming, WireError};
+use super::reader;
+use super::wire::{self, ReadFault};
 use crate::agent::process::{agent_command, GroupGuard, Tail};
 
 /// Messages read ahead of the turn, at most.
@@ -146,7 +147,7 @@ impl Host {
         let alias = spec.alias.to_owned();
         let tasks = vec![
             tokio::spawn(write_stdin(stdin, out_rx)),
-            tokio::spawn(read_stdout(stdout, in_tx, alias.clone())),
+            tokio::spawn(reader::read_stdout(stdout, in_tx, alias.clone())),
         ];
         let stderr_task = Some(tokio::spawn(read_stderr(stderr, tail.clone(), alias)));
         Ok(Host {
@@ -354,30 +355,6 @@ async fn write_stdin(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::Receiv
     while let Some(line) = rx.recv().await {
         if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
             return; // the agent closed its stdin; sends now fail
-        }
-    }
-}
-
-async fn read_stdout(
-    stdout: tokio::process::ChildStdout,
-    tx: mpsc::Sender<Result<Incoming, ReadFault>>,
-    alias: String,
-) {
-    let mut reader = LineReader::new(stdout);
-    loop {
-        let item = match reader.next_line().await {
-            Ok(line) => incoming::parse(&line),
-            Err(fault) => Err(fault),
-        };
-        let last = item.is_err();
-        if let Err(fault) = &item {
-            if *fault != ReadFault::Eof {
-                tracing::warn!(event = "acp_agent_bad_output", agent = %alias, reason = %fault.describe());
-            }
-        }
-        // Awaiting room here is the backpressure that reaches the agent.
-        if tx.send(item).await.is_err() || last {
-            return;
         }
     }
 }

@@ -5,6 +5,7 @@
 //! - [`wire`]: bounded line framing and encoding;
 //! - [`incoming`]: what a line says, decoded once (chunks apart);
 //! - [`host`]: one agent process, its pipes and requests with deadlines;
+//! - [`reader`]: the stdout reader task (chunks joined while the turn is busy);
 //! - [`hosts`]: the registry (one process per live session);
 //! - [`links`]: where session ↔ agent session links are kept;
 //! - [`open`]: `initialize`, `authenticate`, `session/new` / `session/load`;
@@ -24,6 +25,7 @@ mod mapping;
 mod open;
 mod permission;
 mod prompt;
+mod reader;
 mod schema;
 mod turn;
 mod wire;
