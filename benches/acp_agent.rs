@@ -234,8 +234,11 @@ mod imp {
         let started = Instant::now();
         let mut peak = base;
         let mut line = Vec::new();
-        // One line every 2 ms (the reader's buffer holds up to 1 MiB of them).
-        while started.elapsed() < slow {
+        let mut answer = None;
+        // One line every 2 ms (the reader's buffer holds up to 1 MiB of
+        // them); the turn may end in that time (its chunks are joined into
+        // few notifications), so the answer is looked for here too.
+        while started.elapsed() < slow && answer.is_none() {
             line.clear();
             if c.r
                 .read_until(b'\n', &mut line)
@@ -244,10 +247,19 @@ mod imp {
             {
                 return Err("end of stream".into());
             }
+            if !memfind(&line, b"\"agent_message_chunk\"") {
+                let v: Value = serde_json::from_slice(&line).map_err(|e| e.to_string())?;
+                if v.get("method").is_none() && v["id"] == json!(id) {
+                    answer = Some(v);
+                }
+            }
             peak = peak.max(server.rss_bytes().map_err(|e| e.to_string())?);
             std::thread::sleep(Duration::from_millis(2));
         }
-        let (_, answer) = read_turn(&mut c.r, id, b"\"agent_message_chunk\"")?;
+        let answer = match answer {
+            Some(answer) => answer,
+            None => read_turn(&mut c.r, id, b"\"agent_message_chunk\"")?.1,
+        };
         if answer["result"]["stop_reason"] != "end_turn" {
             return Err(format!("slow reader: {answer}"));
         }
