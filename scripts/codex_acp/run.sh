@@ -6,7 +6,7 @@
 # Usage: scripts/codex_acp/run.sh [ZEROCLAW_BIN]   (docs/agents.md)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-bin=${1:-$here/../../target/debug/zeroclaw}
+bin=$(realpath "${1:-$here/../../target/debug/zeroclaw}")
 work=$(mktemp -d /tmp/zc-codex-acp.XXXXXX)
 port=$((20000 + RANDOM % 20000))
 cleanup() { kill "${server:-}" "${daemon:-}" 2>/dev/null || true; }
