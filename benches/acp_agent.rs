@@ -35,6 +35,9 @@ mod imp {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
     use serde_json::{json, Value};
 
     use super::common::{self, cpu_secs, ScratchDir, Server};
@@ -71,25 +74,68 @@ mod imp {
         Ok(path)
     }
 
-    /// Counts `agent_message_chunk`s in lines from `r` until the line that
-    /// answers `id`; returns (chunks, answer).
-    fn read_turn(r: &mut impl BufRead, id: u64, chunk_marker: &[u8]) -> Res<(u64, Value)> {
-        let mut chunks = 0;
+    /// Where a client finds a chunk's text: both sides decode every chunk
+    /// line (borrowed, typed) and keep its text, the least a real client does.
+    #[derive(Clone, Copy)]
+    enum Chunks {
+        /// Not a turn (`initialize`, `session/new`, a warm-up).
+        Ignored,
+        /// ACP `session/update` params: `update.content.text`.
+        Acp,
+        /// Our `session/update` params: `text`.
+        Daemon,
+    }
+
+    #[derive(Deserialize)]
+    struct Line<P> {
+        params: P,
+    }
+    #[derive(Deserialize)]
+    struct AcpParams<'a> {
+        #[serde(borrow)]
+        update: AcpUpdate<'a>,
+    }
+    #[derive(Deserialize)]
+    struct AcpUpdate<'a> {
+        #[serde(borrow)]
+        content: Text<'a>,
+    }
+    #[derive(Deserialize)]
+    struct Text<'a> {
+        #[serde(borrow)]
+        text: Cow<'a, str>,
+    }
+
+    /// Reads lines from `r` until the one that answers `id`; returns the
+    /// chunk lines, their text joined, and the answer.
+    fn read_turn(r: &mut impl BufRead, id: u64, chunks: Chunks) -> Res<(u64, String, Value)> {
+        let (mut count, mut text) = (0, String::new());
         let mut line = Vec::new();
         loop {
             line.clear();
             if r.read_until(b'\n', &mut line).map_err(|e| e.to_string())? == 0 {
                 return Err("end of stream during the turn".into());
             }
-            if memfind(&line, chunk_marker) {
-                chunks += 1;
+            if !matches!(chunks, Chunks::Ignored) && memfind(&line, b"\"agent_message_chunk\"") {
+                let piece = match chunks {
+                    Chunks::Acp => serde_json::from_slice::<Line<AcpParams>>(&line)
+                        .map(|l| l.params.update.content.text),
+                    _ => serde_json::from_slice::<Line<Text>>(&line).map(|l| l.params.text),
+                };
+                text.push_str(&piece.map_err(|e| e.to_string())?);
+                count += 1;
                 continue;
             }
             let v: Value = serde_json::from_slice(&line).map_err(|e| e.to_string())?;
             if v.get("method").is_none() && v["id"] == json!(id) {
-                return Ok((chunks, v));
+                return Ok((count, text, v));
             }
         }
+    }
+
+    /// The text of `flood n`: n dots.
+    fn is_flood(text: &str, n: u64) -> bool {
+        text.len() as u64 == n && text.bytes().all(|b| b == b'.')
     }
 
     fn memfind(hay: &[u8], needle: &[u8]) -> bool {
@@ -118,10 +164,10 @@ mod imp {
             "initialize",
             json!({"protocolVersion": 1, "clientCapabilities": {}}),
         )?;
-        read_turn(&mut out, 1, b"\0")?;
+        read_turn(&mut out, 1, Chunks::Ignored)?;
         let cwd = dir.path().to_string_lossy().into_owned();
         send(2, "session/new", json!({"cwd": cwd, "mcpServers": []}))?;
-        let (_, r) = read_turn(&mut out, 2, b"\0")?;
+        let (_, _, r) = read_turn(&mut out, 2, Chunks::Ignored)?;
         let sid = r["result"]["sessionId"]
             .as_str()
             .ok_or("no session id")?
@@ -134,12 +180,12 @@ mod imp {
             "session/prompt",
             json!({"sessionId": sid, "prompt": prompt}),
         )?;
-        let (chunks, answer) = read_turn(&mut out, 3, b"\"agent_message_chunk\"")?;
+        let (chunks, text, answer) = read_turn(&mut out, 3, Chunks::Acp)?;
         let secs = started.elapsed().as_secs_f64();
         let agent_cpu = cpu_secs(child.id()) - cpu0;
         let _ = child.kill();
         let _ = child.wait();
-        if chunks != n || answer["result"]["stopReason"] != "end_turn" {
+        if chunks != n || !is_flood(&text, n) || answer["result"]["stopReason"] != "end_turn" {
             return Err(format!("direct: {chunks} chunks, {answer}"));
         }
         Ok((n as f64 / secs, agent_cpu))
@@ -188,7 +234,7 @@ mod imp {
                 "session/new",
                 json!({"agent_alias": "acp", "chat_mode": mode}),
             )?;
-            let (_, v) = read_turn(&mut self.r, id, b"\0")?;
+            let (_, _, v) = read_turn(&mut self.r, id, Chunks::Ignored)?;
             Ok(v["result"]["session_id"]
                 .as_str()
                 .ok_or("no session id")?
@@ -204,19 +250,19 @@ mod imp {
             "session/prompt",
             json!({"session_id": sid, "prompt": "say warm"}),
         )?;
-        read_turn(&mut c.r, id, b"\0")?;
+        read_turn(&mut c.r, id, Chunks::Ignored)?;
         let cpu0 = cpu_secs(server.pid);
         let started = Instant::now();
         let id = c.send(
             "session/prompt",
             json!({"session_id": sid, "prompt": format!("flood {n}")}),
         )?;
-        let (chunks, answer) = read_turn(&mut c.r, id, b"\"agent_message_chunk\"")?;
+        let (chunks, text, answer) = read_turn(&mut c.r, id, Chunks::Daemon)?;
         let secs = started.elapsed().as_secs_f64();
         let cpu = cpu_secs(server.pid) - cpu0;
         // The daemon sends chunks it has already read as one (docs/agents.md):
         // the text is checked whole, the frames only bounded.
-        let text_ok = answer["result"]["content"].as_str().map(str::len) == Some(n as usize);
+        let text_ok = is_flood(&text, n) && answer["result"]["content"].as_str() == Some(&text);
         if chunks == 0 || chunks > n || !text_ok || answer["result"]["stop_reason"] != "end_turn" {
             return Err(format!("daemon: {chunks} chunks, {answer}"));
         }
@@ -258,7 +304,7 @@ mod imp {
         }
         let answer = match answer {
             Some(answer) => answer,
-            None => read_turn(&mut c.r, id, b"\"agent_message_chunk\"")?.1,
+            None => read_turn(&mut c.r, id, Chunks::Daemon)?.2,
         };
         if answer["result"]["stop_reason"] != "end_turn" {
             return Err(format!("slow reader: {answer}"));
