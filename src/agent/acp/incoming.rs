@@ -55,6 +55,9 @@ pub struct WireError {
 
 /// Classifies one line.
 pub fn parse(line: &[u8]) -> Result<Incoming, ReadFault> {
+    if let Some(chunk) = chunk_of(line) {
+        return Ok(Incoming::Chunk(chunk));
+    }
     match typed(line) {
         Some(m) => Ok(m),
         None => general(line),
@@ -81,6 +84,20 @@ struct Envelope<'a> {
 
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
+}
+
+/// A `session/update` notification as far as a chunk needs it: read in
+/// one pass, since it is nearly every line of a turn.
+#[derive(Deserialize)]
+struct ChunkLine<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    params: UpdateParams<'a>,
 }
 
 /// `session/update` params as far as a chunk needs them.
@@ -110,7 +127,8 @@ struct TextBlock<'a> {
     text: Option<Cow<'a, str>>,
 }
 
-/// The one-pass decode; `None` leaves the line to [`general`].
+/// The typed decode of any other message; `None` leaves the line to
+/// [`general`].
 fn typed(line: &[u8]) -> Option<Incoming> {
     let m: Envelope = serde_json::from_slice(line).ok()?;
     if m.jsonrpc.as_deref() != Some("2.0") {
@@ -130,11 +148,6 @@ fn typed(line: &[u8]) -> Option<Incoming> {
         };
         return Some(Incoming::Response { id, result });
     };
-    if m.id.is_none() && method == "session/update" {
-        if let Some(chunk) = m.params.and_then(chunk_of) {
-            return Some(Incoming::Chunk(chunk));
-        }
-    }
     let params = value(m.params)?;
     let method = method.into_owned();
     Some(match m.id {
@@ -147,9 +160,13 @@ fn typed(line: &[u8]) -> Option<Incoming> {
     })
 }
 
-/// The chunk a `session/update` carries, if it is one.
-fn chunk_of(params: &RawValue) -> Option<Chunk> {
-    let p: UpdateParams = serde_json::from_str(params.get()).ok()?;
+/// The chunk a line carries, if it is a `session/update` text chunk.
+fn chunk_of(line: &[u8]) -> Option<Chunk> {
+    let m: ChunkLine = serde_json::from_slice(line).ok()?;
+    if m.jsonrpc != "2.0" || m.id.is_some() || m.method != "session/update" {
+        return None;
+    }
+    let p = m.params;
     let thought = match p.update.session_update.as_ref() {
         "agent_message_chunk" => false,
         "agent_thought_chunk" => true,
@@ -297,7 +314,9 @@ mod tests {
         // Lines the typed pass leaves to the general one, and lines it
         // takes: the classification is the same (null members count as
         // present, a duplicate member is the general rule's).
-        let lines: [&[u8]; 8] = [
+        let lines: [&[u8]; 10] = [
+            br#"{"jsonrpc":"2.0","id":5,"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}"#,
+            br#"{"jsonrpc":"1.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}"#,
             br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
             br#"{"jsonrpc":"2.0","id":1,"result":null}"#,
             br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#,
