@@ -7,7 +7,9 @@
 //! call is announced (`tool_call`), approved per `approval`, run, reported
 //! (`tool_result`) and sent back, and the model is asked again — at most
 //! `max_tool_rounds` times. Files: [`request`] (the body), [`stream`] (HTTP,
-//! SSE, failures), [`delta`] (tool call assembly), [`tools`], [`settings`].
+//! failures), [`retry`] (when to try again), [`sse`] (events from the body),
+//! [`chunk`] (an event's JSON), [`pending`] (joining deltas), [`delta`]
+//! (tool call assembly), [`tools`], [`settings`].
 
 use std::collections::HashSet;
 
@@ -15,10 +17,13 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+mod chunk;
 mod delta;
 mod pending;
 mod request;
+mod retry;
 mod settings;
+mod sse;
 mod stream;
 mod tools;
 
@@ -156,14 +161,14 @@ impl Turn<'_, '_> {
         let mut text = String::new();
         let mut calls = Calls::default();
         let mut pending = Pending::default();
-        while let Some(pieces) = answer.next(self.cancel).await? {
-            pending.absorb(sink, pieces, &mut text, &mut calls).await?;
+        while let Some(chunk) = answer.next(self.cancel).await? {
+            pending.absorb(sink, chunk, &mut text, &mut calls).await?;
             // Deltas already received go out as one chunk (up to a bound,
             // then cancellation is looked at again); a lone delta at once.
             while !pending.full() {
                 match answer.ready() {
-                    Ok(Some(pieces)) => {
-                        pending.absorb(sink, pieces, &mut text, &mut calls).await?;
+                    Ok(Some(chunk)) => {
+                        pending.absorb(sink, chunk, &mut text, &mut calls).await?;
                     }
                     Ok(None) => break,
                     Err(halt) => {

@@ -2,8 +2,8 @@
 //! deltas cost one event each (persisted, notified) instead of one per
 //! token, and a lone delta still goes out at once (docs/agents.md).
 
+use super::chunk::Decoded;
 use super::delta::Calls;
-use super::stream::Piece;
 use super::End;
 use crate::agent::coalesce::Coalesce;
 use crate::agent::sink::EventSink;
@@ -15,31 +15,34 @@ use crate::agent::{ProviderFailure, ProviderReason};
 pub struct Pending(Coalesce);
 
 impl Pending {
-    /// Takes one chunk's pieces: text joins the pending text (sent first if
-    /// the other stream was pending), tool call deltas go to `calls`.
+    /// Takes one chunk: its reasoning, then its content, join the pending
+    /// text (sent first if the other stream was pending); its tool call
+    /// deltas go to `calls`. Empty texts cost nothing.
     pub async fn absorb<S: EventSink>(
         &mut self,
         sink: &mut S,
-        pieces: Vec<Piece>,
+        chunk: Decoded<'_>,
         text: &mut String,
         calls: &mut Calls,
     ) -> Result<(), End> {
-        for piece in pieces {
-            match piece {
-                Piece::Content(t) => {
-                    self.0.add(sink, false, &t).await?;
-                    text.push_str(&t);
-                }
-                Piece::Reasoning(t) => self.0.add(sink, true, &t).await?,
-                Piece::ToolCalls(deltas) => calls.add(deltas).map_err(|m| {
-                    End::Provider(ProviderFailure {
-                        reason: ProviderReason::Protocol,
-                        status: None,
-                        message: m,
-                    })
-                })?,
-                Piece::Finish => {}
+        let d = chunk.delta;
+        for t in [d.reasoning_content, d.reasoning].into_iter().flatten() {
+            if !t.is_empty() {
+                self.0.add(sink, true, &t).await?;
             }
+        }
+        if let Some(t) = d.content.filter(|t| !t.is_empty()) {
+            self.0.add(sink, false, &t).await?;
+            text.push_str(&t);
+        }
+        if let Some(deltas) = d.tool_calls.filter(|c| !c.is_empty()) {
+            calls.add(deltas).map_err(|m| {
+                End::Provider(ProviderFailure {
+                    reason: ProviderReason::Protocol,
+                    status: None,
+                    message: m,
+                })
+            })?;
         }
         Ok(())
     }
@@ -58,30 +61,24 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::openai::chunk::decode;
     use crate::agent::testing::RecordingSink;
 
     #[tokio::test]
     async fn joins_one_stream_and_keeps_the_order_across_streams() {
         let mut sink = RecordingSink::default();
         let (mut text, mut calls, mut p) = (String::new(), Calls::default(), Pending::default());
-        let pieces = vec![
-            Piece::Reasoning("a".into()),
-            Piece::Reasoning("b".into()),
-            Piece::Content("c".into()),
-            Piece::Content("d".into()),
-            Piece::Finish,
+        let chunks = [
+            r#"{"choices":[{"delta":{"reasoning_content":"a","reasoning":"b"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning":"","content":"c"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"d"},"finish_reason":"stop"}]}"#,
         ];
-        p.absorb(&mut sink, pieces, &mut text, &mut calls)
-            .await
-            .ok();
-        p.absorb(
-            &mut sink,
-            vec![Piece::Content("e".into())],
-            &mut text,
-            &mut calls,
-        )
-        .await
-        .ok();
+        for c in chunks {
+            let chunk = decode(c).unwrap();
+            p.absorb(&mut sink, chunk, &mut text, &mut calls).await.ok();
+        }
+        let chunk = decode(r#"{"choices":[{"delta":{"content":"e"}}]}"#).unwrap();
+        p.absorb(&mut sink, chunk, &mut text, &mut calls).await.ok();
         p.flush(&mut sink).await.ok();
         p.flush(&mut sink).await.ok();
         assert_eq!(sink.lines(), ["thought:ab", "msg:cde"]);
