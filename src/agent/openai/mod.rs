@@ -161,10 +161,20 @@ impl Turn<'_, '_> {
         let mut text = String::new();
         let mut calls = Calls::default();
         let mut pending = Pending::default();
-        while let Some(chunk) = answer.next(self.cancel).await? {
+        loop {
+            // With text held back (pending.rs), more is awaited only until
+            // it is due; what was received before a failure is kept.
+            let chunk = match answer.next(self.cancel, pending.due()).await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(halt) => {
+                    pending.flush(sink).await?;
+                    return Err(halt.into());
+                }
+            };
             pending.absorb(sink, chunk, &mut text, &mut calls).await?;
-            // Deltas already received go out as one chunk (up to a bound,
-            // then cancellation is looked at again); a lone delta at once.
+            // Deltas already received join it (up to a bound, then
+            // cancellation is looked at again).
             while !pending.full() {
                 match answer.ready() {
                     Ok(Some(chunk)) => {
@@ -172,14 +182,14 @@ impl Turn<'_, '_> {
                     }
                     Ok(None) => break,
                     Err(halt) => {
-                        // What was received before the failure is kept.
                         pending.flush(sink).await?;
                         return Err(halt.into());
                     }
                 }
             }
-            pending.flush(sink).await?;
+            pending.flush_if_due(sink).await?;
         }
+        pending.flush(sink).await?;
         Ok((text, calls.finish()))
     }
 

@@ -306,31 +306,34 @@ mod tests {
         assert_eq!(events(b": \xFF\n\ndata: a\n\n"), ["a"]);
     }
 
+    /// Pushes `head`, then `piece` until the splitter fails: how many
+    /// pieces it took, and the error.
+    fn pushes_until_error(head: &[u8], piece: &[u8]) -> (usize, Option<SseError>) {
+        let mut s = Splitter::default();
+        s.push(head);
+        for n in 1..=(MAX_EVENT_BYTES / piece.len() + 1) {
+            s.push(piece);
+            if let Err(e) = s.next_event() {
+                return (n, Some(e));
+            }
+        }
+        (0, None)
+    }
+
     #[test]
     fn an_endless_line_or_event_is_bounded() {
-        let mut s = Splitter::default();
-        let block = vec![b'x'; 1 << 20];
-        s.push(b"data: ");
-        let mut err = None;
-        for _ in 0..=MAX_EVENT_BYTES >> 20 {
-            s.push(&block);
-            if let Err(e) = s.next_event() {
-                err = Some(e);
-                break;
-            }
-        }
-        assert_eq!(err, Some(SseError::TooLarge));
-
-        let mut s = Splitter::default();
-        let line = [b"data: ".as_slice(), &block, b"\n"].concat();
-        let mut err = None;
-        for _ in 0..=MAX_EVENT_BYTES >> 20 {
-            s.push(&line);
-            if let Err(e) = s.next_event() {
-                err = Some(e);
-                break;
-            }
-        }
-        assert_eq!(err, Some(SseError::TooLarge));
+        let mib = vec![b'x'; 1 << 20];
+        let pieces = MAX_EVENT_BYTES >> 20;
+        // One line that never ends, then an event of lines that never ends:
+        // both fail at the piece that takes them past the bound.
+        assert_eq!(
+            pushes_until_error(b"data: ", &mib),
+            (pieces, Some(SseError::TooLarge))
+        );
+        let line = [b"data: ".as_slice(), &mib, b"\n"].concat();
+        assert_eq!(
+            pushes_until_error(b"", &line),
+            (pieces, Some(SseError::TooLarge))
+        );
     }
 }

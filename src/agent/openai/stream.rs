@@ -9,7 +9,7 @@
 
 use std::pin::Pin;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::{FutureExt, Stream, StreamExt};
@@ -228,10 +228,15 @@ async fn error_message(
 }
 
 impl Answer {
-    /// The next chunk, waiting for the body; `Ok(None)` once the answer is
-    /// complete. A body that ends before `[DONE]` or a `finish_reason` was
-    /// cut. A chunk may carry nothing (the usage chunk, an empty delta).
-    pub async fn next(&mut self, cancel: &CancellationToken) -> Result<Option<Decoded<'_>>, Halt> {
+    /// The next chunk, waiting for the body (but not past `due`: then an
+    /// empty chunk); `Ok(None)` once the answer is complete. A body that
+    /// ends before `[DONE]` or a `finish_reason` was cut. A chunk may carry
+    /// nothing (the usage chunk, an empty delta).
+    pub async fn next(
+        &mut self,
+        cancel: &CancellationToken,
+        due: Option<Instant>,
+    ) -> Result<Option<Decoded<'_>>, Halt> {
         loop {
             if self.done {
                 return Ok(None);
@@ -239,10 +244,17 @@ impl Answer {
             if let Some(event) = self.events.next_event().map_err(malformed)? {
                 return self.decode(event);
             }
+            let until_due = async {
+                match due {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             let item = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(Halt::Cancelled),
                 r = tokio::time::timeout(self.timeout, self.body.next()) => r,
+                () = until_due => return Ok(Some(Decoded::default())),
             };
             let item = item.map_err(|_| timed_out("stream", self.timeout))?;
             self.feed(item)?;
