@@ -6,10 +6,11 @@
 //! deltas are forwarded as they arrive; if the answer asks for tools, each
 //! call is announced (`tool_call`), approved per `approval`, run, reported
 //! (`tool_result`) and sent back, and the model is asked again — at most
-//! `max_tool_rounds` times. Files: [`request`] (the body), [`stream`] (HTTP,
-//! failures), [`retry`] (when to try again), [`sse`] (events from the body),
-//! [`chunk`] (an event's JSON), [`pending`] (joining deltas), [`delta`]
-//! (tool call assembly), [`tools`], [`settings`].
+//! `max_tool_rounds` times. Files: [`request`] (the request body),
+//! [`stream`] (HTTP, failures), [`retry`] (when to try again), [`body`] (the
+//! task reading the answer), [`sse`] (events from its bytes), [`chunk`] (an
+//! event's JSON), [`pending`] (joining deltas), [`delta`] (tool call
+//! assembly), [`tools`], [`settings`].
 
 use std::collections::HashSet;
 
@@ -17,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+mod body;
 mod chunk;
 mod delta;
 mod pending;

@@ -1,20 +1,18 @@
 //! One streamed chat completion: the HTTP exchange (with retries of 429/5xx
-//! answers, `retry.rs`), the body split into SSE events as it arrives
-//! (`sse.rs`), each event's chunk decoded once (`chunk.rs`), and every
+//! answers, `retry.rs`), the body (read by its own task, `body.rs`) split
+//! into SSE events as it arrives (`sse.rs`), each event's chunk decoded once (`chunk.rs`), and every
 //! failure classified (docs/agents.md).
 //!
 //! Timeouts are ours, not the client's: `request_timeout` bounds connecting
 //! plus the response head, then every silence of the stream, so a long
 //! answer that keeps streaming is never cut by a total deadline.
 
-use std::pin::Pin;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use futures_util::{FutureExt, Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
+use super::body::{Body, Piece};
 use super::chunk::{self, ChunkError, Decoded};
 use super::retry;
 use super::settings::OpenAiSettings;
@@ -41,8 +39,6 @@ impl From<ProviderFailure> for Halt {
         Halt::Failed(f)
     }
 }
-
-type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// An open streamed answer.
 pub struct Answer {
@@ -155,7 +151,7 @@ pub async fn open(
         let status = response.status();
         if status.is_success() {
             return Ok(Answer {
-                body: Box::pin(response.bytes_stream()),
+                body: Body::spawn(response),
                 events: Splitter::default(),
                 timeout: settings.request_timeout,
                 finished: false,
@@ -271,9 +267,7 @@ impl Answer {
             if let Some(event) = self.events.next_event().map_err(malformed)? {
                 return self.decode(event);
             }
-            // `next()` of a stream is cancel-safe: nothing is lost when it
-            // is not ready.
-            let Some(item) = self.body.next().now_or_never() else {
+            let Some(item) = self.body.ready() else {
                 return Ok(None);
             };
             self.feed(item)?;
@@ -281,7 +275,7 @@ impl Answer {
     }
 
     /// Takes one read of the body: bytes to split, or its end.
-    fn feed(&mut self, item: Option<reqwest::Result<Bytes>>) -> Result<(), Halt> {
+    fn feed(&mut self, item: Option<Piece>) -> Result<(), Halt> {
         match item {
             Some(Ok(bytes)) => {
                 self.events.push(&bytes);
