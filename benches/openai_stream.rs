@@ -10,7 +10,13 @@
 //! body byte to the client's first `agent_message_chunk`, p50 over short
 //! turns (target < 1 ms). Every chunk is checked (count, final content).
 //! Environment: `ZC_BENCH_TOKENS` (default 50000), `ZC_BENCH_ROUNDS`
-//! (default 3), `ZC_BENCH_LATENCY_TURNS` (default 50).
+//! (default 3), `ZC_BENCH_LATENCY_TURNS` (default 50), `ZC_BENCH_BEFORE`
+//! (another build of the daemon, measured in the same rounds).
+//!
+//! Fair to both sides: the stream's bytes are made once, before any round,
+//! so neither side's time includes the server formatting it; the direct
+//! client finds events with `memchr` and decodes every one into the fields
+//! the daemon decodes, borrowed, as a careful client would.
 
 #[cfg(unix)]
 mod common;
@@ -26,9 +32,14 @@ fn main() {
 mod imp {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::{TcpListener, TcpStream};
+    use std::path::Path;
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
 
+    use std::borrow::Cow;
+
+    use memchr::memmem::Finder;
+    use serde::de::IgnoredAny;
     use serde_json::{json, Value};
 
     use super::common::ndjson::{Conn, Res};
@@ -71,11 +82,15 @@ mod imp {
         (first.into_bytes(), rest.into_bytes())
     }
 
-    /// The model server: every request gets the stream of `tokens()`
-    /// tokens; the instant each stream's first body byte was written is kept.
+    /// The first HTTP chunk and the rest of one stream.
+    type Body = Arc<(Vec<u8>, Vec<u8>)>;
+
+    /// The model server: every request gets the current stream (made once
+    /// per token count); the instant each stream's first body byte was
+    /// written is kept.
     struct ModelServer {
         port: u16,
-        tokens: Arc<Mutex<usize>>,
+        body: Arc<Mutex<Body>>,
         first_bytes: Arc<Mutex<Vec<Instant>>>,
     }
 
@@ -83,9 +98,9 @@ mod imp {
         fn start() -> Res<Self> {
             let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
             let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-            let tokens = Arc::new(Mutex::new(1usize));
+            let body = Arc::new(Mutex::new(Arc::new(body_parts(1))));
             let first_bytes = Arc::new(Mutex::new(Vec::new()));
-            let (t, f) = (tokens.clone(), first_bytes.clone());
+            let (t, f) = (body.clone(), first_bytes.clone());
             std::thread::spawn(move || {
                 for conn in listener.incoming().flatten() {
                     let (t, f) = (t.clone(), f.clone());
@@ -94,17 +109,17 @@ mod imp {
             });
             Ok(ModelServer {
                 port,
-                tokens,
+                body,
                 first_bytes,
             })
         }
 
         fn set_tokens(&self, n: usize) {
-            *self.tokens.lock().unwrap() = n;
+            *self.body.lock().unwrap() = Arc::new(body_parts(n));
         }
     }
 
-    fn serve(conn: TcpStream, tokens: &Mutex<usize>, first_bytes: &Mutex<Vec<Instant>>) {
+    fn serve(conn: TcpStream, stream: &Mutex<Body>, first_bytes: &Mutex<Vec<Instant>>) {
         let _ = conn.set_nodelay(true);
         let Ok(read) = conn.try_clone() else { return };
         let mut r = BufReader::new(read);
@@ -131,13 +146,14 @@ mod imp {
             if r.read_exact(&mut body).is_err() {
                 return;
             }
-            let (first, rest) = body_parts(*tokens.lock().unwrap());
+            let body = stream.lock().unwrap().clone();
+            let (first, rest) = (&body.0, &body.1);
             let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
             if w.write_all(head).is_err() {
                 return;
             }
             first_bytes.lock().unwrap().push(Instant::now());
-            if w.write_all(&first).is_err() || w.write_all(&rest).is_err() {
+            if w.write_all(first).is_err() || w.write_all(rest).is_err() {
                 return;
             }
         }
@@ -155,10 +171,10 @@ mod imp {
         );
         s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
         s.write_all(body).map_err(|e| e.to_string())?;
-        let mut raw = Vec::with_capacity(1 << 20);
+        let (data_at, end_at) = (Finder::new(b"data: "), Finder::new(b"\n\n"));
+        let mut raw = Vec::with_capacity(1 << 17);
         let mut buf = vec![0u8; 1 << 16];
         let mut tokens = 0usize;
-        let mut scan = 0usize;
         loop {
             let n = s.read(&mut buf).map_err(|e| e.to_string())?;
             if n == 0 {
@@ -167,9 +183,10 @@ mod imp {
             raw.extend_from_slice(&buf[..n]);
             // Events are found by their `data: ` lines; the HTTP chunk
             // framing between them is skipped as a real client would.
-            while let Some(pos) = find(&raw[scan..], b"data: ") {
+            let mut scan = 0;
+            while let Some(pos) = data_at.find(&raw[scan..]) {
                 let start = scan + pos + 6;
-                let Some(end) = find(&raw[start..], b"\n\n").map(|e| start + e) else {
+                let Some(end) = end_at.find(&raw[start..]).map(|e| start + e) else {
                     break;
                 };
                 let data = &raw[start..end];
@@ -181,36 +198,47 @@ mod imp {
                 if chunk
                     .choices
                     .first()
-                    .is_some_and(|c| c.delta.content.is_some())
+                    .is_some_and(|c| !c.delta.content.is_empty())
                 {
                     tokens += 1;
                 }
             }
+            raw.drain(..scan);
         }
     }
 
-    /// What the direct client decodes of each chunk (typed and borrowed,
-    /// as a careful client would, so the comparison is with a fast reader).
+    /// What the direct client decodes of each chunk: the fields the daemon
+    /// decodes, typed and borrowed (a `Cow<str>` outside an `Option`, the
+    /// form serde borrows), so the comparison is with a fast reader.
     #[derive(serde::Deserialize)]
     struct Chunk<'a> {
         #[serde(borrow)]
         choices: Vec<Choice<'a>>,
+        #[serde(default)]
+        #[allow(dead_code)]
+        error: Option<IgnoredAny>,
     }
 
     #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
     struct Choice<'a> {
         #[serde(borrow)]
         delta: Delta<'a>,
+        #[serde(default)]
+        finish_reason: Option<IgnoredAny>,
     }
 
     #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
     struct Delta<'a> {
         #[serde(borrow, default)]
-        content: Option<std::borrow::Cow<'a, str>>,
-    }
-
-    fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-        hay.windows(needle.len()).position(|w| w == needle)
+        content: Cow<'a, str>,
+        #[serde(borrow, default)]
+        reasoning_content: Cow<'a, str>,
+        #[serde(borrow, default)]
+        reasoning: Cow<'a, str>,
+        #[serde(default)]
+        tool_calls: Option<IgnoredAny>,
     }
 
     /// One turn through the daemon: tokens received (the daemon joins the
@@ -267,85 +295,137 @@ mod imp {
         common::exit_code("openai_stream", run())
     }
 
+    /// One daemon build relaying turns: its process, connection, session
+    /// and figures.
+    struct Relay {
+        name: &'static str,
+        server: Server,
+        conn: Conn,
+        sid: String,
+        _dir: ScratchDir,
+        rates: Vec<f64>,
+        ratios: Vec<f64>,
+        cpu_per_token: Vec<f64>,
+    }
+
+    impl Relay {
+        fn start(name: &'static str, bin: &Path, port: u16) -> Res<Self> {
+            let dir = ScratchDir::new(name).map_err(|e| e.to_string())?;
+            // Large compaction bounds: every turn's context is sent, so keep it short.
+            let config = format!(
+                "schema_version = 1\n[agents.m]\nbackend = \"openai\"\nmodel = \"bench\"\n\
+                 base_url = \"http://127.0.0.1:{port}/v1\"\ntools = []\n\
+                 context_max_messages = 4\ncompact_keep_messages = 0\n"
+            );
+            std::fs::write(dir.path().join("config.toml"), config).map_err(|e| e.to_string())?;
+            let cmd = common::daemon_command(bin, dir.path());
+            let server = Server::start(name, cmd, None).map_err(|e| e.to_string())?;
+            let mut conn = Conn::open(&server.endpoint)?;
+            let sid = conn.new_session("m", "acp")?;
+            Ok(Relay {
+                name,
+                server,
+                conn,
+                sid,
+                _dir: dir,
+                rates: Vec::new(),
+                ratios: Vec::new(),
+                cpu_per_token: Vec::new(),
+            })
+        }
+
+        /// One measured turn of `n` tokens; `direct` is this round's direct rate.
+        fn round(&mut self, n: usize, direct: f64) -> Res<()> {
+            let cpu0 = cpu_secs(self.server.pid);
+            let (tokens, chunks, _, wall) = turn(&mut self.conn, &self.sid, n)?;
+            let cpu = cpu_secs(self.server.pid) - cpu0;
+            if tokens != n {
+                return Err(format!("{}: {tokens} chunks of {n}", self.name));
+            }
+            let rate = n as f64 / wall.as_secs_f64();
+            let cpu = cpu * 1e6 / n as f64;
+            println!(
+                "    {:<7} {rate:>10.0} tokens/s   ratio {:.2}   CPU {cpu:.2} µs/token   {chunks} chunks",
+                self.name,
+                rate / direct
+            );
+            self.rates.push(rate);
+            self.ratios.push(rate / direct);
+            self.cpu_per_token.push(cpu);
+            Ok(())
+        }
+    }
+
     fn run() -> Res<()> {
         let n = env_num("ZC_BENCH_TOKENS", 50_000);
         let rounds = env_num("ZC_BENCH_ROUNDS", 3);
         let latency_turns = env_num("ZC_BENCH_LATENCY_TURNS", 50);
         let model = ModelServer::start()?;
-        let dir = ScratchDir::new("oai").map_err(|e| e.to_string())?;
-        // Large compaction bounds: every turn's context is sent, so keep it short.
-        let config = format!(
-            "schema_version = 1\n[agents.m]\nbackend = \"openai\"\nmodel = \"bench\"\n\
-             base_url = \"http://127.0.0.1:{}/v1\"\ntools = []\n\
-             context_max_messages = 4\ncompact_keep_messages = 0\n",
-            model.port
-        );
-        std::fs::write(dir.path().join("config.toml"), config).map_err(|e| e.to_string())?;
-        let cmd = common::daemon_command(env!("CARGO_BIN_EXE_zeroclaw").as_ref(), dir.path());
-        let server = Server::start("daemon", cmd, None).map_err(|e| e.to_string())?;
-        let mut c = Conn::open(&server.endpoint)?;
-        let sid = c.new_session("m", "acp")?;
+        let bin: &Path = env!("CARGO_BIN_EXE_zeroclaw").as_ref();
+        let mut relays = vec![Relay::start("daemon", bin, model.port)?];
+        if let Some(before) = std::env::var_os("ZC_BENCH_BEFORE") {
+            relays.push(Relay::start("before", Path::new(&before), model.port)?);
+        }
 
         println!(
             "openai_stream: {} ({n} tokens, {rounds} rounds)",
             common::machine()
         );
-        let (mut via, mut straight, mut cpu_per_token) = (Vec::new(), Vec::new(), Vec::new());
+        model.set_tokens(n);
+        let mut straight = Vec::new();
         for round in 0..rounds {
-            model.set_tokens(n);
             let t0 = Instant::now();
             let got = direct(model.port)?;
-            let direct_secs = t0.elapsed().as_secs_f64();
+            let direct_rate = n as f64 / t0.elapsed().as_secs_f64();
             if got != n {
                 return Err(format!("direct: {got} tokens of {n}"));
             }
-            let cpu0 = cpu_secs(server.pid);
-            let (tokens, chunks, _, wall) = turn(&mut c, &sid, n)?;
-            let cpu = cpu_secs(server.pid) - cpu0;
-            if tokens != n {
-                return Err(format!("daemon: {tokens} chunks of {n}"));
+            println!("  round {round}: direct {direct_rate:>10.0} tokens/s");
+            straight.push(direct_rate);
+            // The builds take turns going first.
+            for i in 0..relays.len() {
+                let at = (i + round) % relays.len();
+                relays[at].round(n, direct_rate)?;
             }
-            let (d, s) = (n as f64 / wall.as_secs_f64(), n as f64 / direct_secs);
-            println!(
-                "  round {round}: daemon {d:>10.0} tokens/s   direct {s:>10.0} tokens/s   ratio {:.2}   daemon CPU {:.2} µs/token   {chunks} chunks",
-                d / s,
-                cpu * 1e6 / n as f64
-            );
-            via.push(d);
-            straight.push(s);
-            cpu_per_token.push(cpu * 1e6 / n as f64);
         }
-        let (d, s) = (median(&mut via), median(&mut straight));
-        let ratio = d / s;
-        println!(
-            "median: daemon {d:.0} tokens/s, direct {s:.0} tokens/s, ratio {ratio:.2} (target ≥ {RATIO_TARGET}: {}), daemon CPU {:.2} µs/token",
-            verdict(ratio >= RATIO_TARGET),
-            median(&mut cpu_per_token)
-        );
+        let s = median(&mut straight);
+        for r in &mut relays {
+            let d = median(&mut r.rates);
+            let ratio = d / s;
+            println!(
+                "median {}: {d:.0} tokens/s, direct {s:.0} tokens/s, ratio {ratio:.2} (target ≥ {RATIO_TARGET}: {}; median of the per-round ratios {:.2}), CPU {:.2} µs/token",
+                r.name,
+                verdict(ratio >= RATIO_TARGET),
+                median(&mut r.ratios),
+                median(&mut r.cpu_per_token)
+            );
+        }
 
         // First byte → first chunk: short turns, the server's instant of its
         // first body byte against the client's first chunk, same clock.
         model.set_tokens(1);
-        let mut lat = Vec::new();
-        for _ in 0..latency_turns {
-            let before = model.first_bytes.lock().unwrap().len();
-            let (_, _, first_chunk, _) = turn(&mut c, &sid, 1)?;
-            let sent = *model
-                .first_bytes
-                .lock()
-                .unwrap()
-                .get(before)
-                .ok_or("no first byte")?;
-            lat.push(first_chunk.saturating_duration_since(sent).as_secs_f64() * 1e6);
+        for r in &mut relays {
+            let mut lat = Vec::new();
+            for _ in 0..latency_turns {
+                let before = model.first_bytes.lock().unwrap().len();
+                let (_, _, first_chunk, _) = turn(&mut r.conn, &r.sid, 1)?;
+                let sent = *model
+                    .first_bytes
+                    .lock()
+                    .unwrap()
+                    .get(before)
+                    .ok_or("no first byte")?;
+                lat.push(first_chunk.saturating_duration_since(sent).as_secs_f64() * 1e6);
+            }
+            let p50 = median(&mut lat);
+            let p90 = lat[lat.len() * 9 / 10];
+            println!(
+                "{}: first byte → first agent_message_chunk: p50 {p50:.0} µs, p90 {p90:.0} µs over {latency_turns} turns (target p50 < {} µs: {})",
+                r.name,
+                LATENCY_TARGET.as_micros(),
+                verdict(p50 < LATENCY_TARGET.as_micros() as f64)
+            );
         }
-        let p50 = median(&mut lat);
-        let p90 = lat[lat.len() * 9 / 10];
-        println!(
-            "first byte → first agent_message_chunk: p50 {p50:.0} µs, p90 {p90:.0} µs over {latency_turns} turns (target p50 < {} µs: {})",
-            LATENCY_TARGET.as_micros(),
-            verdict(p50 < LATENCY_TARGET.as_micros() as f64)
-        );
-        drop(server);
         Ok(())
     }
 }

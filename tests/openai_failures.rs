@@ -271,3 +271,74 @@ fn cancel_mid_stream_closes_the_request_at_once() {
     // The server saw the connection closed (it holds it until then).
     assert!(server.wait_client_closed(0).client_closed);
 }
+
+#[test]
+fn data_that_is_not_utf8_fails_the_turn_at_once_keeping_the_text() {
+    let server = OpenAiServer::start();
+    // An invalid byte inside a content delta, then a stream that stays
+    // open: the turn must fail on the bad event, not wait for the close.
+    let mut bad = br#"data: {"choices":[{"index":0,"delta":{"content":"caf"#.to_vec();
+    bad.extend_from_slice(b"\xC3(\"}}]}\n\n");
+    server.push(Reply::Stream(vec![
+        sse::role(),
+        sse::content("par"),
+        sse::content("tial"),
+        Step::Raw(bad),
+        sse::content("never"),
+        Step::HoldUntilClosed,
+    ]));
+    let t = turn_against(&server, None, "request_timeout_secs = 30");
+    let m = failed(&t, json!({"reason": "provider_protocol"}), "partial");
+    assert_eq!(
+        m,
+        "malformed event stream: event data is not UTF-8 (byte 46)"
+    );
+    assert_eq!(t.chunks().concat(), "partial");
+    assert!(server.wait_client_closed(0).client_closed);
+}
+
+/// `status` with `Retry-After: <value>` and an OpenAI error body.
+fn busy(status: u16, retry_after: &str, message: &str) -> Reply {
+    Reply::StatusWith(
+        status,
+        vec![("retry-after".into(), retry_after.into())],
+        json!({"error": {"message": message}}).to_string(),
+    )
+}
+
+#[test]
+fn retry_after_seconds_are_honoured_up_to_the_bound() {
+    // The server's delay replaces the backoff (10 ms in these configs).
+    let server = OpenAiServer::start();
+    server.push(busy(429, "1", "slow down"));
+    server.push(Reply::Stream(sse::answer(&["waited"])));
+    let started = std::time::Instant::now();
+    let t = turn_against(&server, None, "");
+    assert_eq!(t.result()["content"], "waited");
+    assert_eq!(server.requests().len(), 2);
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(1),
+        "retried after {:?}, before the server's Retry-After: 1",
+        started.elapsed()
+    );
+
+    // Longer than the 30 s bound: reported at once, not retried.
+    let server = OpenAiServer::start();
+    server.push(busy(503, "120", "loading model"));
+    server.push(Reply::Stream(sse::answer(&["never sent"])));
+    let t = turn_against(&server, None, "");
+    let m = failed(&t, json!({"reason": "provider_error", "status": 503}), "");
+    assert_eq!(
+        m,
+        "HTTP 503: loading model (the server asks to retry after 120 s, more than the 30 s bound)"
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    // The HTTP-date form is not read: the backoff applies.
+    let server = OpenAiServer::start();
+    server.push(busy(429, "Wed, 21 Oct 2015 07:28:00 GMT", "slow down"));
+    server.push(Reply::Stream(sse::answer(&["ok"])));
+    let t = turn_against(&server, None, "");
+    assert_eq!(t.result()["content"], "ok");
+    assert_eq!(server.requests().len(), 2);
+}

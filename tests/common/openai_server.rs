@@ -28,6 +28,8 @@ const HOLD_LIMIT: Duration = Duration::from_secs(20);
 pub enum Step {
     /// These bytes as one HTTP chunk (usually one SSE event).
     Bytes(String),
+    /// These bytes, not necessarily UTF-8, as one HTTP chunk.
+    Raw(Vec<u8>),
     /// Wait this long.
     Pause(Duration),
     /// Keep the connection open, sending nothing, until the client closes
@@ -44,6 +46,8 @@ pub enum Reply {
     Stream(Vec<Step>),
     /// This status and JSON body.
     Status(u16, String),
+    /// This status, these extra headers (`name`, `value`) and JSON body.
+    StatusWith(u16, Vec<(String, String)>, String),
     /// Read the request, then close without answering.
     Hangup,
     /// Read the request, then send nothing until the client goes away.
@@ -202,14 +206,8 @@ fn serve(conn: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) {
         });
         let mut w = &conn;
         let keep = match reply {
-            Reply::Status(status, body) => {
-                let head = format!(
-                    "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                    reason(status),
-                    body.len()
-                );
-                w.write_all(head.as_bytes()).is_ok() && w.write_all(body.as_bytes()).is_ok()
-            }
+            Reply::Status(status, body) => write_status(w, status, &[], &body),
+            Reply::StatusWith(status, headers, body) => write_status(w, status, &headers, &body),
             Reply::Hangup => false,
             Reply::Silent => {
                 recorded.client_closed = hold(&mut reader);
@@ -223,19 +221,13 @@ fn serve(conn: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) {
                 let mut first = true;
                 let mut ok = true;
                 for step in steps {
-                    match step {
-                        Step::Bytes(b) => {
-                            let chunk = format!("{:x}\r\n{b}\r\n", b.len());
-                            if first {
-                                first = false;
-                                state.0.lock().unwrap().first_byte_at.push(Instant::now());
-                            }
-                            if w.write_all(chunk.as_bytes()).is_err() {
-                                ok = false;
-                                break;
-                            }
+                    let bytes = match step {
+                        Step::Bytes(b) => b.into_bytes(),
+                        Step::Raw(b) => b,
+                        Step::Pause(d) => {
+                            std::thread::sleep(d);
+                            continue;
                         }
-                        Step::Pause(d) => std::thread::sleep(d),
                         Step::HoldUntilClosed => {
                             recorded.client_closed = hold(&mut reader);
                             ok = false;
@@ -245,6 +237,17 @@ fn serve(conn: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) {
                             ok = false;
                             break;
                         }
+                    };
+                    let mut chunk = format!("{:x}\r\n", bytes.len()).into_bytes();
+                    chunk.extend_from_slice(&bytes);
+                    chunk.extend_from_slice(b"\r\n");
+                    if first {
+                        first = false;
+                        state.0.lock().unwrap().first_byte_at.push(Instant::now());
+                    }
+                    if w.write_all(&chunk).is_err() {
+                        ok = false;
+                        break;
                     }
                 }
                 ok && w.write_all(b"0\r\n\r\n").is_ok()
@@ -260,6 +263,19 @@ fn serve(conn: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) {
             return;
         }
     }
+}
+
+/// Writes a complete non-streamed answer; whether it was written.
+fn write_status(mut w: &TcpStream, status: u16, headers: &[(String, String)], body: &str) -> bool {
+    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    ));
+    w.write_all(head.as_bytes()).is_ok() && w.write_all(body.as_bytes()).is_ok()
 }
 
 /// Waits for the client to close (EOF or reset); whether it did in time.

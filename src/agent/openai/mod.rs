@@ -6,8 +6,11 @@
 //! deltas are forwarded as they arrive; if the answer asks for tools, each
 //! call is announced (`tool_call`), approved per `approval`, run, reported
 //! (`tool_result`) and sent back, and the model is asked again — at most
-//! `max_tool_rounds` times. Files: [`request`] (the body), [`stream`] (HTTP,
-//! SSE, failures), [`delta`] (tool call assembly), [`tools`], [`settings`].
+//! `max_tool_rounds` times. Files: [`request`] (the request body),
+//! [`stream`] (HTTP, failures), [`retry`] (when to try again), [`body`] (the
+//! task reading the answer), [`sse`] (events from its bytes), [`chunk`] (an
+//! event's JSON), [`pending`] (joining deltas), [`delta`] (tool call
+//! assembly), [`tools`], [`settings`].
 
 use std::collections::HashSet;
 
@@ -15,10 +18,14 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+mod body;
+mod chunk;
 mod delta;
 mod pending;
 mod request;
+mod retry;
 mod settings;
+mod sse;
 mod stream;
 mod tools;
 
@@ -156,25 +163,35 @@ impl Turn<'_, '_> {
         let mut text = String::new();
         let mut calls = Calls::default();
         let mut pending = Pending::default();
-        while let Some(pieces) = answer.next(self.cancel).await? {
-            pending.absorb(sink, pieces, &mut text, &mut calls).await?;
-            // Deltas already received go out as one chunk (up to a bound,
-            // then cancellation is looked at again); a lone delta at once.
+        loop {
+            // With text held back (pending.rs), more is awaited only until
+            // it is due; what was received before a failure is kept.
+            let chunk = match answer.next(self.cancel, pending.due()).await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(halt) => {
+                    pending.flush(sink).await?;
+                    return Err(halt.into());
+                }
+            };
+            pending.absorb(sink, chunk, &mut text, &mut calls).await?;
+            // Deltas already received join it (up to a bound, then
+            // cancellation is looked at again).
             while !pending.full() {
                 match answer.ready() {
-                    Ok(Some(pieces)) => {
-                        pending.absorb(sink, pieces, &mut text, &mut calls).await?;
+                    Ok(Some(chunk)) => {
+                        pending.absorb(sink, chunk, &mut text, &mut calls).await?;
                     }
                     Ok(None) => break,
                     Err(halt) => {
-                        // What was received before the failure is kept.
                         pending.flush(sink).await?;
                         return Err(halt.into());
                     }
                 }
             }
-            pending.flush(sink).await?;
+            pending.flush_if_due(sink).await?;
         }
+        pending.flush(sink).await?;
         Ok((text, calls.finish()))
     }
 

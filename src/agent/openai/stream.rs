@@ -1,22 +1,22 @@
 //! One streamed chat completion: the HTTP exchange (with retries of 429/5xx
-//! answers), SSE parsed incrementally, each `data:` chunk decoded into the
-//! pieces the turn acts on, and every failure classified (docs/agents.md).
+//! answers, `retry.rs`), the body (read by its own task, `body.rs`) split
+//! into SSE events as it arrives (`sse.rs`), each event's chunk decoded once (`chunk.rs`), and every
+//! failure classified (docs/agents.md).
 //!
 //! Timeouts are ours, not the client's: `request_timeout` bounds connecting
 //! plus the response head, then every silence of the stream, so a long
 //! answer that keeps streaming is never cut by a total deadline.
 
-use std::pin::Pin;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
-use futures_util::{FutureExt, Stream, StreamExt};
-use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::delta::ToolCallDelta;
+use super::body::{Body, Piece};
+use super::chunk::{self, ChunkError, Decoded};
+use super::retry;
 use super::settings::OpenAiSettings;
+use super::sse::{EventRef, Splitter, SseError};
 use crate::agent::{ProviderFailure, ProviderReason};
 use crate::bounded::bound_text;
 
@@ -24,23 +24,8 @@ use crate::bounded::bound_text;
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// Bytes of a server's error message kept in the failure.
 const MAX_ERROR_MESSAGE_BYTES: usize = 1024;
-/// Bound on one retry's delay, whatever the backoff doubled to.
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 
-/// What one chunk of the stream carries.
-#[derive(Debug)]
-pub enum Piece {
-    /// `delta.content`.
-    Content(String),
-    /// `delta.reasoning_content` (DeepSeek, vLLM) or `delta.reasoning` (Ollama, vLLM ≥ 0.10).
-    Reasoning(String),
-    /// `delta.tool_calls`.
-    ToolCalls(Vec<ToolCallDelta>),
-    /// A `finish_reason`: the answer is complete (`[DONE]` may still follow).
-    Finish,
-}
-
-/// Why a stream read stopped without a piece.
+/// Why a stream read stopped without a chunk.
 #[derive(Debug)]
 pub enum Halt {
     /// The turn was cancelled (the request is dropped, which closes it).
@@ -55,14 +40,14 @@ impl From<ProviderFailure> for Halt {
     }
 }
 
-type Events = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>;
-
 /// An open streamed answer.
 pub struct Answer {
-    events: Events,
+    body: Body,
+    events: Splitter,
     timeout: Duration,
-    /// `[DONE]` or a `finish_reason` was seen.
+    /// A `finish_reason` was seen: the body may end without `[DONE]`.
     finished: bool,
+    /// `[DONE]`, or the end of the body after a `finish_reason`.
     done: bool,
 }
 
@@ -142,7 +127,7 @@ pub async fn open(
 ) -> Result<Answer, Halt> {
     let client = client()?;
     let url = settings.endpoint();
-    let mut delay = settings.retry_backoff;
+    let mut backoff = settings.retry_backoff;
     let mut attempt = 0;
     loop {
         let mut request = client
@@ -166,26 +151,39 @@ pub async fn open(
         let status = response.status();
         if status.is_success() {
             return Ok(Answer {
-                events: Box::pin(response.bytes_stream().eventsource()),
+                body: Body::spawn(response),
+                events: Splitter::default(),
                 timeout: settings.request_timeout,
                 finished: false,
                 done: false,
             });
         }
-        let retryable = status.as_u16() == 429 || status.is_server_error();
+        let delay = retry::delay(response.headers(), backoff);
         let message = error_message(response, settings.request_timeout, cancel).await?;
-        if !retryable || attempt >= settings.max_retries {
-            let message = format!("HTTP {}: {message}", status.as_u16());
-            return Err(failure(ProviderReason::Error, Some(status.as_u16()), message).into());
-        }
+        let code = status.as_u16();
+        let delay = match delay {
+            _ if !retry::retryable(status) || attempt >= settings.max_retries => {
+                let message = format!("HTTP {code}: {message}");
+                return Err(failure(ProviderReason::Error, Some(code), message).into());
+            }
+            Err(asked) => {
+                let message = format!(
+                    "HTTP {code}: {message} (the server asks to retry after {} s, more than the {} s bound)",
+                    asked.as_secs(),
+                    retry::MAX_RETRY_DELAY.as_secs()
+                );
+                return Err(failure(ProviderReason::Error, Some(code), message).into());
+            }
+            Ok(delay) => delay,
+        };
         attempt += 1;
-        tracing::warn!(event = "provider_retry", status = status.as_u16(), attempt);
+        tracing::warn!(event = "provider_retry", status = code, attempt);
         tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(Halt::Cancelled),
-            () = tokio::time::sleep(delay.min(MAX_RETRY_DELAY)) => {}
+            () = tokio::time::sleep(delay) => {}
         }
-        delay = delay.saturating_mul(2);
+        backoff = backoff.saturating_mul(2);
     }
 }
 
@@ -225,152 +223,105 @@ async fn error_message(
     Ok(bound_text(&message, MAX_ERROR_MESSAGE_BYTES).into_owned())
 }
 
-/// One `data:` chunk of a chat completion stream.
-#[derive(Deserialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Vec<Choice>,
-    /// Some servers report a failure inside the stream.
-    #[serde(default)]
-    error: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct Choice {
-    #[serde(default)]
-    delta: Option<Delta>,
-    #[serde(default)]
-    finish_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Delta {
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning: Option<String>,
-    #[serde(default)]
-    tool_calls: Option<Vec<ToolCallDelta>>,
-}
-
 impl Answer {
-    /// The pieces of the next chunk; `Ok(None)` once the answer is complete.
-    /// A stream that ends before `[DONE]` or a `finish_reason` was cut.
-    pub async fn next(&mut self, cancel: &CancellationToken) -> Result<Option<Vec<Piece>>, Halt> {
+    /// The next chunk, waiting for the body (but not past `due`: then an
+    /// empty chunk); `Ok(None)` once the answer is complete. A body that
+    /// ends before `[DONE]` or a `finish_reason` was cut. A chunk may carry
+    /// nothing (the usage chunk, an empty delta).
+    pub async fn next(
+        &mut self,
+        cancel: &CancellationToken,
+        due: Option<Instant>,
+    ) -> Result<Option<Decoded<'_>>, Halt> {
         loop {
             if self.done {
                 return Ok(None);
             }
+            if let Some(event) = self.events.next_event().map_err(malformed)? {
+                return self.decode(event);
+            }
+            let until_due = async {
+                match due {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             let item = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(Halt::Cancelled),
-                r = tokio::time::timeout(self.timeout, self.events.next()) => r,
+                r = tokio::time::timeout(self.timeout, self.body.next()) => r,
+                () = until_due => return Ok(Some(Decoded::default())),
             };
             let item = item.map_err(|_| timed_out("stream", self.timeout))?;
-            if let Some(pieces) = self.take(item)? {
-                return Ok(pieces);
-            }
+            self.feed(item)?;
         }
     }
 
-    /// The pieces of the next chunk if it is already received, without
-    /// waiting; `Ok(None)` when none is (or the answer is complete).
-    pub fn ready(&mut self) -> Result<Option<Vec<Piece>>, Halt> {
+    /// The next chunk if it is already received, without waiting; `Ok(None)`
+    /// when none is (or the answer is complete).
+    pub fn ready(&mut self) -> Result<Option<Decoded<'_>>, Halt> {
         loop {
             if self.done {
                 return Ok(None);
             }
-            // `next()` of a stream is cancel-safe: nothing is lost when it
-            // is not ready.
-            let Some(item) = self.events.next().now_or_never() else {
+            if let Some(event) = self.events.next_event().map_err(malformed)? {
+                return self.decode(event);
+            }
+            let Some(item) = self.body.ready() else {
                 return Ok(None);
             };
-            if let Some(pieces) = self.take(item)? {
-                return Ok(pieces);
-            }
+            self.feed(item)?;
         }
     }
 
-    /// Acts on one item of the event stream: `Some(pieces)` to hand out
-    /// (`Some(None)`: the end), `None` to read on.
-    #[allow(clippy::option_option)]
-    fn take(
-        &mut self,
-        item: Option<Result<Event, EventStreamError<reqwest::Error>>>,
-    ) -> Result<Option<Option<Vec<Piece>>>, Halt> {
-        let event = match item {
+    /// Takes one read of the body: bytes to split, or its end.
+    fn feed(&mut self, item: Option<Piece>) -> Result<(), Halt> {
+        match item {
+            Some(Ok(bytes)) => {
+                self.events.push(&bytes);
+                Ok(())
+            }
+            Some(Err(e)) => Err(transport(&e, "stream cut").into()),
             None if self.finished => {
                 self.done = true;
-                return Ok(Some(None));
+                Ok(())
             }
             None => {
                 let m = "stream cut: the server closed it before [DONE]".to_owned();
-                return Err(failure(ProviderReason::Protocol, None, m).into());
+                Err(failure(ProviderReason::Protocol, None, m).into())
             }
-            Some(Err(EventStreamError::Transport(e))) => {
-                return Err(transport(&e, "stream cut").into())
-            }
-            Some(Err(e)) => {
-                let m = format!("malformed event stream: {e}");
-                return Err(failure(ProviderReason::Protocol, None, m).into());
-            }
-            Some(Ok(event)) => event,
-        };
-        if event.data.trim() == "[DONE]" {
-            self.done = true;
-            return Ok(Some(None));
         }
-        if event.data.is_empty() {
-            return Ok(None);
-        }
-        let pieces = self.decode(&event.data)?;
-        Ok((!pieces.is_empty()).then_some(Some(pieces)))
     }
 
-    fn decode(&mut self, data: &str) -> Result<Vec<Piece>, Halt> {
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            let m = format!(
-                "malformed chunk ({e}): {}",
-                bound_text(data, MAX_ERROR_MESSAGE_BYTES)
-            );
+    /// Decodes one event: `[DONE]` ends the answer (`None`).
+    fn decode(&mut self, event: EventRef) -> Result<Option<Decoded<'_>>, Halt> {
+        let data = self.events.data(event).map_err(malformed)?;
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(None);
+        }
+        if data.is_empty() {
+            return Ok(Some(Decoded::default()));
+        }
+        let decoded = chunk::decode(data).map_err(|e| {
+            let m = match e {
+                ChunkError::Malformed(e) => format!(
+                    "malformed chunk ({e}): {}",
+                    bound_text(data, MAX_ERROR_MESSAGE_BYTES)
+                ),
+                ChunkError::InStream(message) => {
+                    let m = bound_text(&message, MAX_ERROR_MESSAGE_BYTES);
+                    return failure(ProviderReason::Error, None, format!("error in stream: {m}"));
+                }
+            };
             failure(ProviderReason::Protocol, None, m)
         })?;
-        if let Some(e) = chunk.error {
-            let message = e
-                .get("message")
-                .and_then(|m| m.as_str())
-                .map(str::to_owned)
-                .unwrap_or_else(|| e.to_string());
-            let m = format!(
-                "error in stream: {}",
-                bound_text(&message, MAX_ERROR_MESSAGE_BYTES)
-            );
-            return Err(failure(ProviderReason::Error, None, m).into());
-        }
-        let mut pieces = Vec::new();
-        // `n` is never sent, so only the first choice exists; the usage
-        // chunk has none.
-        if let Some(choice) = chunk.choices.into_iter().next() {
-            if let Some(d) = choice.delta {
-                for text in [d.reasoning_content, d.reasoning].into_iter().flatten() {
-                    if !text.is_empty() {
-                        pieces.push(Piece::Reasoning(text));
-                    }
-                }
-                if let Some(text) = d.content.filter(|t| !t.is_empty()) {
-                    pieces.push(Piece::Content(text));
-                }
-                if let Some(calls) = d.tool_calls.filter(|c| !c.is_empty()) {
-                    pieces.push(Piece::ToolCalls(calls));
-                }
-            }
-            if choice.finish_reason.is_some() {
-                self.finished = true;
-                pieces.push(Piece::Finish);
-            }
-        }
-        Ok(pieces)
+        self.finished |= decoded.finish;
+        Ok(Some(decoded))
     }
+}
+
+fn malformed(e: SseError) -> Halt {
+    let m = format!("malformed event stream: {e}");
+    failure(ProviderReason::Protocol, None, m).into()
 }
