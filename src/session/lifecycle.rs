@@ -53,26 +53,13 @@ fn killed() -> RpcError {
     Ending::Killed.error()
 }
 
-/// Where an agent's sessions work: its `workspace_dir`, or
-/// `<config_dir>/agents/<alias>/workspace`.
-pub fn agent_workspace_path(config: &Config, config_dir: &Path, alias: &str) -> PathBuf {
-    match config
-        .agents
-        .get(alias)
-        .and_then(|a| a.workspace_dir.as_deref())
-    {
-        Some(d) => PathBuf::from(d),
-        None => config_dir.join("agents").join(alias).join("workspace"),
-    }
-}
-
 /// The working directory of an agent's sessions by default, created on demand (0700).
 pub fn agent_workspace(
     config: &Config,
     config_dir: &Path,
     alias: &str,
 ) -> Result<PathBuf, RpcError> {
-    let dir = agent_workspace_path(config, config_dir, alias);
+    let dir = config.agent_workspace_dir(config_dir, alias);
     create_private_dir(&dir).map_err(|e| {
         RpcError::storage_io(
             &e,
