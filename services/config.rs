@@ -82,7 +82,7 @@ fn fill_workspaces(tree: &mut Value, running: &config::Config, config_dir: &std:
     };
     for (alias, agent) in agents.iter_mut() {
         if let Some(slot @ Value::Null) = agent.get_mut("workspace_dir") {
-            let dir = crate::session::lifecycle::agent_workspace_path(running, config_dir, alias);
+            let dir = running.agent_workspace_dir(config_dir, alias);
             *slot = Value::from(dir.to_string_lossy().into_owned());
         }
     }

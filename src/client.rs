@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::codec::write_json_line;
 use crate::endpoint::{self, split, LocalReadHalf, LocalWriteHalf};
 
 /// Exit statuses of the client commands.
@@ -89,10 +90,7 @@ impl Client {
     }
 
     async fn send(&mut self, msg: &Value) -> Result<(), Failure> {
-        let mut line = msg.to_string();
-        line.push('\n');
-        self.writer
-            .write_all(line.as_bytes())
+        write_json_line(&mut self.writer, msg)
             .await
             .map_err(|e| Failure::new(exit::RPC_ERROR, format!("connection lost: {e}")))
     }

@@ -7,10 +7,13 @@
 //! it are decoded at once and the connection carries on. (A decoder *error*
 //! would make `FramedRead` pause and go back to the socket before looking
 //! at its buffer again.) Only I/O failures are errors.
+//!
+//! The writing side of a client (the CLI's) is [`write_json_line`].
 
 use std::io;
 
 use bytes::BytesMut;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 
 use crate::error::RpcError;
@@ -149,6 +152,17 @@ impl Decoder for FrameCodec {
             None => self.decode_with(buf, true),
         }
     }
+}
+
+/// Writes `msg` as one NDJSON frame, its compact JSON and the newline in
+/// one write, so a peer never sees half a frame from a writer that stops.
+pub async fn write_json_line<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    msg: &serde_json::Value,
+) -> io::Result<()> {
+    let mut line = msg.to_string();
+    line.push('\n');
+    writer.write_all(line.as_bytes()).await
 }
 
 #[cfg(test)]

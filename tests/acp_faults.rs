@@ -154,17 +154,12 @@ fn checkpoint_append_fault_fails_the_turn_and_leaves_the_checkpoint() {
     rpc.prompt_ok(sid, "three");
     let rows = rpc.messages(sid);
     assert_contiguous(&rows);
-    assert_eq!(
-        shape(&rows),
-        vec![
-            row("user", "message", "one"),
-            row("assistant", "message", "one"),
-            row("user", "message", "two"),
-            row("system", "interruption_marker", INTERRUPTED),
-            row("user", "message", "three"),
-            row("assistant", "message", "three"),
-        ]
-    );
+    let two = [
+        row("user", "message", "two"),
+        row("system", "interruption_marker", INTERRUPTED),
+    ];
+    let want = [echo_rows(&["one"]), two.to_vec(), echo_rows(&["three"])].concat();
+    assert_eq!(shape(&rows), want);
     assert_eq!(count(&env, "acp_turn_checkpoints", sid), 0);
     assert_eq!(
         rpc.context(sid),
@@ -241,20 +236,15 @@ fn turn_finalize_fault_fails_the_turn_and_the_next_turn_recovers_it() {
     rpc.prompt_ok(sid, "three");
     let rows = rpc.messages(sid);
     assert_contiguous(&rows);
-    assert_eq!(
-        shape(&rows),
-        vec![
-            row("user", "message", "one"),
-            row("assistant", "message", "one"),
-            row("user", "message", "two\n::tool echo {\"k\":1}"),
-            row("assistant", "message", "two"),
-            row("assistant", "tool_call", ""),
-            row("tool", "tool_result", "{\"k\":1}"),
-            row("system", "interruption_marker", INTERRUPTED),
-            row("user", "message", "three"),
-            row("assistant", "message", "three"),
-        ]
-    );
+    let two = [
+        row("user", "message", "two\n::tool echo {\"k\":1}"),
+        row("assistant", "message", "two"),
+        row("assistant", "tool_call", ""),
+        row("tool", "tool_result", "{\"k\":1}"),
+        row("system", "interruption_marker", INTERRUPTED),
+    ];
+    let want = [echo_rows(&["one"]), two.to_vec(), echo_rows(&["three"])].concat();
+    assert_eq!(shape(&rows), want);
 }
 
 // ---------------------------------------------------------------------------
@@ -297,15 +287,10 @@ fn recovery_fault_changes_nothing_and_creates_no_live_session() {
 
     rpc.faults(&[]);
     let rows = rpc.messages(sid);
+    let marker = row("system", "interruption_marker", INTERRUPTED);
     assert_eq!(
         shape(&rows),
-        vec![
-            row("user", "message", "one"),
-            row("assistant", "message", "one"),
-            row("user", "message", "two"),
-            row("assistant", "message", "two"),
-            row("system", "interruption_marker", INTERRUPTED),
-        ]
+        [echo_rows(&["one", "two"]), vec![marker]].concat()
     );
     rpc.prompt_ok(sid, "three");
     assert_eq!(markers(&rpc.messages(sid), INTERRUPTED), 1);
@@ -477,10 +462,7 @@ fn acp_delete_fault_on_an_idle_session_keeps_it_usable() {
     assert_eq!(rpc.messages(sid).len(), 4);
 
     rpc.faults(&[]);
-    let row_id = db_int(
-        &env.db(),
-        &format!("SELECT id FROM acp_sessions WHERE session_id = '{sid}'"),
-    );
+    let row_id = acp_row_id(&env.db(), sid);
     let r = rpc.ok("session/delete", json!({"session_id": sid}));
     assert_eq!(r, json!({"session_id": sid, "deleted": true}));
     check_deleted(&env, &mut rpc, sid, row_id);
@@ -530,10 +512,7 @@ fn acp_delete_fault_on_a_running_turn_keeps_the_row_recoverable() {
     assert!(rows[1]["content"].as_str().unwrap().starts_with(&t.text()));
     assert_eq!(markers(&rows, INTERRUPTED), 1);
     // Or the delete retried.
-    let row_id = db_int(
-        &env.db(),
-        &format!("SELECT id FROM acp_sessions WHERE session_id = '{sid}'"),
-    );
+    let row_id = acp_row_id(&env.db(), sid);
     ctl.ok("session/delete", json!({"session_id": sid}));
     check_deleted(&env, &mut ctl, sid, row_id);
 }
@@ -665,10 +644,7 @@ fn delete_of_a_running_turn_answers_deleted_and_removes_the_rows() {
     let sid = "del-live";
     rpc.new_session(sid, "acp");
     rpc.prompt_ok(sid, "one");
-    let row_id = db_int(
-        &env.db(),
-        &format!("SELECT id FROM acp_sessions WHERE session_id = '{sid}'"),
-    );
+    let row_id = acp_row_id(&env.db(), sid);
     // Sent as a notification: its end is a failed turn_complete (§3.5, §9.9).
     rpc.notify("session/prompt", json!({"session_id": sid, "prompt": SLOW}));
     read_chunks(&mut rpc, sid, 2);

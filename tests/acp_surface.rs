@@ -158,10 +158,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
     });
 
     // Kill sets the tombstone and nothing else: no folding, no marker (§9.7).
-    let kill_row = db_int(
-        &env.db(),
-        "SELECT id FROM acp_sessions WHERE session_id = 'stdio-kill'",
-    );
+    let kill_row = acp_row_id(&env.db(), "stdio-kill");
     let r = rpc.ok("session/kill", json!({"session_id": "stdio-kill"}));
     assert_eq!(r["killed"], true);
     let after = dump_all(&env.db());
@@ -189,10 +186,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
     assert_eq!(rpc.messages("stdio-kill").len(), 2);
 
     // Delete deletes the row with everything under it, checkpoint included.
-    let del_row = db_int(
-        &env.db(),
-        "SELECT id FROM acp_sessions WHERE session_id = 'stdio-del'",
-    );
+    let del_row = acp_row_id(&env.db(), "stdio-del");
     let r = rpc.ok("session/delete", json!({"session_id": "stdio-del"}));
     assert_eq!(r["deleted"], true);
     assert_no_rows_of(&env.db(), del_row);
@@ -217,10 +211,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
             .cloned()
             .collect()
     };
-    let one = db_int(
-        &env.db(),
-        "SELECT id FROM acp_sessions WHERE session_id = 'stdio-1'",
-    );
+    let one = acp_row_id(&env.db(), "stdio-1");
     for t in std::iter::once("acp_sessions").chain(SESSION_TABLES) {
         assert_eq!(rows_of(&now, t, one), rows_of(&before, t, one), "{t}");
         assert!(!rows_of(&now, t, one).is_empty(), "{t}");

@@ -23,10 +23,10 @@
 mod common;
 mod gateway_support;
 
-use std::path::Path;
 use std::time::Duration;
 
-use common::{describe, sized_frame, Client, RecvError, RECV_TIMEOUT, VERSION};
+use common::golden::{self, unescape, Vars};
+use common::{describe, sized_frame, Client, RecvError, RECV_TIMEOUT};
 use gateway_support::{Gateway, Got, Ws};
 use serde_json::Value;
 
@@ -66,55 +66,6 @@ fn key(frame: &str) -> String {
     } else {
         frame.to_owned()
     }
-}
-
-/// Subset match of a log event with the patterns of `tests/golden.rs`.
-fn matches(expected: &Value, actual: &Value, peer: &str, pid: u64) -> bool {
-    match expected {
-        Value::String(p) if p.starts_with('$') => match p.as_str() {
-            "$any" => true,
-            "$uint" => actual.as_u64().is_some(),
-            "$pid" => actual.as_u64() == Some(pid),
-            "$version" => actual == VERSION,
-            "$peer" => actual.as_str() == Some(peer),
-            _ => match p.strip_prefix("$starts:") {
-                Some(prefix) => actual.as_str().is_some_and(|a| a.starts_with(prefix)),
-                None => panic!("pattern {p} is not supported here"),
-            },
-        },
-        Value::Object(e) => actual.as_object().is_some_and(|a| {
-            e.iter()
-                .all(|(k, v)| a.get(k).is_some_and(|av| matches(v, av, peer, pid)))
-        }),
-        _ => expected == actual,
-    }
-}
-
-/// `\xHH`, `\r`, `\n`, `\t`, `\\` → bytes (as in `tests/golden.rs`).
-fn unescape(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            out.push(b[i]);
-            i += 1;
-            continue;
-        }
-        match b[i + 1] {
-            b'n' => out.push(b'\n'),
-            b'r' => out.push(b'\r'),
-            b't' => out.push(b'\t'),
-            b'\\' => out.push(b'\\'),
-            b'x' => {
-                out.push(u8::from_str_radix(&s[i + 2..i + 4], 16).unwrap());
-                i += 2;
-            }
-            c => panic!("unknown escape \\{}", c as char),
-        }
-        i += 2;
-    }
-    out
 }
 
 /// Adds the token to an `initialize` whose params object has none.
@@ -313,18 +264,16 @@ impl Run<'_> {
         if self.is_ws() && expected["auth_provider"] == "peercred" {
             expected["auth_provider"] = "native".into();
         }
-        let (peer, pid) = (self.peer(), u64::from(self.gw.daemon.pid));
-        match self
-            .gw
-            .daemon
-            .log
-            .wait_for(self.log_cursor, RECV_TIMEOUT, |v| {
-                matches(&expected, v, &peer, pid)
-            }) {
+        let mut vars = Vars::of(&self.gw.daemon);
+        vars.peer = self.peer();
+        let log = &self.gw.daemon.log;
+        match log.wait_for(self.log_cursor, RECV_TIMEOUT, |v| {
+            vars.matches(&expected, v, true)
+        }) {
             Some((i, _)) => self.log_cursor = i + 1,
             None => panic!(
-                "{}: no log line matches {expected} (peer {peer})",
-                self.where_
+                "{}: no log line matches {expected} (peer {})",
+                self.where_, vars.peer
             ),
         }
     }
@@ -353,12 +302,7 @@ fn quiesce(gw: &Gateway) {
 /// Replays `name` over one transport; returns what each receive directive saw.
 async fn replay(gw: &Gateway, token: &str, name: &str, ws: bool) -> Vec<(usize, Obs)> {
     quiesce(gw);
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/golden")
-            .join(name),
-    )
-    .unwrap();
+    let text = golden::read(name);
     // Before connecting: the connection's own audit events come after this.
     let log_cursor = gw.daemon.log.len();
     let conn = if ws {
@@ -378,12 +322,8 @@ async fn replay(gw: &Gateway, token: &str, name: &str, ws: bool) -> Vec<(usize, 
         where_: String::new(),
     };
     let mut seen = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        run.where_ = format!("{name}:{} ({})", i + 1, if ws { "wss" } else { "local" });
-        let (op, arg) = line.split_once(' ').unwrap_or((line, ""));
+    for (line_no, _, op, arg) in golden::directives(&text) {
+        run.where_ = format!("{name}:{line_no} ({})", if ws { "wss" } else { "local" });
         let obs = match op {
             "-->" if arg == "(eof)" => {
                 run.eof().await;
@@ -394,7 +334,8 @@ async fn replay(gw: &Gateway, token: &str, name: &str, ws: bool) -> Vec<(usize, 
                 None
             }
             "-->raw" => {
-                run.send_raw(unescape(arg)).await;
+                let bytes = unescape(arg).unwrap_or_else(|e| panic!("{}: {e}", run.where_));
+                run.send_raw(bytes).await;
                 None
             }
             "-->sized" => {
@@ -425,7 +366,7 @@ async fn replay(gw: &Gateway, token: &str, name: &str, ws: bool) -> Vec<(usize, 
             _ => panic!("{}: unknown directive", run.where_),
         };
         if let Some(o) = obs {
-            seen.push((i + 1, o));
+            seen.push((line_no, o));
         }
     }
     if let Conn::Ws(ws) = &mut run.conn {
@@ -449,15 +390,12 @@ async fn compare(name: &str) {
         }
         assert_eq!(l, w, "{name}:{line}: the transports answer differently");
     }
-    let invalid_utf8 = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/golden")
-            .join(name),
-    )
-    .unwrap()
-    .lines()
-    .filter(|l| l.starts_with("-->raw") && std::str::from_utf8(&unescape(&l[7..])).is_err())
-    .count();
+    let text = golden::read(name);
+    let invalid_utf8 = golden::directives(&text)
+        .filter(|(_, _, op, arg)| {
+            *op == "-->raw" && unescape(arg).is_ok_and(|b| std::str::from_utf8(&b).is_err())
+        })
+        .count();
     assert!(
         skipped <= invalid_utf8 * 2,
         "{name}: {skipped} answers skipped"
@@ -480,35 +418,11 @@ macro_rules! both_transports {
     };
 }
 
-both_transports! {
-    handshake => "handshake.transcript";
-    version_mismatch => "version_mismatch.transcript";
-    reinitialize => "reinitialize.transcript";
-    invalid_frames => "invalid_frames.transcript";
-    batches => "batches.transcript";
-    notifications => "notifications.transcript";
-    ids_echoed => "ids_echoed.transcript";
-    params => "params.transcript";
-    params_array_status => "params_array_status.transcript";
-    dialects => "dialects.transcript";
-    bidirectional => "bidirectional.transcript";
-    framing => "framing.transcript";
-    eof_final_frame => "eof.transcript";
-    audit => "audit.transcript";
-}
+golden::transcripts!(both_transports);
 
 #[test]
 fn every_transcript_is_replayed_over_both_transports() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let mut found: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".transcript"))
-        .collect();
-    found.sort();
-    let mut listed: Vec<String> = LISTED.iter().map(|s| s.to_string()).collect();
-    listed.sort();
-    assert_eq!(found, listed);
+    golden::assert_every_transcript_listed(LISTED);
 }
 
 #[test]

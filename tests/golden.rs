@@ -30,16 +30,17 @@
 //! At the end of a file whose connection is still writable, a final probe
 //! checks that the daemon owes no further frame.
 //!
-//! Each file has a test below (`golden!`); `every_transcript_is_listed`
-//! keeps the list and the directory in step.
+//! Each file of the one list (`common::golden::transcripts!`) has a test
+//! below (`golden!`); `every_transcript_is_listed` keeps the list and the
+//! directory in step.
 
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{describe, sized_frame, Client, Daemon, RecvError, RECV_TIMEOUT, VERSION};
+use common::golden::{self, unescape, Vars};
+use common::{describe, sized_frame, Client, Daemon, RecvError, RECV_TIMEOUT};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -67,103 +68,6 @@ impl Ctx<'_> {
     }
 }
 
-/// Expected-value patterns resolved against one daemon.
-struct Vars {
-    pid: u64,
-    peer: String,
-    config_dir: String,
-    config_file: String,
-    data_dir: String,
-    socket: String,
-}
-
-impl Vars {
-    fn of(d: &Daemon) -> Self {
-        Self {
-            pid: d.pid as u64,
-            peer: common::own_peer_label(),
-            config_dir: d.config_dir.display().to_string(),
-            config_file: d.config_dir.join("config.toml").display().to_string(),
-            data_dir: d.data_dir().display().to_string(),
-            socket: d.socket.display().to_string(),
-        }
-    }
-
-    /// Whether `actual` matches `expected`; `subset` allows extra members in objects.
-    fn matches(&self, expected: &Value, actual: &Value, subset: bool) -> bool {
-        match expected {
-            Value::String(p) if p.starts_with('$') => match p.as_str() {
-                "$any" => true,
-                "$uint" => actual.as_u64().is_some(),
-                "$pid" => actual.as_u64() == Some(self.pid),
-                "$version" => actual == VERSION,
-                "$peer" => actual.as_str() == Some(&self.peer),
-                "$config_dir" => actual.as_str() == Some(&self.config_dir),
-                "$config_file" => actual.as_str() == Some(&self.config_file),
-                "$data_dir" => actual.as_str() == Some(&self.data_dir),
-                "$socket" => actual.as_str() == Some(&self.socket),
-                _ => match p.strip_prefix("$starts:") {
-                    Some(prefix) => actual.as_str().is_some_and(|a| a.starts_with(prefix)),
-                    None => panic!("unknown pattern {p}"),
-                },
-            },
-            Value::Object(e) => {
-                let Some(a) = actual.as_object() else {
-                    return false;
-                };
-                (subset || e.len() == a.len())
-                    && e.iter()
-                        .all(|(k, v)| a.get(k).is_some_and(|av| self.matches(v, av, subset)))
-            }
-            Value::Array(e) => {
-                let Some(a) = actual.as_array() else {
-                    return false;
-                };
-                e.len() == a.len() && e.iter().zip(a).all(|(ev, av)| self.matches(ev, av, subset))
-            }
-            _ => expected == actual,
-        }
-    }
-}
-
-/// `\xHH`, `\r`, `\n`, `\t`, `\\` → bytes.
-fn unescape(s: &str) -> Result<Vec<u8>, String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            out.push(b[i]);
-            i += 1;
-            continue;
-        }
-        match b.get(i + 1) {
-            Some(b'n') => out.push(b'\n'),
-            Some(b'r') => out.push(b'\r'),
-            Some(b't') => out.push(b'\t'),
-            Some(b'\\') => out.push(b'\\'),
-            Some(b'x') => {
-                let hex = s
-                    .get(i + 2..i + 4)
-                    .ok_or_else(|| format!("truncated \\x escape at byte {i}"))?;
-                out.push(
-                    u8::from_str_radix(hex, 16)
-                        .map_err(|_| format!("bad \\x escape {hex:?} at byte {i}"))?,
-                );
-                i += 2;
-            }
-            other => {
-                return Err(format!(
-                    "unknown escape \\{} at byte {i}",
-                    other.map(|&c| c as char).unwrap_or(' ')
-                ))
-            }
-        }
-        i += 2;
-    }
-    Ok(out)
-}
-
 fn parse_json(ctx: &Ctx<'_>, text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| ctx.fail(format!("bad expected JSON: {e}")))
 }
@@ -177,11 +81,7 @@ fn recv(ctx: &Ctx<'_>, client: &mut Client) -> String {
 
 /// Replays one transcript against a fresh daemon.
 fn run_file(name: &str) {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text = golden::read(name);
     let display = format!("tests/golden/{name}");
     let daemon = Daemon::start();
     let vars = Vars::of(&daemon);
@@ -189,19 +89,14 @@ fn run_file(name: &str) {
     let mut log_cursor = 0usize;
     let mut last = (0usize, String::new());
 
-    for (idx, raw_line) in text.lines().enumerate() {
-        let line = raw_line;
+    for (line_no, line, op, arg) in golden::directives(&text) {
         let ctx = Ctx {
             file: &display,
-            line_no: idx + 1,
+            line_no,
             line,
             daemon: &daemon,
         };
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        last = (idx + 1, line.to_owned());
-        let (op, arg) = line.split_once(' ').unwrap_or((line, ""));
+        last = (line_no, line.to_owned());
         match op {
             "-->" if arg == "(eof)" => client.shutdown_write(),
             "-->" => client.send_line(arg),
@@ -315,16 +210,21 @@ fn run_file(name: &str) {
     }
 }
 
+/// How many times a file is replayed, each against a fresh daemon: more
+/// than once for races that show only some of the time.
+fn replays(file: &str) -> usize {
+    match file {
+        "eof.transcript" => 12,
+        _ => 1,
+    }
+}
+
 macro_rules! golden {
-    ($($(#[$attr:meta])* $name:ident => $file:literal $(* $times:literal)?;)*) => {
+    ($($name:ident => $file:literal;)*) => {
         $(
             #[test]
-            $(#[$attr])*
             fn $name() {
-                // `* N` replays a file N times (each against a fresh daemon),
-                // for races that show only some of the time.
-                let times: usize = 1 $(- 1 + $times)?;
-                for _ in 0..times {
+                for _ in 0..replays($file) {
                     run_file($file);
                 }
             }
@@ -334,35 +234,11 @@ macro_rules! golden {
     };
 }
 
-golden! {
-    handshake => "handshake.transcript";
-    version_mismatch => "version_mismatch.transcript";
-    reinitialize => "reinitialize.transcript";
-    invalid_frames => "invalid_frames.transcript";
-    batches => "batches.transcript";
-    notifications => "notifications.transcript";
-    ids_echoed => "ids_echoed.transcript";
-    params => "params.transcript";
-    params_array_status => "params_array_status.transcript";
-    dialects => "dialects.transcript";
-    bidirectional => "bidirectional.transcript";
-    framing => "framing.transcript";
-    eof_final_frame => "eof.transcript" * 12;
-    audit => "audit.transcript";
-}
+golden::transcripts!(golden);
 
 #[test]
 fn every_transcript_is_listed() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let mut found: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".transcript"))
-        .collect();
-    found.sort();
-    let mut listed: Vec<String> = LISTED.iter().map(|s| s.to_string()).collect();
-    listed.sort();
-    assert_eq!(found, listed, "tests/golden and the golden! list differ");
+    golden::assert_every_transcript_listed(LISTED);
 }
 
 /// Every client→daemon method of protocol version 1, in the order of the

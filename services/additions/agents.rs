@@ -45,7 +45,7 @@ pub async fn status(daemon: &Daemon, principal: &Principal) -> Result<Vec<AgentS
         .acp_list(false, MAX_ROWS)
         .await?
         .into_iter()
-        .map(|r| (r.agent_alias, r.owner_principal_id))
+        .map(|r| (r.record.agent_alias, r.record.owner_principal_id))
         .chain(
             store
                 .chat_list(MAX_ROWS)

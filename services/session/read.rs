@@ -13,7 +13,7 @@ use crate::request::Request;
 use crate::session::lifecycle::check_owner;
 use crate::session::{ChatMode, Sessions};
 use crate::state::Daemon;
-use crate::store::{AcpRow, ChatRow};
+use crate::store::{AcpRow, ChatRow, SessionRecord};
 
 /// Most rows any list returns.
 const MAX_LIST: u32 = 1000;
@@ -47,46 +47,44 @@ fn live_state(sessions: &Sessions, id: &str, mode: ChatMode) -> bool {
     sessions.get(id).is_some_and(|s| s.mode == mode)
 }
 
-fn acp_entry<'a>(sessions: &Sessions, r: &'a AcpRow) -> Entry<'a> {
-    let state = match (
-        &r.killed_at,
-        live_state(sessions, &r.session_id, ChatMode::Acp),
-    ) {
-        (Some(_), _) => "killed",
-        (None, true) => "live",
-        (None, false) => "persisted",
-    };
+/// The entry of one stored session: its record, and what its mode decides.
+fn entry<'a>(
+    r: &'a SessionRecord,
+    chat_mode: ChatMode,
+    session_key: String,
+    state: &'static str,
+    interaction_surface: Option<&'a str>,
+) -> Entry<'a> {
     Entry {
         session_id: &r.session_id,
-        session_key: r.session_id.clone(),
-        chat_mode: ChatMode::Acp,
+        session_key,
+        chat_mode,
         agent_alias: &r.agent_alias,
         owner_principal_id: &r.owner_principal_id,
         state,
-        interaction_surface: Some(&r.interaction_surface),
+        interaction_surface,
         created_at: &r.created_at,
         last_activity: &r.last_activity,
         message_count: r.message_count,
     }
 }
 
+fn acp_entry<'a>(sessions: &Sessions, r: &'a AcpRow) -> Entry<'a> {
+    let id = &r.record.session_id;
+    let state = match (&r.killed_at, live_state(sessions, id, ChatMode::Acp)) {
+        (Some(_), _) => "killed",
+        (None, true) => "live",
+        (None, false) => "persisted",
+    };
+    let surface = Some(r.interaction_surface.as_str());
+    entry(&r.record, ChatMode::Acp, id.clone(), state, surface)
+}
+
 fn chat_entry<'a>(sessions: &Sessions, r: &'a ChatRow) -> Entry<'a> {
-    Entry {
-        session_id: &r.session_id,
-        session_key: format!("rpc_{}", r.session_id),
-        chat_mode: ChatMode::Chat,
-        agent_alias: &r.agent_alias,
-        owner_principal_id: &r.owner_principal_id,
-        state: if live_state(sessions, &r.session_id, ChatMode::Chat) {
-            "live"
-        } else {
-            "persisted"
-        },
-        interaction_surface: None,
-        created_at: &r.created_at,
-        last_activity: &r.last_activity,
-        message_count: r.message_count,
-    }
+    let id = &r.session_id;
+    let live = live_state(sessions, id, ChatMode::Chat);
+    let state = if live { "live" } else { "persisted" };
+    entry(r, ChatMode::Chat, format!("rpc_{id}"), state, None)
 }
 
 fn visible(p: &Principal, owner: &str) -> bool {
@@ -128,7 +126,7 @@ pub(super) async fn list(daemon: Arc<Daemon>, req: Request) -> Result<Payload, R
     let sessions = &daemon.sessions;
     let mut entries: Vec<Entry<'_>> = acp
         .iter()
-        .filter(|r| visible(&principal, &r.owner_principal_id))
+        .filter(|r| visible(&principal, &r.record.owner_principal_id))
         .map(|r| acp_entry(sessions, r))
         .chain(
             chat.iter()
@@ -147,7 +145,7 @@ pub(super) async fn list_acp(daemon: Arc<Daemon>, req: Request) -> Result<Payloa
     let rows = daemon.sessions.store.acp_list(false, MAX_LIST).await?;
     let mut entries: Vec<Entry<'_>> = rows
         .iter()
-        .filter(|r| visible(&principal, &r.owner_principal_id))
+        .filter(|r| visible(&principal, &r.record.owner_principal_id))
         .map(|r| acp_entry(&daemon.sessions, r))
         .collect();
     sort(&mut entries);
@@ -180,7 +178,7 @@ pub(super) async fn messages(daemon: Arc<Daemon>, req: Request) -> Result<Payloa
     let page = match mode {
         ChatMode::Acp => {
             let row = acp.ok_or_else(RpcError::session_not_found)?;
-            check_owner(&principal, &row.owner_principal_id)?;
+            check_owner(&principal, &row.record.owner_principal_id)?;
             sessions.recover_unowned(&id, &row).await?;
             store.acp_messages(row.row, p.before_index, n).await?
         }

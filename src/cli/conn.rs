@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 
 use crate::client::exit;
+use crate::codec::write_json_line;
 use crate::endpoint::{self, split, LocalWriteHalf};
 use crate::limits::MAX_FRAME_BYTES;
 
@@ -128,10 +128,7 @@ impl Conn {
     }
 
     async fn send(&mut self, msg: &Value) -> Result<(), CallError> {
-        let mut line = msg.to_string();
-        line.push('\n');
-        self.writer
-            .write_all(line.as_bytes())
+        write_json_line(&mut self.writer, msg)
             .await
             .map_err(|e| CallError::Lost(e.to_string()))
     }

@@ -15,6 +15,7 @@ pub mod props;
 pub mod schema;
 pub mod staging;
 pub mod store;
+mod toml_text;
 pub mod validate;
 
 pub use error::ConfigError;

@@ -49,6 +49,19 @@ impl Principal {
         }
     }
 
+    /// A non-admin `user:x` with no grants, any agent, and only these
+    /// config write paths: what the write-path tests judge.
+    #[cfg(test)]
+    pub(crate) fn writer(write_paths: &[&str]) -> Principal {
+        Principal {
+            id: "user:x".into(),
+            admin: false,
+            grants: GrantSet::default(),
+            allowed_agents: AgentSelector::All,
+            write_paths: write_paths.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
     /// Whether the principal holds `grant` (admins hold every grant).
     pub fn has(&self, grant: Grant) -> bool {
         self.admin || self.grants.contains(grant)

@@ -184,22 +184,13 @@ fn admin_only_props() {
     ] {
         assert!(!is_admin_only_prop(p), "{p}");
     }
-    let star = Principal {
-        id: "user:x".into(),
-        admin: false,
-        grants: GrantSet::default(),
-        allowed_agents: AgentSelector::All,
-        write_paths: vec!["*".into()],
-    };
+    let star = Principal::writer(&["*"]);
     assert!(star.may_write("agents.echo.chunk_chars"));
     assert!(!star.may_write("agents.echo.backend"));
     assert!(!star.may_write("security.trust_daemon_uid"));
     assert!(!star.may_write("gateway.enabled"));
     assert!(Principal::shared_operator().may_write("agents.echo.env"));
-    let none = Principal {
-        write_paths: vec![],
-        ..star
-    };
+    let none = Principal::writer(&[]);
     assert!(!none.may_write("agents.echo.chunk_chars"));
 }
 

@@ -100,7 +100,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::config::policy::{AgentSelector, GrantSet};
 
     fn sets(entries: &[(&str, Value)]) -> Vec<(String, Value)> {
         entries
@@ -235,13 +234,7 @@ mod tests {
 
     #[test]
     fn write_paths_report_the_lowest_forbidden_index() {
-        let p = Principal {
-            id: "user:x".into(),
-            admin: false,
-            grants: GrantSet::default(),
-            allowed_agents: AgentSelector::All,
-            write_paths: vec!["agents.echo.*".into()],
-        };
+        let p = Principal::writer(&["agents.echo.*"]);
         let props = [
             "agents.echo.chunk_chars",
             "security.trust_daemon_uid",

@@ -44,16 +44,20 @@ fn integer_ranges() {
     );
     assert_eq!(path_of("[gateway]\nport = 0"), "gateway.port");
     let agent = |field: &str| path_of(&format!("[agents.a]\nbackend = \"echo\"\n{field}"));
-    assert_eq!(agent("chunk_chars = 0"), "agents.a.chunk_chars");
-    assert_eq!(agent("timeout_secs = 0"), "agents.a.timeout_secs");
-    assert_eq!(
-        agent("context_max_messages = 10"),
-        "agents.a.compact_keep_messages"
-    );
-    assert_eq!(
-        agent("compact_keep_messages = 50"),
-        "agents.a.compact_keep_messages"
-    );
+    for (field, path) in [
+        ("chunk_chars = 0", "agents.a.chunk_chars"),
+        ("timeout_secs = 0", "agents.a.timeout_secs"),
+        (
+            "context_max_messages = 10",
+            "agents.a.compact_keep_messages",
+        ),
+        (
+            "compact_keep_messages = 50",
+            "agents.a.compact_keep_messages",
+        ),
+    ] {
+        assert_eq!(agent(field), path, "{field}");
+    }
     assert_eq!(
         failure("[agents.a]\nbackend = \"echo\"\ncompact_keep_messages = 49"),
         None
@@ -62,29 +66,29 @@ fn integer_ranges() {
 
 #[test]
 fn agents() {
-    assert_eq!(path_of("[agents.x]\nchunk_chars = 3"), "agents.x.backend");
-    assert_eq!(path_of("[agents.x]\nbackend = \"llm\""), "agents.x.backend");
-    assert_eq!(
-        path_of("[agents.x]\nbackend = \"command\""),
-        "agents.x.command"
-    );
-    assert_eq!(
-        path_of("[agents.x]\nbackend = \"command\"\ncommand = []"),
-        "agents.x.command"
-    );
-    assert_eq!(
-        path_of("[agents.x]\nbackend = \"command\"\ncommand = [\"\"]"),
-        "agents.x.command"
-    );
-    let input = "[agents.x]\nbackend = \"echo\"\ninput = \"stdin\"";
-    assert_eq!(path_of(input), "agents.x.input");
-    let env = "[agents.x]\nbackend = \"echo\"\nenv = { \"A=B\" = \"1\" }";
-    assert_eq!(path_of(env), "agents.x.env");
-    assert_eq!(
-        path_of("[agents.\"bad name\"]\nbackend = \"echo\""),
-        "agents.bad name"
-    );
-    assert_eq!(path_of("[agents._x]\nbackend = \"echo\""), "agents._x");
+    let command = "[agents.x]\nbackend = \"command\"";
+    for (text, path) in [
+        ("[agents.x]\nchunk_chars = 3", "agents.x.backend"),
+        ("[agents.x]\nbackend = \"llm\"", "agents.x.backend"),
+        (command, "agents.x.command"),
+        (&format!("{command}\ncommand = []"), "agents.x.command"),
+        (&format!("{command}\ncommand = [\"\"]"), "agents.x.command"),
+        (
+            "[agents.x]\nbackend = \"echo\"\ninput = \"stdin\"",
+            "agents.x.input",
+        ),
+        (
+            "[agents.x]\nbackend = \"echo\"\nenv = { \"A=B\" = \"1\" }",
+            "agents.x.env",
+        ),
+        (
+            "[agents.\"bad name\"]\nbackend = \"echo\"",
+            "agents.bad name",
+        ),
+        ("[agents._x]\nbackend = \"echo\"", "agents._x"),
+    ] {
+        assert_eq!(path_of(text), path, "{text}");
+    }
     let input = "[agents.x]\nbackend = \"echo\"\ninput = \"context_json\"";
     assert_eq!(failure(input), None);
 }
@@ -192,32 +196,38 @@ fn shape_check_reports_unknown_keys_and_types() {
         shape("nope = 1"),
         Some(("nope".into(), "unknown key".into()))
     );
-    assert_eq!(
-        shape("[agents.a]\nfoo = 1\n[daemon]\nx = 1").unwrap().0,
-        "agents.a.foo"
-    );
-    assert_eq!(
-        shape("schema_version = \"1\"").unwrap().1,
-        "expected an integer in 0..=4294967295"
-    );
-    assert_eq!(shape("[users.u]\nuid = -1").unwrap().0, "users.u.uid");
-    assert_eq!(
-        shape("[users.u]\npermission_profiles = [1]").unwrap().1,
-        "expected an array of strings"
-    );
-    assert_eq!(
-        shape("[security]\ntrust_daemon_uid = \"yes\"").unwrap().1,
-        "expected a boolean"
-    );
-    assert_eq!(shape("agents = 1").unwrap().1, "expected a table");
-    assert_eq!(shape("[agents]\necho = 1").unwrap().0, "agents.echo");
+    // The path of the first bad key, in byte order.
     let grants = "[permission_profiles.p]\ngrants = { sessions = \"read\" }";
-    assert_eq!(
-        shape(grants).unwrap().0,
-        "permission_profiles.p.grants.sessions"
-    );
-    let deep = "[permission_profiles.p.grants.sessions]\nx = 1";
-    assert_eq!(shape(deep).unwrap().1, "expected an array of strings");
+    for (text, path) in [
+        ("[agents.a]\nfoo = 1\n[daemon]\nx = 1", "agents.a.foo"),
+        ("[users.u]\nuid = -1", "users.u.uid"),
+        ("[agents]\necho = 1", "agents.echo"),
+        (grants, "permission_profiles.p.grants.sessions"),
+    ] {
+        assert_eq!(shape(text).map(|f| f.0).as_deref(), Some(path), "{text}");
+    }
+    // Why the value is refused.
+    for (text, reason) in [
+        (
+            "schema_version = \"1\"",
+            "expected an integer in 0..=4294967295",
+        ),
+        (
+            "[users.u]\npermission_profiles = [1]",
+            "expected an array of strings",
+        ),
+        (
+            "[security]\ntrust_daemon_uid = \"yes\"",
+            "expected a boolean",
+        ),
+        ("agents = 1", "expected a table"),
+        (
+            "[permission_profiles.p.grants.sessions]\nx = 1",
+            "expected an array of strings",
+        ),
+    ] {
+        assert_eq!(shape(text).map(|f| f.1).as_deref(), Some(reason), "{text}");
+    }
     assert_eq!(shape("[agents.a.env]\nA = \"1\""), None);
 }
 

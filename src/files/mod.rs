@@ -25,7 +25,7 @@ use crate::context::Conn;
 use crate::error::{Reason, RpcError};
 use crate::faults::{FaultPoint, Faults};
 use crate::live_config::LiveConfig;
-use crate::session::lifecycle::{agent_workspace, agent_workspace_path, check_agent, check_owner};
+use crate::session::lifecycle::{agent_workspace, check_agent, check_owner};
 use crate::session::Sessions;
 
 pub use staging::UploadTarget;
@@ -61,7 +61,9 @@ pub struct Incoming {
 /// also sweeps its own directory. Creates nothing.
 pub fn remove_crash_temporaries(config: &crate::config::Config, config_dir: &Path) {
     for alias in config.agents.keys() {
-        let uploads = agent_workspace_path(config, config_dir, alias).join("uploads");
+        let uploads = config
+            .agent_workspace_dir(config_dir, alias)
+            .join("uploads");
         write::remove_stale_temporaries(&uploads);
     }
 }

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
+
 use super::emit_queue::{Item, Queue};
 use super::live::TurnSignals;
 use super::update::{notify, Event, Update, MAX_CONTENT_BYTES};
@@ -46,6 +48,11 @@ pub(super) async fn emit(
 ) -> Emitted {
     let (hard, cancel) = (signals.hard, signals.soft);
     let _guard = ReceiverGuard(queue.clone());
+    let to = Notifier {
+        conn: &conn,
+        session_id: &session_id,
+        cancel: &cancel,
+    };
     let mut sent = String::new();
     let mut batch: Vec<Item> = Vec::with_capacity(64);
     let mut slots: Vec<Slot> = Vec::with_capacity(64);
@@ -85,56 +92,20 @@ pub(super) async fn emit(
                             for end in ends {
                                 let piece = t.get(start..end).unwrap_or_default();
                                 start = end;
-                                notify(
-                                    &conn,
-                                    &Update {
-                                        session_id: &session_id,
-                                        event: Event::MessageChunk(piece),
-                                    },
-                                    &cancel,
-                                )
-                                .await;
+                                to.send(Event::MessageChunk(piece)).await;
                             }
                             keep_answer_prefix(&mut sent, t);
                         }
                         (e, _) => {
-                            notify(
-                                &conn,
-                                &Update {
-                                    session_id: &session_id,
-                                    event: event_of(e),
-                                },
-                                &cancel,
-                            )
-                            .await;
+                            to.send(event_of(e)).await;
                             if let CheckpointEvent::Text(t) = e {
                                 keep_answer_prefix(&mut sent, t);
                             }
                         }
                     }
                 }
-                Slot::Other(Item::Thought(t)) => {
-                    notify(
-                        &conn,
-                        &Update {
-                            session_id: &session_id,
-                            event: Event::ThoughtChunk(&t),
-                        },
-                        &cancel,
-                    )
-                    .await
-                }
-                Slot::Other(Item::Extra(x)) => {
-                    notify(
-                        &conn,
-                        &Update {
-                            session_id: &session_id,
-                            event: Event::Extra(&x),
-                        },
-                        &cancel,
-                    )
-                    .await
-                }
+                Slot::Other(Item::Thought(t)) => to.send(Event::ThoughtChunk(&t)).await,
+                Slot::Other(Item::Extra(x)) => to.send(Event::Extra(&x)).await,
                 Slot::Other(Item::Approval {
                     request_id,
                     tool_name,
@@ -147,15 +118,7 @@ pub(super) async fn emit(
                         summary: &summary,
                         timeout_secs,
                     };
-                    notify(
-                        &conn,
-                        &Update {
-                            session_id: &session_id,
-                            event,
-                        },
-                        &cancel,
-                    )
-                    .await;
+                    to.send(event).await;
                 }
                 Slot::Other(Item::Flush(ack)) => {
                     let _ = ack.send(());
@@ -165,6 +128,24 @@ pub(super) async fn emit(
         }
     }
     (sent, Ok(()))
+}
+
+/// Where the turn's updates go: its session's notifications on the
+/// prompting connection, given up once the turn is cancelled.
+struct Notifier<'a> {
+    conn: &'a Conn,
+    session_id: &'a str,
+    cancel: &'a CancellationToken,
+}
+
+impl Notifier<'_> {
+    async fn send(&self, event: Event<'_>) {
+        let update = Update {
+            session_id: self.session_id,
+            event,
+        };
+        notify(self.conn, &update, self.cancel).await;
+    }
 }
 
 /// Appends to `sent` only what the answer can show: `turn_complete` and the

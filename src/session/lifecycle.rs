@@ -53,26 +53,13 @@ fn killed() -> RpcError {
     Ending::Killed.error()
 }
 
-/// Where an agent's sessions work: its `workspace_dir`, or
-/// `<config_dir>/agents/<alias>/workspace`.
-pub fn agent_workspace_path(config: &Config, config_dir: &Path, alias: &str) -> PathBuf {
-    match config
-        .agents
-        .get(alias)
-        .and_then(|a| a.workspace_dir.as_deref())
-    {
-        Some(d) => PathBuf::from(d),
-        None => config_dir.join("agents").join(alias).join("workspace"),
-    }
-}
-
 /// The working directory of an agent's sessions by default, created on demand (0700).
 pub fn agent_workspace(
     config: &Config,
     config_dir: &Path,
     alias: &str,
 ) -> Result<PathBuf, RpcError> {
-    let dir = agent_workspace_path(config, config_dir, alias);
+    let dir = config.agent_workspace_dir(config_dir, alias);
     create_private_dir(&dir).map_err(|e| {
         RpcError::storage_io(
             &e,
@@ -134,7 +121,7 @@ pub async fn new_session(
         check_owner(principal, &s.owner)?;
     }
     if let Some(r) = &acp {
-        check_owner(principal, &r.owner_principal_id)?;
+        check_owner(principal, &r.record.owner_principal_id)?;
     }
     if let Some(r) = &chat {
         check_owner(principal, &r.owner_principal_id)?;
@@ -149,7 +136,7 @@ pub async fn new_session(
         if r.interaction_surface != RPC_SURFACE {
             return Err(unsupported(r));
         }
-        if r.agent_alias != req.agent_alias {
+        if r.record.agent_alias != req.agent_alias {
             return Err(RpcError::invalid_params(
                 "ACP session belongs to a different agent",
             ));
@@ -175,7 +162,7 @@ pub async fn new_session(
     // 6. Create.
     let stored_dir = acp
         .as_ref()
-        .map(|r| &r.workspace_dir)
+        .map(|r| &r.record.workspace_dir)
         .or(chat.as_ref().map(|r| &r.workspace_dir));
     let workspace = match (&req.cwd, stored_dir) {
         (Some(cwd), _) => cwd.clone(),
@@ -216,7 +203,10 @@ pub async fn new_session(
     };
     let owner = match (&acp_row, resumed) {
         // A resumed record keeps its owner (an admin may resume another's session).
-        (Some(_), true) => store.acp_get(&req.id).await?.map(|r| r.owner_principal_id),
+        (Some(_), true) => store
+            .acp_get(&req.id)
+            .await?
+            .map(|r| r.record.owner_principal_id),
         (None, true) => store.chat_get(&req.id).await?.map(|r| r.owner_principal_id),
         _ => None,
     }
@@ -321,8 +311,8 @@ pub async fn resolve_for_prompt(
     let Some(row) = store.acp_get(id).await? else {
         return Err(RpcError::session_not_found());
     };
-    check_owner(principal, &row.owner_principal_id)?;
-    check_agent(principal, &row.agent_alias)?;
+    check_owner(principal, &row.record.owner_principal_id)?;
+    check_agent(principal, &row.record.agent_alias)?;
     if row.killed_at.is_some() {
         return Err(killed());
     }
@@ -341,9 +331,9 @@ pub async fn resolve_for_prompt(
         id: id.to_owned(),
         incarnation,
         mode: ChatMode::Acp,
-        agent_alias: row.agent_alias.clone(),
-        owner: row.owner_principal_id.clone(),
-        workspace_dir: PathBuf::from(&row.workspace_dir),
+        agent_alias: row.record.agent_alias.clone(),
+        owner: row.record.owner_principal_id.clone(),
+        workspace_dir: PathBuf::from(&row.record.workspace_dir),
         acp_row: Some(row.row),
         context,
         channel: conn.clone(),
@@ -379,7 +369,7 @@ pub async fn kill(
     };
     match (&live, &row) {
         (Some(s), _) => check_owner(principal, &s.owner)?,
-        (None, Some(r)) => check_owner(principal, &r.owner_principal_id)?,
+        (None, Some(r)) => check_owner(principal, &r.record.owner_principal_id)?,
         (None, None) => return Ok(false),
     }
     // 1. Cancellation first: a running turn is hard-cancelled and its live owner torn down now.
@@ -423,7 +413,7 @@ pub async fn delete(
     let live = live.filter(|s| s.mode == mode);
     let owner = match (mode, &live) {
         (_, Some(s)) => Some(s.owner.clone()),
-        (ChatMode::Acp, None) => acp.as_ref().map(|r| r.owner_principal_id.clone()),
+        (ChatMode::Acp, None) => acp.as_ref().map(|r| r.record.owner_principal_id.clone()),
         (ChatMode::Chat, None) => store.chat_get(id).await?.map(|r| r.owner_principal_id),
     };
     let Some(owner) = owner else { return Ok(false) };

@@ -8,31 +8,20 @@ use crate::faults::FaultPoint;
 
 use super::fold;
 use super::projection::{transcript_after, TranscriptRow};
-use super::{utc_now, Store, StoreError, RPC_SURFACE};
+use super::record::SessionRecord;
+use super::{touched, utc_now, Store, StoreError, RPC_SURFACE};
 
-/// One persisted ACP session, with its transcript row count.
+/// One persisted ACP session: the record, and what only ACP rows have.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcpRow {
     /// `acp_sessions.id`: the key every other ACP call takes.
     pub row: i64,
-    /// The client-visible session id.
-    pub session_id: String,
-    /// The agent.
-    pub agent_alias: String,
-    /// The owner.
-    pub owner_principal_id: String,
-    /// The session's working directory.
-    pub workspace_dir: String,
+    /// Id, agent, owner, workspace, times, transcript row count.
+    pub record: SessionRecord,
     /// Which surface created the row (§9.7).
     pub interaction_surface: String,
-    /// RFC 3339.
-    pub created_at: String,
-    /// RFC 3339.
-    pub last_activity: String,
     /// The tombstone: `Some` once killed.
     pub killed_at: Option<String>,
-    /// Transcript rows.
-    pub message_count: u64,
 }
 
 const SELECT_ROW: &str = "SELECT s.id, s.session_id, s.agent_alias, s.owner_principal_id, \
@@ -42,18 +31,11 @@ const SELECT_ROW: &str = "SELECT s.id, s.session_id, s.agent_alias, s.owner_prin
 
 impl AcpRow {
     fn from_sql(r: &SqliteRow) -> Result<Self, StoreError> {
-        let count: i64 = r.try_get("message_count")?;
         Ok(AcpRow {
             row: r.try_get("id")?,
-            session_id: r.try_get("session_id")?,
-            agent_alias: r.try_get("agent_alias")?,
-            owner_principal_id: r.try_get("owner_principal_id")?,
-            workspace_dir: r.try_get("workspace_dir")?,
+            record: SessionRecord::from_sql(r)?,
             interaction_surface: r.try_get("interaction_surface")?,
-            created_at: r.try_get("created_at")?,
-            last_activity: r.try_get("last_activity")?,
             killed_at: r.try_get("killed_at")?,
-            message_count: u64::try_from(count).unwrap_or(0),
         })
     }
 
@@ -99,15 +81,9 @@ impl Store {
         .await?;
         Ok(AcpRow {
             row: done.last_insert_rowid(),
-            session_id: session_id.to_owned(),
-            agent_alias: agent.to_owned(),
-            owner_principal_id: owner.to_owned(),
-            workspace_dir: workspace_dir.to_owned(),
+            record: SessionRecord::created(session_id, agent, owner, workspace_dir, now),
             interaction_surface: RPC_SURFACE.to_owned(),
-            created_at: now.clone(),
-            last_activity: now,
             killed_at: None,
-            message_count: 0,
         })
     }
 
@@ -118,7 +94,7 @@ impl Store {
             .bind(row)
             .execute(&self.pool)
             .await?;
-        found(done.rows_affected())
+        touched(done.rows_affected(), NO_ROW)
     }
 
     /// `last_activity = now`.
@@ -128,7 +104,7 @@ impl Store {
             .bind(row)
             .execute(&self.pool)
             .await?;
-        found(done.rows_affected())
+        touched(done.rows_affected(), NO_ROW)
     }
 
     /// The number of transcript rows.
@@ -217,13 +193,8 @@ impl Store {
     }
 }
 
-fn found(rows_affected: u64) -> Result<(), StoreError> {
-    if rows_affected == 0 {
-        Err(StoreError::NotFound("acp session row"))
-    } else {
-        Ok(())
-    }
-}
+/// What a write to a row that is not there is.
+const NO_ROW: StoreError = StoreError::NotFound("acp session row");
 
 #[cfg(test)]
 #[path = "acp_tests.rs"]

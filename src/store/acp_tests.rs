@@ -1,5 +1,5 @@
 use super::super::checkpoint::tests::{lines, text};
-use super::super::testing::{dump, set_times, store};
+use super::super::testing::{acp_record, acp_session, acp_turn, dump, set_times, store};
 use super::*;
 
 async fn count(store: &Store, table: &str) -> i64 {
@@ -16,7 +16,7 @@ async fn create_get_and_update_rows() {
     let created = store.acp_create("s", "echo", "alice", "/w").await.unwrap();
     assert_eq!(created.interaction_surface, "rpc");
     assert!(created.surface_supported());
-    assert_eq!(created.created_at, created.last_activity);
+    assert_eq!(created.record.created_at, created.record.last_activity);
     assert_eq!(store.acp_get("s").await.unwrap().as_ref(), Some(&created));
     assert!(matches!(
         store.acp_create("s", "echo", "bob", "/x").await,
@@ -33,8 +33,8 @@ async fn create_get_and_update_rows() {
         .unwrap();
     store.acp_touch(created.row).await.unwrap();
     let got = store.acp_get("s").await.unwrap().unwrap();
-    assert_eq!(got.workspace_dir, "/elsewhere");
-    assert!(got.last_activity.as_str() > "2000-01-01T00:00:00Z");
+    assert_eq!(got.record.workspace_dir, "/elsewhere");
+    assert!(got.record.last_activity.as_str() > "2000-01-01T00:00:00Z");
     assert_eq!(
         store.acp_touch(999).await,
         Err(StoreError::NotFound("acp session row"))
@@ -46,14 +46,9 @@ async fn create_get_and_update_rows() {
 
     assert_eq!(store.acp_message_count(created.row).await.unwrap(), 0);
     assert_eq!(store.acp_last_seq(created.row).await.unwrap(), 0);
-    store.turn_begin(created.row, "t", "p").await.unwrap();
-    store
-        .checkpoint_append(created.row, &[text("r")])
-        .await
-        .unwrap();
-    store.turn_finalize(created.row, None).await.unwrap();
+    acp_turn(&store, created.row, "t", "p", &[text("r")]).await;
     assert_eq!(store.acp_message_count(created.row).await.unwrap(), 2);
-    assert_eq!(store.acp_get("s").await.unwrap().unwrap().message_count, 2);
+    assert_eq!(acp_record(&store, "s").await.message_count, 2);
 }
 
 #[tokio::test]
@@ -68,7 +63,11 @@ async fn list_orders_by_activity_then_creation_and_hides_killed() {
         store.acp_create(id, "echo", "me", "/w").await.unwrap();
         set_times(&store, "acp_sessions", id, created, activity).await;
     }
-    let ids = |rows: Vec<AcpRow>| rows.into_iter().map(|r| r.session_id).collect::<Vec<_>>();
+    let ids = |rows: Vec<AcpRow>| {
+        rows.into_iter()
+            .map(|r| r.record.session_id)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
         ids(store.acp_list(false, 100).await.unwrap()),
         ["c", "b", "a", "d"]
@@ -153,8 +152,7 @@ async fn kill_folds_a_leftover_checkpoint_only_when_asked() {
 
 #[tokio::test]
 async fn kill_never_folds_a_foreign_surface() {
-    let (_dir, store, _) = store("acp-kill-foreign").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("acp-kill-foreign").await;
     store.turn_begin(s.row, "t", "hi").await.unwrap();
     sqlx::query("UPDATE acp_sessions SET interaction_surface = 'acp_stdio'")
         .execute(&store.pool)
@@ -169,8 +167,7 @@ async fn kill_never_folds_a_foreign_surface() {
 
 #[tokio::test]
 async fn kill_and_delete_faults_change_nothing() {
-    let (_dir, store, faults) = store("acp-faults").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, faults, s) = acp_session("acp-faults").await;
     store.turn_begin(s.row, "t", "hi").await.unwrap();
     faults.set(&[FaultPoint::Tombstone, FaultPoint::AcpDelete]);
     let before = dump(&store).await;
@@ -187,8 +184,7 @@ async fn kill_and_delete_faults_change_nothing() {
 
 #[tokio::test]
 async fn delete_cascades_and_leaves_chat_alone() {
-    let (_dir, store, _) = store("acp-delete").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("acp-delete").await;
     let other = store.acp_create("o", "echo", "me", "/w").await.unwrap();
     store.chat_create("s", "echo", "me", "/w").await.unwrap();
     store

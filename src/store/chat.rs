@@ -4,53 +4,24 @@
 //! appends its prompt and (non-empty) reply in one transaction. Nothing here
 //! reads or writes an ACP table, and the ACP side never touches these.
 
-use sqlx::sqlite::SqliteRow;
-use sqlx::Row;
-
 use crate::agent::ContextMessage;
 use crate::faults::FaultPoint;
 
 use super::projection::{provider_safe, TranscriptRow};
-use super::{utc_now, Store, StoreError};
+use super::record::SessionRecord;
+use super::{touched, utc_now, Store, StoreError};
 
-/// One persisted Chat session, with its history row count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChatRow {
-    /// The client-visible session id (the primary key).
-    pub session_id: String,
-    /// The agent.
-    pub agent_alias: String,
-    /// The owner.
-    pub owner_principal_id: String,
-    /// The session's working directory.
-    pub workspace_dir: String,
-    /// RFC 3339.
-    pub created_at: String,
-    /// RFC 3339.
-    pub last_activity: String,
-    /// History rows.
-    pub message_count: u64,
-}
+/// What a write to a Chat record that is not there is.
+const NO_SESSION: StoreError = StoreError::NotFound("chat session");
+
+/// One persisted Chat session: the record alone (Chat rows have no key of
+/// their own, no surface and no tombstone).
+pub type ChatRow = SessionRecord;
 
 const SELECT_ROW: &str = "SELECT c.session_id, c.agent_alias, c.owner_principal_id, \
      c.workspace_dir, c.created_at, c.last_activity, \
      (SELECT COUNT(*) FROM chat_messages m WHERE m.session_id = c.session_id) AS message_count \
      FROM chat_sessions c";
-
-impl ChatRow {
-    fn from_sql(r: &SqliteRow) -> Result<Self, StoreError> {
-        let count: i64 = r.try_get("message_count")?;
-        Ok(ChatRow {
-            session_id: r.try_get("session_id")?,
-            agent_alias: r.try_get("agent_alias")?,
-            owner_principal_id: r.try_get("owner_principal_id")?,
-            workspace_dir: r.try_get("workspace_dir")?,
-            created_at: r.try_get("created_at")?,
-            last_activity: r.try_get("last_activity")?,
-            message_count: u64::try_from(count).unwrap_or(0),
-        })
-    }
-}
 
 impl Store {
     /// The Chat record for `session_id`, if any.
@@ -59,7 +30,7 @@ impl Store {
             .bind(session_id)
             .fetch_optional(&self.pool)
             .await?;
-        r.as_ref().map(ChatRow::from_sql).transpose()
+        r.as_ref().map(SessionRecord::from_sql).transpose()
     }
 
     /// Creates the Chat record (at `session/new`, before any turn); fails if
@@ -84,15 +55,13 @@ impl Store {
         .bind(&now)
         .execute(&self.pool)
         .await?;
-        Ok(ChatRow {
-            session_id: session_id.to_owned(),
-            agent_alias: agent.to_owned(),
-            owner_principal_id: owner.to_owned(),
-            workspace_dir: workspace_dir.to_owned(),
-            created_at: now.clone(),
-            last_activity: now,
-            message_count: 0,
-        })
+        Ok(SessionRecord::created(
+            session_id,
+            agent,
+            owner,
+            workspace_dir,
+            now,
+        ))
     }
 
     /// Replaces the stored working directory (a `cwd` given on resume).
@@ -106,10 +75,7 @@ impl Store {
             .bind(session_id)
             .execute(&self.pool)
             .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("chat session"));
-        }
-        Ok(())
+        touched(done.rows_affected(), NO_SESSION)
     }
 
     /// Appends a finished turn (fault point `chat_append`) in one
@@ -124,15 +90,12 @@ impl Store {
         self.check(FaultPoint::ChatAppend)?;
         let now = utc_now();
         let mut tx = self.write_tx().await?;
-        let touched =
-            sqlx::query("UPDATE chat_sessions SET last_activity = ? WHERE session_id = ?")
-                .bind(&now)
-                .bind(session_id)
-                .execute(&mut *tx)
-                .await?;
-        if touched.rows_affected() == 0 {
-            return Err(StoreError::NotFound("chat session"));
-        }
+        let done = sqlx::query("UPDATE chat_sessions SET last_activity = ? WHERE session_id = ?")
+            .bind(&now)
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await?;
+        touched(done.rows_affected(), NO_SESSION)?;
         let last: i64 = sqlx::query_scalar(
             "SELECT COALESCE(MAX(seq), 0) FROM chat_messages WHERE session_id = ?",
         )
@@ -209,7 +172,7 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(ChatRow::from_sql).collect()
+        rows.iter().map(SessionRecord::from_sql).collect()
     }
 }
 

@@ -1,5 +1,5 @@
 use super::super::projection::tests::shape;
-use super::super::testing::{dump, set_times, store};
+use super::super::testing::{acp_record, dump, set_times, store};
 use super::*;
 
 #[tokio::test]
@@ -129,7 +129,7 @@ async fn delete_cascades_and_leaves_acp_alone() {
         .await
         .unwrap();
     assert_eq!(left, 2);
-    assert_eq!(store.acp_get("s").await.unwrap().unwrap().message_count, 1);
+    assert_eq!(acp_record(&store, "s").await.message_count, 1);
     assert!(!store.chat_delete("s").await.unwrap());
 }
 

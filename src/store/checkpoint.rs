@@ -20,7 +20,7 @@ use crate::faults::FaultPoint;
 
 use super::fold::{fold_checkpoint, Touch};
 use super::projection::TranscriptRow;
-use super::{bound_text, utc_now, Store, StoreError};
+use super::{bound_text, touched, utc_now, Store, StoreError};
 use crate::limits::TOOL_OUTPUT_MAX;
 
 /// One visible event of a running turn, appended before its notification.
@@ -266,10 +266,10 @@ impl Store {
         .bind(row)
         .execute(&self.pool)
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::State("no open turn checkpoint"));
-        }
-        Ok(())
+        touched(
+            done.rows_affected(),
+            StoreError::State("no open turn checkpoint"),
+        )
     }
 
     /// Finalizes the open turn (fault point `turn_finalize`): in one

@@ -3,7 +3,7 @@
 use serde_json::value::RawValue;
 
 use super::super::fold::READ_CHUNK;
-use super::super::testing::{dump, store};
+use super::super::testing::{acp_record, acp_session, refused_unchanged};
 use super::*;
 
 pub(crate) fn text(s: &str) -> CheckpointEvent {
@@ -48,10 +48,12 @@ async fn payloads(store: &Store, row: i64) -> Vec<String> {
     checkpoint_payloads(&mut conn, row).await.unwrap()
 }
 
+/// The refusal of a second `turn_begin` while a turn is open.
+const ALREADY_OPEN: StoreError = StoreError::State("a turn checkpoint is already open");
+
 #[tokio::test]
 async fn begin_append_finalize_folds_in_order() {
-    let (_dir, store, _) = store("fold").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("fold").await;
     assert!(!store.has_checkpoint(s.row).await.unwrap());
 
     store.turn_begin(s.row, "t1", "hi").await.unwrap();
@@ -133,8 +135,7 @@ async fn begin_append_finalize_folds_in_order() {
 
 #[tokio::test]
 async fn empty_text_runs_write_no_row() {
-    let (_dir, store, _) = store("fold-empty").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("fold-empty").await;
     store.turn_begin(s.row, "t1", "").await.unwrap();
     store
         .checkpoint_append(s.row, &[text(""), call("a", "{}"), text("")])
@@ -154,8 +155,7 @@ async fn empty_text_runs_write_no_row() {
 
 #[tokio::test]
 async fn a_large_batch_keeps_order_and_bytes() {
-    let (_dir, store, _) = store("batch").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("batch").await;
     store.turn_begin(s.row, "t1", "go").await.unwrap();
     let parts: Vec<String> = (0..300).map(|n| format!("<{n}\n\"é\\\u{7}>")).collect();
     let batch: Vec<_> = parts.iter().map(|p| text(p)).collect();
@@ -174,8 +174,7 @@ async fn a_large_batch_keeps_order_and_bytes() {
 
 #[tokio::test]
 async fn tool_outputs_are_bounded_at_16_kib_when_stored() {
-    let (_dir, store, _) = store("bound").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("bound").await;
     store.turn_begin(s.row, "t1", "go").await.unwrap();
     // 16,383 ASCII bytes then a 3-byte char straddling the limit.
     let long = format!("{}€tail", "a".repeat(TOOL_OUTPUT_MAX - 1));
@@ -200,8 +199,7 @@ async fn tool_outputs_are_bounded_at_16_kib_when_stored() {
 
 #[tokio::test]
 async fn misuse_is_refused_without_writing() {
-    let (_dir, store, _) = store("misuse").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("misuse").await;
     assert_eq!(
         store.checkpoint_append(s.row, &[text("x")]).await,
         Err(StoreError::State("no open turn checkpoint"))
@@ -215,12 +213,7 @@ async fn misuse_is_refused_without_writing() {
         Err(StoreError::NotFound("acp session row"))
     );
     store.turn_begin(s.row, "t1", "p").await.unwrap();
-    let before = dump(&store).await;
-    assert_eq!(
-        store.turn_begin(s.row, "t2", "p").await,
-        Err(StoreError::State("a turn checkpoint is already open"))
-    );
-    assert_eq!(dump(&store).await, before);
+    refused_unchanged(&store, store.turn_begin(s.row, "t2", "p"), ALREADY_OPEN).await;
     store.turn_finalize(s.row, None).await.unwrap();
     store.acp_kill(s.row, true).await.unwrap();
     assert_eq!(
@@ -231,15 +224,14 @@ async fn misuse_is_refused_without_writing() {
 
 #[tokio::test]
 async fn turn_begin_and_finalize_move_last_activity() {
-    let (_dir, store, _) = store("activity").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("activity").await;
     let old = "2000-01-01T00:00:00Z";
     let set_old = || {
         sqlx::query("UPDATE acp_sessions SET last_activity = ?")
             .bind(old)
             .execute(&store.pool)
     };
-    let activity = || async { store.acp_get("s").await.unwrap().unwrap().last_activity };
+    let activity = || async { acp_record(&store, "s").await.last_activity };
     set_old().await.unwrap();
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     assert!(activity().await.as_str() > old);
@@ -256,37 +248,35 @@ async fn turn_begin_and_finalize_move_last_activity() {
 
 #[tokio::test]
 async fn checkpoint_fault_points_fail_and_change_nothing() {
-    let (_dir, store, faults) = store("faults").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, faults, s) = acp_session("faults").await;
 
     faults.set(&[FaultPoint::TurnBegin]);
-    let before = dump(&store).await;
-    assert_eq!(
-        store.turn_begin(s.row, "t1", "p").await,
-        Err(StoreError::Injected(FaultPoint::TurnBegin))
-    );
-    assert_eq!(dump(&store).await, before);
+    refused_unchanged(
+        &store,
+        store.turn_begin(s.row, "t1", "p"),
+        StoreError::Injected(FaultPoint::TurnBegin),
+    )
+    .await;
 
     faults.set(&[]);
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     store.checkpoint_append(s.row, &[text("a")]).await.unwrap();
 
     faults.set(&[FaultPoint::CheckpointAppend]);
-    let before = dump(&store).await;
-    assert_eq!(
-        store
-            .checkpoint_append(s.row, &[text("b"), text("c")])
-            .await,
-        Err(StoreError::Injected(FaultPoint::CheckpointAppend))
-    );
-    assert_eq!(dump(&store).await, before);
+    refused_unchanged(
+        &store,
+        store.checkpoint_append(s.row, &[text("b"), text("c")]),
+        StoreError::Injected(FaultPoint::CheckpointAppend),
+    )
+    .await;
 
     faults.set(&[FaultPoint::TurnFinalize]);
-    assert_eq!(
-        store.turn_finalize(s.row, None).await.unwrap_err(),
-        StoreError::Injected(FaultPoint::TurnFinalize)
-    );
-    assert_eq!(dump(&store).await, before);
+    refused_unchanged(
+        &store,
+        store.turn_finalize(s.row, None),
+        StoreError::Injected(FaultPoint::TurnFinalize),
+    )
+    .await;
     assert!(store.has_checkpoint(s.row).await.unwrap());
 
     faults.set(&[]);
@@ -316,8 +306,7 @@ async fn insert_raw(store: &Store, row: i64, payloads: &[&[u8]]) {
 
 #[tokio::test]
 async fn the_fold_skips_unreadable_payloads_and_keeps_text_runs() {
-    let (_dir, store, _) = store("fold-raw").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("fold-raw").await;
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     insert_raw(
         &store,
@@ -355,8 +344,7 @@ async fn the_fold_skips_unreadable_payloads_and_keeps_text_runs() {
 
 #[tokio::test]
 async fn the_fold_reads_long_checkpoints_in_order() {
-    let (_dir, store, _) = store("fold-long").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("fold-long").await;
     let other = store.acp_create("o", "echo", "me", "/w").await.unwrap();
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     store.turn_begin(other.row, "t1", "q").await.unwrap();
@@ -397,20 +385,14 @@ async fn the_fold_reads_long_checkpoints_in_order() {
 
 #[tokio::test]
 async fn a_refused_begin_writes_nothing_even_with_the_open_turn_id() {
-    let (_dir, store, _) = store("begin-same-id").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("begin-same-id").await;
     store.turn_begin(s.row, "t1", "p").await.unwrap();
-    let before = dump(&store).await;
-    assert_eq!(
-        store.turn_begin(s.row, "t1", "again").await,
-        Err(StoreError::State("a turn checkpoint is already open"))
-    );
-    assert_eq!(dump(&store).await, before);
+    refused_unchanged(&store, store.turn_begin(s.row, "t1", "again"), ALREADY_OPEN).await;
     store.acp_kill(s.row, false).await.unwrap();
-    let before = dump(&store).await;
-    assert_eq!(
-        store.turn_begin(s.row, "t2", "p").await,
-        Err(StoreError::State("session is killed"))
-    );
-    assert_eq!(dump(&store).await, before);
+    refused_unchanged(
+        &store,
+        store.turn_begin(s.row, "t2", "p"),
+        StoreError::State("session is killed"),
+    )
+    .await;
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::checkpoint::tests::{result, text};
-use super::testing::{store, TempDir};
+use super::testing::{acp_session, store, TempDir};
 use super::{CheckpointEvent, Store};
 use crate::faults::Faults;
 
@@ -160,8 +160,7 @@ async fn killed_writer_leaves_a_gapless_prefix() {
 #[tokio::test]
 #[ignore]
 async fn append_timing() {
-    let (_dir, store, _) = store("timing").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("timing").await;
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     let chunk = "x".repeat(64);
     for n in [1usize, 64] {

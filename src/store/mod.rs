@@ -43,6 +43,7 @@ pub mod migrations;
 mod open;
 mod paging;
 mod projection;
+mod record;
 mod recovery;
 mod snapshots;
 
@@ -57,6 +58,7 @@ pub use chat::ChatRow;
 pub use checkpoint::CheckpointEvent;
 pub use paging::{MessageEntry, MessagesPage, PAGE_CONTENT_MAX, PAGE_JSON_MAX};
 pub use projection::{provider_safe, TranscriptRow};
+pub use record::SessionRecord;
 
 /// The one `interaction_surface` this daemon writes and recovers (§9.7).
 pub const RPC_SURFACE: &str = "rpc";
@@ -198,6 +200,15 @@ impl Store {
     /// A reading transaction: one consistent view of several queries.
     async fn read_tx(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         Ok(self.pool.begin().await?)
+    }
+}
+
+/// `Ok` when a write touched a row, else `missing`: an `UPDATE` of a row
+/// that is not there changes nothing and is no SQLite error.
+fn touched(rows_affected: u64, missing: StoreError) -> Result<(), StoreError> {
+    match rows_affected {
+        0 => Err(missing),
+        _ => Ok(()),
     }
 }
 

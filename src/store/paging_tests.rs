@@ -1,5 +1,5 @@
 use super::super::checkpoint::tests::{call, result, text};
-use super::super::testing::store;
+use super::super::testing::{acp_session, acp_turn, store};
 use super::super::TRUNCATION_SUFFIX;
 use super::*;
 
@@ -19,8 +19,7 @@ async fn prompt_row(store: &Store, row: i64, prompt: &str) {
 
 #[tokio::test]
 async fn entries_match_the_spec_example() {
-    let (_dir, store, _) = store("page-example").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("page-example").await;
     store.turn_begin(s.row, "t", "hi").await.unwrap();
     store
         .checkpoint_append(
@@ -43,8 +42,7 @@ async fn entries_match_the_spec_example() {
 
 #[tokio::test]
 async fn pages_walk_backwards_from_before_index() {
-    let (_dir, store, _) = store("page-walk").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("page-walk").await;
     let empty = store.acp_messages(s.row, None, 10).await.unwrap();
     assert_eq!((empty.total, empty.start, empty.messages.len()), (0, 0, 0));
     for n in 1..=7 {
@@ -65,8 +63,7 @@ async fn pages_walk_backwards_from_before_index() {
 
 #[tokio::test]
 async fn pages_shrink_to_4_mib_and_keep_at_least_one_row() {
-    let (_dir, store, _) = store("page-shrink").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("page-shrink").await;
     let big = "x".repeat(1_000_000);
     for _ in 0..6 {
         prompt_row(&store, s.row, &big).await;
@@ -93,8 +90,7 @@ async fn pages_shrink_to_4_mib_and_keep_at_least_one_row() {
 
 #[tokio::test]
 async fn contents_over_1_mib_are_bounded_and_flagged() {
-    let (_dir, store, _) = store("page-truncate").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("page-truncate").await;
     let long = format!("{}é", "a".repeat(PAGE_CONTENT_MAX - 1));
     prompt_row(&store, s.row, &long).await;
     prompt_row(&store, s.row, &"b".repeat(PAGE_CONTENT_MAX)).await;
@@ -124,12 +120,7 @@ async fn chat_pages_are_plain_messages() {
     store.chat_append_turn("c", "again", None).await.unwrap();
     // An ACP row with the same id is a different store.
     let acp = store.acp_create("c", "echo", "me", "/w").await.unwrap();
-    store.turn_begin(acp.row, "t", "acp").await.unwrap();
-    store
-        .checkpoint_append(acp.row, &[text("x")])
-        .await
-        .unwrap();
-    store.turn_finalize(acp.row, None).await.unwrap();
+    acp_turn(&store, acp.row, "t", "acp", &[text("x")]).await;
 
     let page = store.chat_messages("c", None, 2).await.unwrap();
     assert_eq!((page.total, page.start), (3, 1));

@@ -1,13 +1,12 @@
 use super::super::checkpoint::tests::{call, lines, result, text};
 use super::super::projection::tests::shape;
-use super::super::testing::{dump, store};
+use super::super::testing::{acp_session, dump, refused_unchanged, store};
 use super::*;
 use crate::agent::{Kind, Role};
 
 #[tokio::test]
 async fn recovery_folds_once_with_one_marker() {
-    let (_dir, store, _) = store("recover").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("recover").await;
     assert!(!store.recover(s.row).await.unwrap(), "nothing to recover");
     assert!(store.acp_transcript(s.row).await.unwrap().is_empty());
 
@@ -67,16 +66,15 @@ async fn recovery_leaves_killed_and_foreign_rows_alone() {
 
 #[tokio::test]
 async fn recovery_fault_changes_nothing() {
-    let (_dir, store, faults) = store("recover-fault").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, faults, s) = acp_session("recover-fault").await;
     store.turn_begin(s.row, "t1", "hi").await.unwrap();
     faults.set(&[FaultPoint::Recovery]);
-    let before = dump(&store).await;
-    assert_eq!(
-        store.recover(s.row).await,
-        Err(StoreError::Injected(FaultPoint::Recovery))
-    );
-    assert_eq!(dump(&store).await, before);
+    refused_unchanged(
+        &store,
+        store.recover(s.row),
+        StoreError::Injected(FaultPoint::Recovery),
+    )
+    .await;
     faults.set(&[]);
     assert!(store.recover(s.row).await.unwrap());
 }
@@ -96,8 +94,7 @@ async fn turn(store: &Store, row: i64, prompt: &str, reply: &str) {
 
 #[tokio::test]
 async fn rebuild_uses_the_latest_snapshot_then_later_rows() {
-    let (_dir, store, faults) = store("rebuild").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, faults, s) = acp_session("rebuild").await;
     turn(&store, s.row, "p1", "r1").await;
     turn(&store, s.row, "p2", "r2").await;
     // Legacy replay: no snapshot yet.
@@ -139,12 +136,12 @@ async fn rebuild_uses_the_latest_snapshot_then_later_rows() {
 
     // A snapshot write fault writes nothing; the old snapshot still rules.
     faults.set(&[FaultPoint::SnapshotWrite]);
-    let before = dump(&store).await;
-    assert_eq!(
-        store.write_snapshot(s.row, 10, &[]).await,
-        Err(StoreError::Injected(FaultPoint::SnapshotWrite))
-    );
-    assert_eq!(dump(&store).await, before);
+    refused_unchanged(
+        &store,
+        store.write_snapshot(s.row, 10, &[]),
+        StoreError::Injected(FaultPoint::SnapshotWrite),
+    )
+    .await;
     assert_eq!(store.rebuild_context(s.row).await.unwrap(), ctx);
     faults.set(&[]);
 
@@ -162,8 +159,7 @@ async fn rebuild_uses_the_latest_snapshot_then_later_rows() {
 
 #[tokio::test]
 async fn an_empty_snapshot_is_authoritative() {
-    let (_dir, store, _) = store("rebuild-empty").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("rebuild-empty").await;
     turn(&store, s.row, "p1", "r1").await;
     store.write_snapshot(s.row, 2, &[]).await.unwrap();
     let json: String = sqlx::query_scalar("SELECT messages_json FROM acp_context_snapshots")
@@ -181,8 +177,7 @@ async fn an_empty_snapshot_is_authoritative() {
 
 #[tokio::test]
 async fn a_corrupt_snapshot_is_an_error_not_a_fallback() {
-    let (_dir, store, _) = store("rebuild-corrupt").await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = acp_session("rebuild-corrupt").await;
     sqlx::query(
         "INSERT INTO acp_context_snapshots (session_row, boundary_seq, messages_json, created_at) \
          VALUES (?, 0, 'not json', '')",

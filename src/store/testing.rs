@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::faults::Faults;
 
-use super::Store;
+use super::{Store, StoreError};
 
 /// The endpoint tests' self-removing temporary directory serves here too.
 pub(crate) use crate::endpoint::test_support::TempDir;
@@ -59,4 +59,52 @@ pub(crate) async fn dump(store: &Store) -> Vec<String> {
         out.extend(rows.into_iter().map(|r| format!("{table} {r}")));
     }
     out
+}
+
+/// The stored record of ACP session `id`, which the test created.
+pub(crate) async fn acp_record(store: &Store, id: &str) -> super::SessionRecord {
+    match store.acp_get(id).await {
+        Ok(Some(row)) => row.record,
+        other => panic!("ACP session {id}: {other:?}"),
+    }
+}
+
+/// A store in a fresh directory holding one ACP session, `s` (agent `echo`,
+/// owner `me`, workspace `/w`): the fixture most store tests start from.
+pub(crate) async fn acp_session(tag: &str) -> (TempDir, Store, Arc<Faults>, super::AcpRow) {
+    let (dir, store, faults) = store(tag).await;
+    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    (dir, store, faults, s)
+}
+
+/// One whole ACP turn on `row`: begin with `prompt`, append `events`, finalize.
+pub(crate) async fn acp_turn(
+    store: &Store,
+    row: i64,
+    turn_id: &str,
+    prompt: &str,
+    events: &[super::CheckpointEvent],
+) {
+    store.turn_begin(row, turn_id, prompt).await.unwrap();
+    store.checkpoint_append(row, events).await.unwrap();
+    store.turn_finalize(row, None).await.unwrap();
+}
+
+/// Asserts that `op` fails with `want` and leaves every row as it was
+/// (`op` runs only when awaited here, after the first dump).
+pub(crate) async fn refused_unchanged<T: std::fmt::Debug>(
+    store: &Store,
+    op: impl std::future::Future<Output = Result<T, StoreError>>,
+    want: StoreError,
+) {
+    let before = dump(store).await;
+    match op.await {
+        Err(e) => assert_eq!(e, want),
+        Ok(v) => panic!("expected {want:?}, got Ok({v:?})"),
+    }
+    assert_eq!(
+        dump(store).await,
+        before,
+        "a refused call changed the store"
+    );
 }

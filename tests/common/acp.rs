@@ -402,6 +402,14 @@ pub fn db_int(db: &Path, sql: &str) -> i64 {
     })
 }
 
+/// The `acp_sessions.id` of session `sid` (the key its other rows carry).
+pub fn acp_row_id(db: &Path, sid: &str) -> i64 {
+    db_int(
+        db,
+        &format!("SELECT id FROM acp_sessions WHERE session_id = '{sid}'"),
+    )
+}
+
 /// Runs `statements` in one transaction on a read-write connection; only
 /// while no daemon runs on the database.
 pub fn db_exec(db: &Path, statements: &[&str]) {

@@ -23,6 +23,7 @@ mod daemon;
 pub mod env_ops;
 pub mod errors;
 pub mod files;
+pub mod golden;
 mod log;
 pub mod openai;
 pub mod openai_server;

@@ -22,25 +22,41 @@ pub fn private_file(name: &str, file: &Path) -> Check {
     owned_and_closed(name, file, 0o077, false)
 }
 
+/// The entry at `path` itself (a link is not followed), or the check to
+/// report: `missing()` when there is none, `cannot inspect …` with `fix`
+/// when it cannot be looked at.
+#[cfg(unix)]
+fn inspect(
+    name: &str,
+    path: &Path,
+    fix: &str,
+    missing: impl FnOnce() -> Check,
+) -> Result<std::fs::Metadata, Check> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(missing()),
+        Err(e) => Err(Check::fail(
+            name,
+            format!("cannot inspect {}: {e}", path.display()),
+            fix,
+        )),
+    }
+}
+
 #[cfg(unix)]
 fn owned_and_closed(name: &str, path: &Path, forbidden: u32, dir: bool) -> Check {
     use std::os::unix::fs::MetadataExt;
     let shown = path.display();
-    let meta = match std::fs::symlink_metadata(path) {
+    let missing = || {
+        Check::pass(
+            name,
+            format!("{shown} does not exist yet (the daemon creates it)"),
+        )
+    };
+    let fix = "make its parent searchable by this user";
+    let meta = match inspect(name, path, fix, missing) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Check::pass(
-                name,
-                format!("{shown} does not exist yet (the daemon creates it)"),
-            )
-        }
-        Err(e) => {
-            return Check::fail(
-                name,
-                format!("cannot inspect {shown}: {e}"),
-                "make its parent searchable by this user",
-            )
-        }
+        Err(check) => return check,
     };
     let mode = meta.mode() & 0o7777;
     if meta.file_type().is_symlink() || meta.is_dir() != dir {
@@ -86,22 +102,13 @@ pub fn endpoint(socket: &Path, group: bool) -> Check {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     const NAME: &str = "endpoint";
     let shown = socket.display();
-    let meta = match std::fs::symlink_metadata(socket) {
+    let missing = || {
+        let fix = "start the daemon (`zeroclaw daemon`)";
+        Check::fail(NAME, format!("no socket at {shown}"), fix)
+    };
+    let meta = match inspect(NAME, socket, "check the data dir's mode", missing) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Check::fail(
-                NAME,
-                format!("no socket at {shown}"),
-                "start the daemon (`zeroclaw daemon`)",
-            )
-        }
-        Err(e) => {
-            return Check::fail(
-                NAME,
-                format!("cannot inspect {shown}: {e}"),
-                "check the data dir's mode",
-            )
-        }
+        Err(check) => return check,
     };
     if !meta.file_type().is_socket() {
         return Check::fail(
