@@ -1,0 +1,48 @@
+//! Keys a person types while a turn streams (no editor reads the terminal
+//! then) are the next prompt's, as with bash and readline: a typed line and
+//! Enter is the next prompt sent, a line without Enter is waiting, editable,
+//! at the next prompt. Nothing of it is lost.
+
+#[macro_use]
+mod common;
+
+use common::chat_tty::{chat_tty, last_prompt_line, prompts_received, session_id};
+use common::start::start_echo;
+use common::tty::available;
+
+#[test]
+fn keys_typed_during_a_turn_are_the_next_prompts() {
+    if !available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = start_echo();
+    let t = chat_tty(&env, &["--new"]);
+    let sid = session_id(&t);
+    t.line("started\\");
+    t.wait_for("> started\\\n> ");
+    t.line("::sleep 1500\\");
+    t.wait_for("> ::sleep 1500\\\n> ");
+    t.line("done");
+    // The turn runs (its first line shows); type ahead of it.
+    t.wait_for("\nstarted");
+    t.type_text("first ahead");
+    t.keys(&["Enter"]);
+    t.type_text("second ahead");
+    // The typed line went as the next prompt, the unfinished one waits.
+    t.wait_for("> first ahead\nfirst ahead\n> second ahead");
+    assert_eq!(
+        last_prompt_line(&t).as_deref(),
+        Some("> second ahead"),
+        "{}",
+        t.screen()
+    );
+    t.keys(&["Enter"]);
+    t.wait_for("> second ahead\nsecond ahead\n> ");
+    assert_eq!(
+        prompts_received(&env, &sid),
+        ["started\n::sleep 1500\ndone", "first ahead", "second ahead"],
+        "{}",
+        t.screen()
+    );
+    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+}
