@@ -63,7 +63,7 @@ pub async fn approval(input: &mut Input, p: &Value) -> Decision {
                 Some(d) => return d,
                 None => super::render::notice("answer a, w, r or e TEXT"),
             },
-            Line::TooLong(_) => super::render::notice("answer a, w, r or e TEXT"),
+            Line::TooLong(_) | Line::NotUtf8 => super::render::notice("answer a, w, r or e TEXT"),
             Line::Interrupted | Line::Eof => return reject,
         }
     }
@@ -96,8 +96,8 @@ pub async fn elicitation(input: &mut Input, p: &Value) -> Value {
         loop {
             let text = match input.read(&prompt, false).await {
                 Line::Text { text, .. } => text,
-                Line::TooLong(_) => {
-                    super::render::notice("answer too long");
+                Line::TooLong(_) | Line::NotUtf8 => {
+                    super::render::notice("answer too long or not UTF-8");
                     continue;
                 }
                 Line::Eof => return json!({"action": "decline"}),

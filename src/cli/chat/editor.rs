@@ -19,6 +19,9 @@ pub enum Line {
     Text { text: String, lossy: bool },
     /// A line over [`MAX_LINE_BYTES`] (its length), dropped.
     TooLong(usize),
+    /// Bytes that are not UTF-8 on a terminal: the line being edited was
+    /// dropped with the rest of its paste (the editor cannot repair it).
+    NotUtf8,
     /// Ctrl-C at the prompt.
     Interrupted,
     /// Ctrl-D, or the end of stdin.
@@ -34,6 +37,9 @@ struct Ask {
 pub struct Input {
     asks: std::sync::mpsc::Sender<Ask>,
     lines: mpsc::Receiver<Line>,
+    /// A line was asked for and not yet taken: a read dropped by a `select!`
+    /// (the chat watching its connection at the prompt) takes it later.
+    asked: bool,
 }
 
 impl Input {
@@ -51,19 +57,35 @@ impl Input {
                 }
             }
         });
-        Input { asks, lines }
+        Input {
+            asks,
+            lines,
+            asked: false,
+        }
     }
 
     /// The next line, shown `prompt` (on a terminal); `history` records it.
+    /// Cancel-safe: dropped before its line came, the next call waits for
+    /// that same line (its prompt is already showing).
     pub async fn read(&mut self, prompt: &str, history: bool) -> Line {
-        let ask = Ask {
-            prompt: prompt.to_owned(),
-            history,
-        };
-        if self.asks.send(ask).is_err() {
-            return Line::Eof;
+        if !self.asked {
+            let ask = Ask {
+                prompt: prompt.to_owned(),
+                history,
+            };
+            if self.asks.send(ask).is_err() {
+                return Line::Eof;
+            }
+            self.asked = true;
         }
-        self.lines.recv().await.unwrap_or(Line::Eof)
+        let line = self.lines.recv().await.unwrap_or(Line::Eof);
+        self.asked = false;
+        line
+    }
+
+    /// Whether the editor is reading a line (its prompt is on the screen).
+    pub fn reading(&self) -> bool {
+        self.asked
     }
 }
 
@@ -122,14 +144,13 @@ impl Source {
                         Err(ReadlineError::Eof) => return Line::Eof,
                         // A resize mid-read: read on, the editor redraws.
                         Err(ReadlineError::WindowResized) => continue,
-                        // Invalid UTF-8 typed or pasted: that line is lost, not the chat.
+                        // Invalid UTF-8 typed or pasted: the editor stopped in
+                        // the middle of it; the rest must not become a prompt.
                         Err(ReadlineError::Io(e))
                             if e.kind() == std::io::ErrorKind::InvalidData =>
                         {
-                            return Line::Text {
-                                text: String::new(),
-                                lossy: true,
-                            }
+                            drop_pending_input(ed);
+                            return Line::NotUtf8;
                         }
                         Err(_) => return Line::Eof,
                     }
@@ -144,6 +165,20 @@ impl Source {
             }
         }
     }
+}
+
+/// Drops what is typed but not yet read: the kernel's queue and the bytes the
+/// editor read ahead (a new editor, with the history copied over).
+fn drop_pending_input(ed: &mut Box<rustyline::DefaultEditor>) {
+    // SAFETY: tcflush only discards the terminal's queued input; fd 0 is ours.
+    unsafe { libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH) };
+    let Source::Editor(mut fresh) = Source::new(true) else {
+        return;
+    };
+    for entry in ed.history() {
+        let _ = fresh.add_history_entry(entry.as_str());
+    }
+    *ed = fresh;
 }
 
 /// Prints all but the last line of a prompt; returns the last (rustyline
