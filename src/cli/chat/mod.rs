@@ -181,7 +181,7 @@ impl Chat {
             let waited = tokio::select! {
                 l = self.input.read(if self.render.tty { PROMPT } else { "" }, true) => AtPrompt::Line(l),
                 _ = self.interrupts.next() => AtPrompt::Line(Line::Interrupted),
-                ev = self.conn.incoming.recv(), if self.watching => AtPrompt::Daemon(ev),
+                ev = self.conn.next(), if self.watching => AtPrompt::Daemon(ev),
             };
             let line = match waited {
                 AtPrompt::Line(l) => l,

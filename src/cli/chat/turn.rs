@@ -4,6 +4,7 @@
 //! the Ctrl-C watcher itself.
 
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
 use super::super::conn::{CallError, Incoming};
 use super::render::notice;
@@ -13,7 +14,7 @@ impl Chat {
     /// One turn: stream it, answer its questions, Ctrl-C cancels it.
     pub(super) async fn turn(&mut self, prompt: &str) -> Option<i32> {
         // A connection that died while idle is noticed before the prompt goes.
-        while let Ok(ev) = self.conn.incoming.try_recv() {
+        while let Some(ev) = self.conn.try_next() {
             if let Incoming::Closed(_) = ev {
                 if let Err(status) = self.reconnect().await {
                     return Some(status);
@@ -36,9 +37,16 @@ impl Chat {
             Err(e) => return self.failed(e).await,
         };
         let mut cancelling = false;
+        // When buffered output is due on the screen (see `Render::flush_soon`).
+        let mut due: Option<Instant> = None;
         loop {
             let ev = tokio::select! {
-                ev = self.conn.incoming.recv() => ev,
+                ev = self.conn.next() => ev,
+                _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {
+                    self.render.flush();
+                    due = None;
+                    continue;
+                }
                 _ = self.interrupts.next() => {
                     if !cancelling {
                         cancelling = true;
@@ -52,6 +60,7 @@ impl Chat {
                 }
             };
             match ev {
+                Some(Incoming::Chunk { thought, text }) => self.render.chunk(thought, &text),
                 Some(Incoming::Notification { method, params }) if method == "session/update" => {
                     if params.get("type").and_then(Value::as_str) == Some("approval_request") {
                         self.render.finish_line();
@@ -112,8 +121,8 @@ impl Chat {
                     return self.reconnect().await.err();
                 }
             }
-            if self.conn.incoming.is_empty() {
-                self.render.flush();
+            if !self.conn.has_buffered() {
+                due = self.render.flush_soon();
             }
         }
     }
