@@ -46,3 +46,28 @@ fn keys_typed_during_a_turn_are_the_next_prompts() {
     );
     assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
 }
+
+/// Keys typed ahead are meant for the prompt: a question the daemon asks
+/// after them (an approval) drops them with a notice and waits for a fresh
+/// answer; before, a typed-ahead "a" approved the tool.
+#[test]
+fn keys_typed_ahead_never_answer_an_approval() {
+    if !available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = start_echo();
+    let t = chat_tty(&env, &["--new"]);
+    t.line("started\\");
+    t.wait_for("> started\\\n> ");
+    t.line("::sleep 1500\\");
+    t.wait_for("> ::sleep 1500\\\n> ");
+    t.line("::approve rm {\"f\":1}");
+    t.wait_for("\nstarted");
+    t.line("a");
+    t.wait_for("zeroclaw chat: keys typed before this question were dropped: answer it afresh");
+    t.wait_for(" s left): ");
+    t.line("r");
+    t.wait_for("[result rm: denied: rejected]\n> ");
+    assert!(!t.screen().contains("[result rm: {"), "{}", t.screen());
+    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+}

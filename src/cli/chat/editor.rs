@@ -28,9 +28,24 @@ pub enum Line {
     Eof,
 }
 
+/// What a read is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// The chat's prompt: recorded in the history; keys typed ahead of it
+    /// (during the turn before) are its.
+    Prompt,
+    /// The first answer to a question of the daemon's: on a terminal, keys
+    /// typed before the question showed are dropped (as sudo does before a
+    /// password), since they were meant for the prompt and must never
+    /// approve a tool.
+    Question,
+    /// A later answer to the same question (a form's next field, a retry).
+    FollowUp,
+}
+
 struct Ask {
     prompt: String,
-    history: bool,
+    purpose: Purpose,
 }
 
 /// The input thread's handle.
@@ -64,14 +79,14 @@ impl Input {
         }
     }
 
-    /// The next line, shown `prompt` (on a terminal); `history` records it.
+    /// The next line, shown `prompt` (on a terminal), read for `purpose`.
     /// Cancel-safe: dropped before its line came, the next call waits for
     /// that same line (its prompt is already showing).
-    pub async fn read(&mut self, prompt: &str, history: bool) -> Line {
+    pub async fn read(&mut self, prompt: &str, purpose: Purpose) -> Line {
         if !self.asked {
             let ask = Ask {
                 prompt: prompt.to_owned(),
-                history,
+                purpose,
             };
             if self.asks.send(ask).is_err() {
                 return Line::Eof;
@@ -128,6 +143,16 @@ impl Source {
         use rustyline::error::ReadlineError;
         match self {
             Source::Editor(ed) => {
+                if ask.purpose == Purpose::Question {
+                    // Whole typed lines are counted; a half-typed one goes too.
+                    let typed = input_waiting();
+                    drop_pending_input(ed);
+                    if typed {
+                        super::render::notice(
+                            "keys typed before this question were dropped: answer it afresh",
+                        );
+                    }
+                }
                 let prompt = show_head(&ask.prompt);
                 loop {
                     match ed.readline(prompt) {
@@ -135,7 +160,7 @@ impl Source {
                             return Line::TooLong(text.len())
                         }
                         Ok(text) => {
-                            if ask.history && !text.trim().is_empty() {
+                            if ask.purpose == Purpose::Prompt && !text.trim().is_empty() {
                                 let _ = ed.add_history_entry(text.as_str());
                             }
                             return Line::Text { text, lossy: false };
@@ -165,6 +190,14 @@ impl Source {
             }
         }
     }
+}
+
+/// Whether keys wait in the terminal's input queue.
+fn input_waiting() -> bool {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is valid.
+    let r = unsafe { libc::ioctl(libc::STDIN_FILENO, libc::FIONREAD, &mut n) };
+    r == 0 && n > 0
 }
 
 /// Drops what is typed but not yet read: the kernel's queue and the bytes the

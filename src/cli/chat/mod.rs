@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 
 use super::conn::{self, CallError, Conn, Incoming};
 use crate::client::exit;
-use editor::{Input, Line};
+use editor::{Input, Line, Purpose};
 use render::{notice, Render};
 use session::Current;
 use slash::Slash;
@@ -179,7 +179,7 @@ impl Chat {
             // The connection is watched meanwhile, so a daemon that stops is
             // noticed (and reconnected to) while the person is still typing.
             let waited = tokio::select! {
-                l = self.input.read(if self.render.tty { PROMPT } else { "" }, true) => AtPrompt::Line(l),
+                l = self.input.read(if self.render.tty { PROMPT } else { "" }, Purpose::Prompt) => AtPrompt::Line(l),
                 _ = self.interrupts.next() => AtPrompt::Line(Line::Interrupted),
                 ev = self.conn.next(), if self.watching => AtPrompt::Daemon(ev),
             };
