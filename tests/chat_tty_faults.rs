@@ -7,7 +7,7 @@
 #[macro_use]
 mod common;
 
-use common::chat_tty::{chat_tty, prompts_received, session_id};
+use common::chat_tty::{chat_tty, leave, prompt_lines, prompts_received, session_id};
 use common::start::{start_echo, write_config, ECHO_ONLY};
 use common::tty::available;
 use common::{DaemonBuilder, TestDir};
@@ -21,11 +21,7 @@ fn a_resize_mid_stream_keeps_the_answer_whole() {
     let t = chat_tty(&env, &["--new"]);
     let sid = session_id(&t);
     let answer = "abcdefghijklmnopqrstuvwxyz0123456789";
-    t.line("::chunk 1\\");
-    t.wait_for("> ::chunk 1\\\n> ");
-    t.line("::delay 30\\");
-    t.wait_for("> ::delay 30\\\n> ");
-    t.line(answer);
+    prompt_lines(&t, &["::chunk 1", "::delay 30", answer]);
     t.wait_for("\nabc");
     t.resize(40, 12);
     t.resize(120, 40);
@@ -39,8 +35,7 @@ fn a_resize_mid_stream_keeps_the_answer_whole() {
             "after".to_owned()
         ]
     );
-    assert!(!t.screen().contains("panicked"), "{}", t.screen());
-    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+    leave(&t);
 }
 
 #[test]
@@ -60,8 +55,7 @@ fn a_non_utf8_paste_is_refused_and_the_session_goes_on() {
     t.line("fine");
     t.wait_for("> fine\nfine\n> ");
     assert_eq!(prompts_received(&env, &sid), ["fine"], "{}", t.screen());
-    assert!(!t.screen().contains("panicked"), "{}", t.screen());
-    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+    leave(&t);
 }
 
 #[test]
@@ -86,7 +80,7 @@ fn a_paste_over_the_limit_is_refused_without_a_hang() {
     t.line("fine");
     t.wait_for("> fine\nfine\n> ");
     assert_eq!(prompts_received(&env, &sid), ["fine"]);
-    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+    leave(&t);
 }
 
 #[test]
@@ -102,9 +96,7 @@ fn a_daemon_restart_mid_turn_is_a_notice_and_a_resumed_session() {
     let sid = session_id(&t);
     t.line("one");
     t.wait_for("> one\none\n> ");
-    t.line("started\\");
-    t.wait_for("> started\\\n> ");
-    t.line("::sleep 60000");
+    prompt_lines(&t, &["started", "::sleep 60000"]);
     t.wait_for("\nstarted");
     d.signal(libc::SIGTERM);
     assert!(d.wait_exit(common::EXIT_TIMEOUT).is_some());
@@ -121,6 +113,5 @@ fn a_daemon_restart_mid_turn_is_a_notice_and_a_resumed_session() {
         ["one", "started\n::sleep 60000", "two"]
     );
     t.wait_for("\nstarted\n[cancelled]\n");
-    assert!(!t.screen().contains("panicked"), "{}", t.screen());
-    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+    leave(&t);
 }

@@ -6,7 +6,9 @@
 #[macro_use]
 mod common;
 
-use common::chat_tty::{chat_tty, last_prompt_line, prompts_received, session_id};
+use common::chat_tty::{
+    chat_tty, last_prompt_line, leave, prompt_lines, prompts_received, session_id,
+};
 use common::start::start_echo;
 use common::tty::available;
 
@@ -18,11 +20,7 @@ fn keys_typed_during_a_turn_are_the_next_prompts() {
     let env = start_echo();
     let t = chat_tty(&env, &["--new"]);
     let sid = session_id(&t);
-    t.line("started\\");
-    t.wait_for("> started\\\n> ");
-    t.line("::sleep 1500\\");
-    t.wait_for("> ::sleep 1500\\\n> ");
-    t.line("done");
+    prompt_lines(&t, &["started", "::sleep 1500", "done"]);
     // The turn runs (its first line shows); type ahead of it.
     t.wait_for("\nstarted");
     t.type_text("first ahead");
@@ -44,7 +42,7 @@ fn keys_typed_during_a_turn_are_the_next_prompts() {
         "{}",
         t.screen()
     );
-    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+    leave(&t);
 }
 
 /// Keys typed ahead are meant for the prompt: a question the daemon asks
@@ -57,11 +55,7 @@ fn keys_typed_ahead_never_answer_an_approval() {
     }
     let env = start_echo();
     let t = chat_tty(&env, &["--new"]);
-    t.line("started\\");
-    t.wait_for("> started\\\n> ");
-    t.line("::sleep 1500\\");
-    t.wait_for("> ::sleep 1500\\\n> ");
-    t.line("::approve rm {\"f\":1}");
+    prompt_lines(&t, &["started", "::sleep 1500", "::approve rm {\"f\":1}"]);
     t.wait_for("\nstarted");
     t.line("a");
     t.wait_for("zeroclaw chat: keys typed before this question were dropped: answer it afresh");
@@ -69,5 +63,5 @@ fn keys_typed_ahead_never_answer_an_approval() {
     t.line("r");
     t.wait_for("[result rm: denied: rejected]\n> ");
     assert!(!t.screen().contains("[result rm: {"), "{}", t.screen());
-    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+    leave(&t);
 }

@@ -63,3 +63,22 @@ pub fn last_prompt_line(t: &Tty) -> Option<String> {
         .find(|l| l.starts_with("> "))
         .map(|l| l.trim_end().to_owned())
 }
+
+/// Types a multi-line prompt: every line but the last ends in `\` and waits
+/// for the next prompt; the last is sent as it is.
+pub fn prompt_lines(t: &Tty, lines: &[&str]) {
+    let Some((last, head)) = lines.split_last() else {
+        return;
+    };
+    for l in head {
+        t.line(&format!("{l}\\"));
+        t.wait_for(&format!("> {l}\\\n> "));
+    }
+    t.line(last);
+}
+
+/// Leaves with Ctrl-D: exit 0, and no panic was ever printed.
+pub fn leave(t: &Tty) {
+    assert!(!t.screen().contains("panicked"), "{}", t.screen());
+    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+}
