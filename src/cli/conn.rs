@@ -12,11 +12,11 @@ use futures_util::{FutureExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
+use tokio_util::codec::FramedRead;
 
 use crate::client::exit;
+use crate::codec::{Frame, FrameCodec, Rejection};
 use crate::endpoint::{self, split, LocalWriteHalf};
-use crate::limits::MAX_FRAME_BYTES;
 
 /// What the daemon sent.
 #[derive(Debug)]
@@ -56,7 +56,8 @@ pub struct ConnectError {
 #[derive(Debug)]
 pub struct Conn {
     writer: LocalWriteHalf,
-    reader: FramedRead<endpoint::LocalReadHalf, AnyDelimiterCodec>,
+    /// The daemon's own framing (bounded lines, split with memchr).
+    reader: FramedRead<endpoint::LocalReadHalf, FrameCodec>,
     /// The connection ended and [`Incoming::Closed`] was handed out.
     ended: bool,
     next_id: u64,
@@ -84,10 +85,7 @@ impl Conn {
             message: format!("no daemon answers at {name} ({e}); start one with `zeroclaw daemon`"),
         })?;
         let (r, writer) = split(stream);
-        let reader = FramedRead::new(
-            r,
-            AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), MAX_FRAME_BYTES),
-        );
+        let reader = FramedRead::new(r, FrameCodec::default());
         let mut conn = Conn {
             writer,
             reader,
@@ -187,22 +185,22 @@ impl Conn {
         if self.ended {
             return None;
         }
-        let line = match self.reader.next().await {
-            None => Err("the daemon closed the connection".to_owned()),
-            Some(Ok(line)) => Ok(line),
-            Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
+        let why = match self.reader.next().await {
+            Some(Ok(Frame::Line(line))) => return Some(classify(&line)),
+            // Not the end: the line is skipped, the next one read.
+            Some(Ok(Frame::Rejected(Rejection::TooLarge { .. }))) => {
                 return Some(Incoming::Garbage("a line over 8 MiB".into()))
             }
-            Some(Err(AnyDelimiterCodecError::Io(e))) => Err(e.to_string()),
-        };
-        match line {
-            // Bytes, not text: a line that is not UTF-8 is garbage, not the end.
-            Ok(line) => Some(classify(&String::from_utf8_lossy(&line))),
-            Err(why) => {
-                self.ended = true;
-                Some(Incoming::Closed(why))
+            Some(Ok(Frame::Rejected(Rejection::InvalidUtf8 { line_len }))) => {
+                return Some(Incoming::Garbage(format!(
+                    "a line of {line_len} bytes that is not UTF-8"
+                )))
             }
-        }
+            None => "the daemon closed the connection".to_owned(),
+            Some(Err(e)) => e.to_string(),
+        };
+        self.ended = true;
+        Some(Incoming::Closed(why))
     }
 
     /// A message that is there without waiting (read already, or readable).
@@ -251,9 +249,11 @@ fn chunk(line: &str) -> Option<Incoming> {
 
 /// Sorts one line into an [`Incoming`].
 pub fn classify(line: &str) -> Incoming {
-    if let Some(c) = chunk(line) {
-        return c;
-    }
+    chunk(line).unwrap_or_else(|| message(line))
+}
+
+/// Sorts a line that is not a chunk.
+fn message(line: &str) -> Incoming {
     let garbage = || Incoming::Garbage(line.chars().take(200).collect());
     let Ok(Value::Object(mut msg)) = serde_json::from_str::<Value>(line) else {
         return garbage();

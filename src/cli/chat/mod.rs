@@ -69,6 +69,18 @@ enum AtPrompt {
 
 /// Runs the chat; the exit status.
 pub async fn run(config_dir: Option<OsString>, opts: Options) -> i32 {
+    // On a worker, beside the I/O driver: left on the thread that blocks on
+    // it, the chat was woken from another thread for every socket read.
+    match tokio::spawn(chat(config_dir, opts)).await {
+        Ok(status) => status,
+        Err(e) => {
+            notice(&format!("the chat stopped: {e}"));
+            exit::RPC_ERROR
+        }
+    }
+}
+
+async fn chat(config_dir: Option<OsString>, opts: Options) -> i32 {
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let mut conn = match Conn::open(config_dir.as_deref()).await {
         Ok(c) => c,

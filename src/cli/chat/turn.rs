@@ -4,7 +4,7 @@
 //! the Ctrl-C watcher itself.
 
 use serde_json::{json, Value};
-use tokio::time::Instant;
+use std::time::Duration;
 
 use super::super::conn::{CallError, Incoming};
 use super::render::notice;
@@ -37,14 +37,18 @@ impl Chat {
             Err(e) => return self.failed(e).await,
         };
         let mut cancelling = false;
-        // When buffered output is due on the screen (see `Render::flush_soon`).
-        let mut due: Option<Instant> = None;
+        // Buffered output is due on the screen when `frame` fires (see
+        // `Render::flush_soon`). One timer, reset once per frame: a timer
+        // made per line re-armed the runtime's clock (a wake-up) per line.
+        let frame = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(frame);
+        let mut due = false;
         loop {
             let ev = tokio::select! {
                 ev = self.conn.next() => ev,
-                _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {
+                () = &mut frame, if due => {
                     self.render.flush();
-                    due = None;
+                    due = false;
                     continue;
                 }
                 _ = self.interrupts.next() => {
@@ -121,8 +125,11 @@ impl Chat {
                     return self.reconnect().await.err();
                 }
             }
-            if !self.conn.has_buffered() {
-                due = self.render.flush_soon();
+            if !due && !self.conn.has_buffered() {
+                if let Some(at) = self.render.flush_soon() {
+                    frame.as_mut().reset(at);
+                    due = true;
+                }
             }
         }
     }
