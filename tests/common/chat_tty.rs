@@ -37,7 +37,8 @@ pub fn session_id(t: &Tty) -> String {
         .to_owned()
 }
 
-/// The user prompts the daemon recorded for session `sid`, oldest first.
+/// The user prompts the daemon recorded for session `sid`, oldest first
+/// (for plain-mode chats too).
 pub fn prompts_received(d: &Daemon, sid: &str) -> Vec<String> {
     let mut c = d.client();
     let page = c.ok(
