@@ -5,7 +5,8 @@
 //!   connect, `initialize`, `session/list`, `config/get`, `session/new`
 //!   (target ≤ 50 ms).
 //! - `stream_100k`: an echo turn of 100,000 one-byte chunks (`::chunk 1`,
-//!   `::repeat 100000 x`), rendered to a pipe, timed from the prompt to the
+//!   `::repeat 100000 x`), rendered to a pipe, timed from the prompt (sent
+//!   once the chat's session notice shows, so start-up is not counted) to the
 //!   last byte; beside it the same turn read by a raw socket client that
 //!   only scans for the answer (the daemon's own rate). The ratio says
 //!   whether the client keeps up; the chat's peak RSS says whether it
@@ -77,16 +78,7 @@ mod imp {
         for _ in 0..rounds(20) {
             let start = Instant::now();
             let mut child = chat_cmd(&server, home.path()).spawn().map_err(e)?;
-            let mut err = child.stderr.take().ok_or("stderr")?;
-            let mut seen = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !String::from_utf8_lossy(&seen).contains("/help for commands") {
-                let n = err.read(&mut buf).map_err(e)?;
-                if n == 0 {
-                    return Err(format!("chat exited: {}", String::from_utf8_lossy(&seen)));
-                }
-                seen.extend_from_slice(&buf[..n]);
-            }
+            let _err = at_prompt(&mut child)?;
             times.push(start.elapsed());
             drop(child.stdin.take());
             child.wait().map_err(e)?;
@@ -107,15 +99,33 @@ mod imp {
         for round in 0..rounds(3) {
             let raw = rt.block_on(raw_turn(&server)).map_err(e)?;
             let (chat, hwm) = chat_turn(&server, home.path())?;
+            let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
             println!(
-                "stream_100k round {round}: daemon (raw reader) {:.0} ms, chat {:.0} ms, ratio {:.2}, chat peak RSS {:.1} MiB",
+                "stream_100k round {round}: daemon (raw reader) {:.0} ms, chat {:.0} ms, ratio {:.2}, chat peak RSS {:.1} MiB, load {}",
                 ms(raw),
                 ms(chat),
                 chat.as_secs_f64() / raw.as_secs_f64(),
-                hwm as f64 / 1048576.0
+                hwm as f64 / 1048576.0,
+                load.split_whitespace().next().unwrap_or("?")
             );
         }
         Ok(())
+    }
+
+    /// Reads the chat's stderr up to its session notice (it reads its
+    /// first prompt next); the stderr, kept open.
+    fn at_prompt(child: &mut std::process::Child) -> Result<std::process::ChildStderr, String> {
+        let mut err = child.stderr.take().ok_or("stderr")?;
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("/help for commands") {
+            let n = err.read(&mut buf).map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err(format!("chat exited: {}", String::from_utf8_lossy(&seen)));
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        Ok(err)
     }
 
     fn ms(d: Duration) -> f64 {
@@ -148,10 +158,8 @@ mod imp {
     /// The turn through `zeroclaw chat`; its time and peak RSS.
     fn chat_turn(server: &Server, home: &std::path::Path) -> Result<(Duration, u64), String> {
         let e = |e: std::io::Error| e.to_string();
-        let mut child = chat_cmd(server, home)
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(e)?;
+        let mut child = chat_cmd(server, home).spawn().map_err(e)?;
+        let _err = at_prompt(&mut child)?;
         let mut out = child.stdout.take().ok_or("stdout")?;
         let mut stdin = child.stdin.take().ok_or("stdin")?;
         let start = Instant::now();

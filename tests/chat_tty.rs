@@ -5,28 +5,9 @@
 #[macro_use]
 mod common;
 
+use common::chat_tty::chat_tty;
 use common::start::start_echo;
-use common::tty::{available, Tty};
-use common::{Daemon, BIN};
-
-fn chat(d: &Daemon, args: &[&str]) -> Tty {
-    let home = d.config_dir.parent().unwrap_or(&d.config_dir).to_owned();
-    let cfg = d.config_dir.display().to_string();
-    let mut argv = vec![BIN, "--config-dir", &cfg, "chat"];
-    argv.extend_from_slice(args);
-    let home_s = home.display().to_string();
-    let path = std::env::var("PATH").unwrap_or_default();
-    let t = Tty::spawn(
-        &argv,
-        &[("HOME", &home_s), ("PATH", &path), ("ZEROCLAW_LOG", "info")],
-        &home,
-    );
-    t.wait_for("/help for commands");
-    // Type only at a prompt: keys typed while no editor reads (between
-    // prompts, the terminal in cooked mode) were seen lost under load.
-    t.wait_for("> ");
-    t
-}
+use common::tty::available;
 
 #[test]
 fn a_streamed_turn_then_ctrl_d_leaves() {
@@ -34,7 +15,7 @@ fn a_streamed_turn_then_ctrl_d_leaves() {
         skip_test!("tmux is not installed");
     }
     let env = start_echo();
-    let t = chat(&env, &["--new"]);
+    let t = chat_tty(&env, &["--new"]);
     t.wait_for("> ");
     t.line("hello tty");
     t.wait_for("> hello tty\nhello tty\n> ");
@@ -48,7 +29,7 @@ fn ctrl_c_clears_a_typed_line_and_leaves_at_an_empty_one() {
         skip_test!("tmux is not installed");
     }
     let env = start_echo();
-    let t = chat(&env, &["--new"]);
+    let t = chat_tty(&env, &["--new"]);
     t.wait_for("> ");
     t.type_text("not this");
     t.wait_for("> not this");
@@ -65,7 +46,7 @@ fn approval_and_choice_are_answered() {
         skip_test!("tmux is not installed");
     }
     let env = start_echo();
-    let t = chat(&env, &["--new"]);
+    let t = chat_tty(&env, &["--new"]);
     t.line("::approve rm {\"f\":1}");
     t.wait_for("approve rm {\"f\":1}? [a]llow once");
     t.wait_for(" s left): ");
@@ -89,7 +70,7 @@ fn ctrl_c_cancels_the_turn_and_a_resize_is_harmless() {
         skip_test!("tmux is not installed");
     }
     let env = start_echo();
-    let t = chat(&env, &["--new"]);
+    let t = chat_tty(&env, &["--new"]);
     t.line("before\\");
     t.wait_for("> before\\\n> ");
     t.line("::sleep 30000\\");
@@ -113,11 +94,11 @@ fn resume_shows_the_last_messages() {
         skip_test!("tmux is not installed");
     }
     let env = start_echo();
-    let t = chat(&env, &["--new", "--agent", "echo"]);
+    let t = chat_tty(&env, &["--new", "--agent", "echo"]);
     t.line("keep me");
     t.wait_for("> keep me\nkeep me\n> ");
     assert_eq!(t.exit_by(&["C-d"]), 0);
-    let again = chat(&env, &[]);
+    let again = chat_tty(&env, &[]);
     again.wait_for("(resumed, 2 messages)");
     again.wait_for("you: keep me\nagent: keep me\n> ");
     assert_eq!(again.exit_by(&["C-d"]), 0);

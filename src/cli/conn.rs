@@ -1,24 +1,21 @@
 //! One connection of a person-facing command to the daemon: connect to the
-//! endpoint the environment names, `initialize`, then a reader task that
-//! turns every line the daemon sends into an [`Incoming`] on a bounded
-//! channel (so a fast daemon waits for a slow terminal instead of the client
-//! buffering without bound), and a writer for requests and answers.
+//! endpoint the environment names, `initialize`, then [`Conn::next`] turns
+//! the next line the daemon sent into an [`Incoming`], read in the caller's
+//! own task (no reader task, no channel: a fast daemon waits on the socket
+//! for a slow terminal, and a 100,000-chunk turn costs no thread hand-off
+//! per line), and a writer for requests and answers.
 
 use std::ffi::OsStr;
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
+use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
+use tokio_util::codec::FramedRead;
 
 use crate::client::exit;
-use crate::codec::write_json_line;
+use crate::codec::{write_json_line, Frame, FrameCodec, Rejection};
 use crate::endpoint::{self, split, LocalWriteHalf};
-use crate::limits::MAX_FRAME_BYTES;
-
-/// How many parsed messages may wait for the renderer.
-const QUEUE: usize = 256;
 
 /// What the daemon sent.
 #[derive(Debug)]
@@ -30,6 +27,10 @@ pub enum Incoming {
     },
     /// A notification (`method`, `params`).
     Notification { method: String, params: Value },
+    /// A `session/update` notification of an `agent_message_chunk`
+    /// (`thought: false`) or `agent_thought_chunk`: the stream's bulk, read
+    /// without building a JSON tree.
+    Chunk { thought: bool, text: String },
     /// A request of the daemon's (`elicitation/create`, …).
     Request {
         id: Value,
@@ -54,7 +55,10 @@ pub struct ConnectError {
 #[derive(Debug)]
 pub struct Conn {
     writer: LocalWriteHalf,
-    pub incoming: mpsc::Receiver<Incoming>,
+    /// The daemon's own framing (bounded lines, split with memchr).
+    reader: FramedRead<endpoint::LocalReadHalf, FrameCodec>,
+    /// The connection ended and [`Incoming::Closed`] was handed out.
+    ended: bool,
     next_id: u64,
     /// The endpoint, for messages.
     pub endpoint: String,
@@ -80,17 +84,11 @@ impl Conn {
             message: format!("no daemon answers at {name} ({e}); start one with `zeroclaw daemon`"),
         })?;
         let (r, writer) = split(stream);
-        let (tx, incoming) = mpsc::channel(QUEUE);
-        tokio::spawn(read_loop(
-            FramedRead::new(
-                r,
-                AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), MAX_FRAME_BYTES),
-            ),
-            tx,
-        ));
+        let reader = FramedRead::new(r, FrameCodec::default());
         let mut conn = Conn {
             writer,
-            incoming,
+            reader,
+            ended: false,
             next_id: 0,
             endpoint: name.to_string(),
         };
@@ -138,7 +136,7 @@ impl Conn {
     pub async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
         let id = self.request(method, params).await?;
         loop {
-            match self.incoming.recv().await {
+            match self.next().await {
                 Some(Incoming::Answer { id: got, outcome }) if got == id => {
                     return outcome.map_err(CallError::Rpc)
                 }
@@ -176,31 +174,82 @@ impl CallError {
     }
 }
 
-async fn read_loop(
-    mut lines: FramedRead<endpoint::LocalReadHalf, AnyDelimiterCodec>,
-    tx: mpsc::Sender<Incoming>,
-) {
-    let closed = loop {
-        let line = match lines.next().await {
-            None => break "the daemon closed the connection".to_owned(),
-            Some(Ok(line)) => line,
-            Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
-                let _ = tx.send(Incoming::Garbage("a line over 8 MiB".into())).await;
-                continue;
-            }
-            Some(Err(AnyDelimiterCodecError::Io(e))) => break e.to_string(),
-        };
-        // Bytes, not text: a line that is not UTF-8 is garbage, not the end.
-        let line = String::from_utf8_lossy(&line);
-        if tx.send(classify(&line)).await.is_err() {
-            return;
+impl Conn {
+    /// The next message; [`Incoming::Closed`] once when the connection
+    /// ends, `None` after that. Cancel-safe: a line half read stays buffered.
+    pub async fn next(&mut self) -> Option<Incoming> {
+        if self.ended {
+            return None;
         }
+        let why = match self.reader.next().await {
+            Some(Ok(Frame::Line(line))) => return Some(classify(&line)),
+            // Not the end: the line is skipped, the next one read.
+            Some(Ok(Frame::Rejected(Rejection::TooLarge { .. }))) => {
+                return Some(Incoming::Garbage("a line over 8 MiB".into()))
+            }
+            Some(Ok(Frame::Rejected(Rejection::InvalidUtf8 { line_len }))) => {
+                return Some(Incoming::Garbage(format!(
+                    "a line of {line_len} bytes that is not UTF-8"
+                )))
+            }
+            None => "the daemon closed the connection".to_owned(),
+            Some(Err(e)) => e.to_string(),
+        };
+        self.ended = true;
+        Some(Incoming::Closed(why))
+    }
+
+    /// A message that is there without waiting (read already, or readable).
+    pub fn try_next(&mut self) -> Option<Incoming> {
+        self.next().now_or_never().flatten()
+    }
+
+    /// Whether a whole line is already read and waiting: more is coming
+    /// at once, so output can wait for it.
+    pub fn has_buffered(&self) -> bool {
+        self.reader.read_buffer().contains(&b'\n')
+    }
+}
+
+/// The shape of a streamed chunk, borrowed from its line.
+#[derive(Deserialize)]
+struct ChunkLine<'a> {
+    #[serde(borrow)]
+    method: &'a str,
+    #[serde(default, borrow)]
+    id: Option<&'a serde_json::value::RawValue>,
+    params: ChunkParams<'a>,
+}
+
+#[derive(Deserialize)]
+struct ChunkParams<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: &'a str,
+    #[serde(borrow)]
+    text: std::borrow::Cow<'a, str>,
+}
+
+/// A chunk notification, if `line` is one.
+fn chunk(line: &str) -> Option<Incoming> {
+    let c: ChunkLine = serde_json::from_str(line).ok()?;
+    let thought = match (c.method, c.id, c.params.kind) {
+        ("session/update", None, "agent_message_chunk") => false,
+        ("session/update", None, "agent_thought_chunk") => true,
+        _ => return None,
     };
-    let _ = tx.send(Incoming::Closed(closed)).await;
+    Some(Incoming::Chunk {
+        thought,
+        text: c.params.text.into_owned(),
+    })
 }
 
 /// Sorts one line into an [`Incoming`].
 pub fn classify(line: &str) -> Incoming {
+    chunk(line).unwrap_or_else(|| message(line))
+}
+
+/// Sorts a line that is not a chunk.
+fn message(line: &str) -> Incoming {
     let garbage = || Incoming::Garbage(line.chars().take(200).collect());
     let Ok(Value::Object(mut msg)) = serde_json::from_str::<Value>(line) else {
         return garbage();
@@ -262,6 +311,33 @@ mod tests {
         assert!(matches!(
             classify(r#"{"jsonrpc":"2.0","method":"elicitation/create","id":"zc-out-0"}"#),
             Incoming::Request { .. }
+        ));
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","type":"agent_message_chunk","text":"a\nb\u00e9"}}"#),
+            Incoming::Chunk { thought: false, text } if text == "a\nb\u{e9}"
+        ));
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","method":"session/update","params":{"type":"agent_thought_chunk","text":"hm"}}"#),
+            Incoming::Chunk { thought: true, text } if text == "hm"
+        ));
+        // Not a chunk: another type, a request, another method.
+        assert!(matches!(
+            classify(
+                r#"{"jsonrpc":"2.0","method":"session/update","params":{"type":"tool_call","text":"x"}}"#
+            ),
+            Incoming::Notification { .. }
+        ));
+        assert!(matches!(
+            classify(
+                r#"{"jsonrpc":"2.0","method":"session/update","params":{"type":"agent_message_chunk","text":"x"},"id":7}"#
+            ),
+            Incoming::Request { .. }
+        ));
+        assert!(matches!(
+            classify(
+                r#"{"jsonrpc":"2.0","method":"logs/event","params":{"type":"agent_message_chunk","text":"x"}}"#
+            ),
+            Incoming::Notification { .. }
         ));
         assert!(matches!(classify("not json"), Incoming::Garbage(_)));
         assert!(matches!(classify("[1,2]"), Incoming::Garbage(_)));

@@ -53,7 +53,7 @@ pub async fn run(config_dir: Option<&OsStr>, limit: u32, follow: bool) -> i32 {
     }
     drop(out);
     loop {
-        match conn.incoming.recv().await {
+        match conn.next().await {
             Some(Incoming::Notification { method, params }) if method == "logs/event" => {
                 if record_id(&params) <= last && params.get("id").is_some() {
                     continue;

@@ -32,6 +32,13 @@ fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
     buf
 }
 
+/// `zeroclaw chat ARGS…` for daemon `d`, through pipes.
+pub fn plain_chat(d: &super::Daemon, args: &[&str]) -> Chat {
+    let mut cmd = d.cli();
+    cmd.arg("chat").args(args);
+    Chat::spawn(cmd)
+}
+
 impl Chat {
     /// Starts `cmd` (a `zeroclaw … chat …` command) with piped stdio.
     pub fn spawn(mut cmd: Command) -> Chat {

@@ -18,6 +18,7 @@ pub mod acp_sdk_agent;
 pub mod activation;
 pub mod assert;
 pub mod chat;
+pub mod chat_tty;
 mod client;
 mod daemon;
 pub mod env_ops;

@@ -102,6 +102,14 @@ impl Tty {
         self.run(&args);
     }
 
+    /// Pastes the file's bytes as a terminal paste does (bracketed when the
+    /// program asked for it).
+    pub fn paste_file(&self, file: &Path) {
+        let f = file.display().to_string();
+        self.run(&["load-buffer", "-b", "paste", &f]);
+        self.run(&["paste-buffer", "-p", "-d", "-b", "paste"]);
+    }
+
     /// Types a line and presses Enter.
     pub fn line(&self, text: &str) {
         self.type_text(text);
@@ -115,7 +123,12 @@ impl Tty {
 
     /// Waits until the screen holds `what`.
     pub fn wait_for(&self, what: &str) {
-        let deadline = Instant::now() + RECV_TIMEOUT;
+        self.wait_for_within(what, RECV_TIMEOUT);
+    }
+
+    /// Waits up to `limit` until the screen holds `what`.
+    pub fn wait_for_within(&self, what: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
         loop {
             if self.screen().contains(what) {
                 return;

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::editor::{Input, Line};
+use super::editor::{Input, Line, Purpose};
 
 /// What to send with `session/approve`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +24,9 @@ pub fn parse_decision(answer: &str) -> Option<Decision> {
         Some((w, r)) => (w, r.trim()),
         None => (t, ""),
     };
+    // A plain decision is the word alone: "a thing" is not "a".
     let plain = |decision| {
-        Some(Decision {
+        rest.is_empty().then_some(Decision {
             decision,
             replacement: None,
         })
@@ -51,6 +52,7 @@ pub async fn approval(input: &mut Input, p: &Value) -> Decision {
         decision: "reject",
         replacement: None,
     };
+    let mut purpose = Purpose::Question;
     loop {
         let left = secs.saturating_sub(asked.elapsed().as_secs());
         let prompt = format!(
@@ -58,12 +60,14 @@ pub async fn approval(input: &mut Input, p: &Value) -> Decision {
             s("toolName"),
             s("argumentsSummary")
         );
-        match input.read(&prompt, false).await {
+        let answer = input.read(&prompt, purpose).await;
+        purpose = Purpose::FollowUp;
+        match answer {
             Line::Text { text, .. } => match parse_decision(&text) {
                 Some(d) => return d,
                 None => super::render::notice("answer a, w, r or e TEXT"),
             },
-            Line::TooLong(_) => super::render::notice("answer a, w, r or e TEXT"),
+            Line::TooLong(_) | Line::NotUtf8 => super::render::notice("answer a, w, r or e TEXT"),
             Line::Interrupted | Line::Eof => return reject,
         }
     }
@@ -84,6 +88,7 @@ pub async fn elicitation(input: &mut Input, p: &Value) -> Value {
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let mut content = Map::new();
+    let mut purpose = Purpose::Question;
     let mut header = format!("question: {message}  (Enter: decline, Ctrl-C: cancel)\n");
     for (name, field) in &props {
         let title = field.get("title").and_then(Value::as_str).unwrap_or(name);
@@ -94,10 +99,12 @@ pub async fn elicitation(input: &mut Input, p: &Value) -> Value {
         }
         prompt.push_str(&format!("{title}: "));
         loop {
-            let text = match input.read(&prompt, false).await {
+            let answer = input.read(&prompt, purpose).await;
+            purpose = Purpose::FollowUp;
+            let text = match answer {
                 Line::Text { text, .. } => text,
-                Line::TooLong(_) => {
-                    super::render::notice("answer too long");
+                Line::TooLong(_) | Line::NotUtf8 => {
+                    super::render::notice("answer too long or not UTF-8");
                     continue;
                 }
                 Line::Eof => return json!({"action": "decline"}),
@@ -184,6 +191,8 @@ mod tests {
             Some(("reject_with_edit", Some("use ls".into())))
         );
         assert_eq!(d("e"), None);
+        assert_eq!(d("a question for later"), None);
+        assert_eq!(d("yes please"), None);
         assert_eq!(d("maybe"), None);
     }
 

@@ -19,21 +19,42 @@ pub enum Line {
     Text { text: String, lossy: bool },
     /// A line over [`MAX_LINE_BYTES`] (its length), dropped.
     TooLong(usize),
+    /// Bytes that are not UTF-8 on a terminal: the line being edited was
+    /// dropped with the rest of its paste (the editor cannot repair it).
+    NotUtf8,
     /// Ctrl-C at the prompt.
     Interrupted,
     /// Ctrl-D, or the end of stdin.
     Eof,
 }
 
+/// What a read is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// The chat's prompt: recorded in the history; keys typed ahead of it
+    /// (during the turn before) are its.
+    Prompt,
+    /// The first answer to a question of the daemon's: on a terminal, keys
+    /// typed before the question showed are dropped (as sudo does before a
+    /// password), since they were meant for the prompt and must never
+    /// approve a tool.
+    Question,
+    /// A later answer to the same question (a form's next field, a retry).
+    FollowUp,
+}
+
 struct Ask {
     prompt: String,
-    history: bool,
+    purpose: Purpose,
 }
 
 /// The input thread's handle.
 pub struct Input {
     asks: std::sync::mpsc::Sender<Ask>,
     lines: mpsc::Receiver<Line>,
+    /// A line was asked for and not yet taken: a read dropped by a `select!`
+    /// (the chat watching its connection at the prompt) takes it later.
+    asked: bool,
 }
 
 impl Input {
@@ -51,19 +72,35 @@ impl Input {
                 }
             }
         });
-        Input { asks, lines }
+        Input {
+            asks,
+            lines,
+            asked: false,
+        }
     }
 
-    /// The next line, shown `prompt` (on a terminal); `history` records it.
-    pub async fn read(&mut self, prompt: &str, history: bool) -> Line {
-        let ask = Ask {
-            prompt: prompt.to_owned(),
-            history,
-        };
-        if self.asks.send(ask).is_err() {
-            return Line::Eof;
+    /// The next line, shown `prompt` (on a terminal), read for `purpose`.
+    /// Cancel-safe: dropped before its line came, the next call waits for
+    /// that same line (its prompt is already showing).
+    pub async fn read(&mut self, prompt: &str, purpose: Purpose) -> Line {
+        if !self.asked {
+            let ask = Ask {
+                prompt: prompt.to_owned(),
+                purpose,
+            };
+            if self.asks.send(ask).is_err() {
+                return Line::Eof;
+            }
+            self.asked = true;
         }
-        self.lines.recv().await.unwrap_or(Line::Eof)
+        let line = self.lines.recv().await.unwrap_or(Line::Eof);
+        self.asked = false;
+        line
+    }
+
+    /// Whether the editor is reading a line (its prompt is on the screen).
+    pub fn reading(&self) -> bool {
+        self.asked
     }
 }
 
@@ -106,6 +143,16 @@ impl Source {
         use rustyline::error::ReadlineError;
         match self {
             Source::Editor(ed) => {
+                if ask.purpose == Purpose::Question {
+                    // Whole typed lines are counted; a half-typed one goes too.
+                    let typed = input_waiting();
+                    drop_pending_input(ed);
+                    if typed {
+                        super::render::notice(
+                            "keys typed before this question were dropped: answer it afresh",
+                        );
+                    }
+                }
                 let prompt = show_head(&ask.prompt);
                 loop {
                     match ed.readline(prompt) {
@@ -113,7 +160,7 @@ impl Source {
                             return Line::TooLong(text.len())
                         }
                         Ok(text) => {
-                            if ask.history && !text.trim().is_empty() {
+                            if ask.purpose == Purpose::Prompt && !text.trim().is_empty() {
                                 let _ = ed.add_history_entry(text.as_str());
                             }
                             return Line::Text { text, lossy: false };
@@ -122,14 +169,13 @@ impl Source {
                         Err(ReadlineError::Eof) => return Line::Eof,
                         // A resize mid-read: read on, the editor redraws.
                         Err(ReadlineError::WindowResized) => continue,
-                        // Invalid UTF-8 typed or pasted: that line is lost, not the chat.
+                        // Invalid UTF-8 typed or pasted: the editor stopped in
+                        // the middle of it; the rest must not become a prompt.
                         Err(ReadlineError::Io(e))
                             if e.kind() == std::io::ErrorKind::InvalidData =>
                         {
-                            return Line::Text {
-                                text: String::new(),
-                                lossy: true,
-                            }
+                            drop_pending_input(ed);
+                            return Line::NotUtf8;
                         }
                         Err(_) => return Line::Eof,
                     }
@@ -144,6 +190,28 @@ impl Source {
             }
         }
     }
+}
+
+/// Whether keys wait in the terminal's input queue.
+fn input_waiting() -> bool {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is valid.
+    let r = unsafe { libc::ioctl(libc::STDIN_FILENO, libc::FIONREAD, &mut n) };
+    r == 0 && n > 0
+}
+
+/// Drops what is typed but not yet read: the kernel's queue and the bytes the
+/// editor read ahead (a new editor, with the history copied over).
+fn drop_pending_input(ed: &mut Box<rustyline::DefaultEditor>) {
+    // SAFETY: tcflush only discards the terminal's queued input; fd 0 is ours.
+    unsafe { libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH) };
+    let Source::Editor(mut fresh) = Source::new(true) else {
+        return;
+    };
+    for entry in ed.history() {
+        let _ = fresh.add_history_entry(entry.as_str());
+    }
+    *ed = fresh;
 }
 
 /// Prints all but the last line of a prompt; returns the last (rustyline

@@ -9,6 +9,7 @@
 //! | `render.rs` | how a turn's updates are shown |
 //! | `ask.rs` | approval and elicitation prompts |
 //! | `slash.rs` | parsing `/commands` |
+//! | `turn.rs` | one turn: streamed, asked, cancelled; the Ctrl-C watcher |
 //!
 //! Without a terminal on stdin or stdout it reads prompts line by line and
 //! prints plain text, so it works in scripts and pipes.
@@ -18,6 +19,7 @@ mod editor;
 mod render;
 mod session;
 mod slash;
+mod turn;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -27,10 +29,11 @@ use serde_json::{json, Value};
 
 use super::conn::{self, CallError, Conn, Incoming};
 use crate::client::exit;
-use editor::{Input, Line};
+use editor::{Input, Line, Purpose};
 use render::{notice, Render};
 use session::Current;
 use slash::Slash;
+use turn::Interrupts;
 
 /// How long the chat waits for a restarted daemon.
 const RECONNECT_PATIENCE: Duration = Duration::from_secs(30);
@@ -53,10 +56,31 @@ struct Chat {
     input: Input,
     current: Current,
     interrupts: Interrupts,
+    /// The connection is watched at the prompt (false once it is gone and
+    /// could not be reopened: the next prompt tries again).
+    watching: bool,
+}
+
+/// What ended a wait at the prompt.
+enum AtPrompt {
+    Line(Line),
+    Daemon(Option<Incoming>),
 }
 
 /// Runs the chat; the exit status.
 pub async fn run(config_dir: Option<OsString>, opts: Options) -> i32 {
+    // On a worker, beside the I/O driver: left on the thread that blocks on
+    // it, the chat was woken from another thread for every socket read.
+    match tokio::spawn(chat(config_dir, opts)).await {
+        Ok(status) => status,
+        Err(e) => {
+            notice(&format!("the chat stopped: {e}"));
+            exit::RPC_ERROR
+        }
+    }
+}
+
+async fn chat(config_dir: Option<OsString>, opts: Options) -> i32 {
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let mut conn = match Conn::open(config_dir.as_deref()).await {
         Ok(c) => c,
@@ -86,6 +110,7 @@ pub async fn run(config_dir: Option<OsString>, opts: Options) -> i32 {
         input: Input::start(tty),
         current,
         interrupts,
+        watching: true,
     };
     if let Err(e) = chat.enter(true).await {
         notice(&e.message());
@@ -163,9 +188,19 @@ impl Chat {
         let mut pending = String::new();
         loop {
             self.render.flush();
-            let line = tokio::select! {
-                l = self.input.read(if self.render.tty { PROMPT } else { "" }, true) => l,
-                _ = self.interrupts.next() => Line::Interrupted,
+            // The connection is watched meanwhile, so a daemon that stops is
+            // noticed (and reconnected to) while the person is still typing.
+            let waited = tokio::select! {
+                l = self.input.read(if self.render.tty { PROMPT } else { "" }, Purpose::Prompt) => AtPrompt::Line(l),
+                _ = self.interrupts.next() => AtPrompt::Line(Line::Interrupted),
+                ev = self.conn.next(), if self.watching => AtPrompt::Daemon(ev),
+            };
+            let line = match waited {
+                AtPrompt::Line(l) => l,
+                AtPrompt::Daemon(ev) => {
+                    self.at_prompt(ev).await;
+                    continue;
+                }
             };
             let text = match line {
                 Line::Eof | Line::Interrupted if !pending.is_empty() => {
@@ -178,6 +213,10 @@ impl Chat {
                         "a line of {n} bytes was refused: a typed prompt is at most {} bytes; send a file with /upload FILE",
                         editor::MAX_LINE_BYTES
                     ));
+                    continue;
+                }
+                Line::NotUtf8 => {
+                    notice("the typed line was not valid UTF-8 (is the terminal's encoding UTF-8?); it was dropped, with the rest of its paste");
                     continue;
                 }
                 Line::Text { text, lossy } => {
@@ -281,12 +320,42 @@ impl Chat {
         }
     }
 
+    /// Something the daemon sent while the person is at the prompt: a lost
+    /// connection is reopened there and then (the prompt stays; a failure
+    /// leaves the retry to the next prompt).
+    async fn at_prompt(&mut self, ev: Option<Incoming>) {
+        match ev {
+            Some(Incoming::Closed(_)) | None => {
+                // Below the prompt line the editor is drawing.
+                if self.render.tty && self.input.reading() {
+                    eprintln!();
+                }
+                if self.reconnect().await == Err(exit::NO_DAEMON) {
+                    self.watching = false;
+                    notice("the next prompt tries again (Ctrl-D leaves)");
+                }
+                if self.render.tty && self.input.reading() {
+                    eprint!("{PROMPT}");
+                }
+            }
+            Some(Incoming::Request { id, method, .. }) => {
+                let _ = self.conn.refuse(&id, &method).await;
+            }
+            Some(Incoming::Garbage(line)) => garbage(&line),
+            // Late updates and answers of an ended turn.
+            Some(_) => {}
+        }
+    }
+
     /// Waits for the daemon to come back and resumes the session.
     async fn reconnect(&mut self) -> Result<(), i32> {
         self.render.flush();
         notice("the connection to the daemon was lost; reconnecting…");
         match conn::reopen(self.config_dir.as_deref(), RECONNECT_PATIENCE).await {
-            Ok(c) => self.conn = c,
+            Ok(c) => {
+                self.conn = c;
+                self.watching = true;
+            }
             Err(e) => {
                 notice(&e.message);
                 return Err(exit::NO_DAEMON);
@@ -306,149 +375,11 @@ impl Chat {
             }
         }
     }
-
-    /// One turn: stream it, answer its questions, Ctrl-C cancels it.
-    async fn turn(&mut self, prompt: &str) -> Option<i32> {
-        // A connection that died while idle is noticed before the prompt goes.
-        while let Ok(ev) = self.conn.incoming.try_recv() {
-            if let Incoming::Closed(_) = ev {
-                if let Err(status) = self.reconnect().await {
-                    return Some(status);
-                }
-            }
-        }
-        let params = json!({"session_id": self.current.id, "prompt": prompt});
-        let id = match self.conn.request("session/prompt", params.clone()).await {
-            Ok(id) => id,
-            // Gone before we knew it: once more on a fresh connection.
-            Err(CallError::Lost(_)) => {
-                if let Err(status) = self.reconnect().await {
-                    return Some(status);
-                }
-                match self.conn.request("session/prompt", params).await {
-                    Ok(id) => id,
-                    Err(e) => return self.failed(e).await,
-                }
-            }
-            Err(e) => return self.failed(e).await,
-        };
-        let mut cancelling = false;
-        loop {
-            let ev = tokio::select! {
-                ev = self.conn.incoming.recv() => ev,
-                _ = self.interrupts.next() => {
-                    if !cancelling {
-                        cancelling = true;
-                        notice("cancelling the turn…");
-                        let cancel = json!({"session_id": self.current.id});
-                        if let Err(e) = self.conn.request("session/cancel", cancel).await {
-                            return self.failed(e).await;
-                        }
-                    }
-                    continue;
-                }
-            };
-            match ev {
-                Some(Incoming::Notification { method, params }) if method == "session/update" => {
-                    if params.get("type").and_then(Value::as_str) == Some("approval_request") {
-                        self.render.finish_line();
-                        self.render.flush();
-                        let d = ask::approval(&mut self.input, &params).await;
-                        let mut approve = json!({
-                            "session_id": self.current.id,
-                            "request_id": params.get("requestId"),
-                            "decision": d.decision,
-                        });
-                        if let Some(r) = d.replacement {
-                            approve["replacement"] = json!(r);
-                        }
-                        if let Err(e) = self.conn.request("session/approve", approve).await {
-                            return self.failed(e).await;
-                        }
-                    } else {
-                        self.render.update(&params);
-                    }
-                }
-                Some(Incoming::Notification { .. }) => {}
-                Some(Incoming::Request { id, method, params }) => {
-                    let sent = if method == "elicitation/create" {
-                        self.render.finish_line();
-                        self.render.flush();
-                        let result = ask::elicitation(&mut self.input, &params).await;
-                        self.conn.respond(&id, result).await
-                    } else {
-                        self.conn.refuse(&id, &method).await
-                    };
-                    if let Err(e) = sent {
-                        return self.failed(e).await;
-                    }
-                }
-                Some(Incoming::Answer { id: got, outcome }) if got == id => {
-                    if let Err(e) = outcome {
-                        self.render.finish_line();
-                        self.render
-                            .line(&format!("error: {}", CallError::Rpc(e).message()));
-                    }
-                    return None;
-                }
-                Some(Incoming::Answer { outcome, .. }) => {
-                    // session/approve or session/cancel answers.
-                    if let Ok(r) = &outcome {
-                        if r.get("acknowledged") == Some(&Value::Bool(false)) {
-                            notice("too late: that approval had already timed out");
-                        }
-                    }
-                }
-                Some(Incoming::Garbage(line)) => {
-                    self.render.flush();
-                    notice(&format!(
-                        "the daemon sent a line that is not JSON-RPC (ignored): {line}"
-                    ));
-                }
-                Some(Incoming::Closed(_)) | None => {
-                    self.render
-                        .line("[turn interrupted: the connection to the daemon was lost]");
-                    return self.reconnect().await.err();
-                }
-            }
-            if self.conn.incoming.is_empty() {
-                self.render.flush();
-            }
-        }
-    }
 }
 
-/// Ctrl-C (SIGINT) while no line editor owns the terminal.
-struct Interrupts {
-    #[cfg(unix)]
-    sig: tokio::signal::unix::Signal,
-}
-
-impl Interrupts {
-    #[cfg(unix)]
-    fn install() -> std::io::Result<Self> {
-        use tokio::signal::unix::{signal, SignalKind};
-        Ok(Self {
-            sig: signal(SignalKind::interrupt())?,
-        })
-    }
-
-    #[cfg(not(unix))]
-    fn install() -> std::io::Result<Self> {
-        Ok(Self {})
-    }
-
-    #[cfg(unix)]
-    async fn next(&mut self) {
-        if self.sig.recv().await.is_none() {
-            std::future::pending::<()>().await;
-        }
-    }
-
-    #[cfg(not(unix))]
-    async fn next(&mut self) {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
+/// A line from the daemon that is not JSON-RPC: said, then ignored.
+fn garbage(line: &str) {
+    notice(&format!(
+        "the daemon sent a line that is not JSON-RPC (ignored): {line}"
+    ));
 }

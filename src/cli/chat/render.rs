@@ -1,10 +1,14 @@
 //! How a turn looks: answer text streamed as it arrives, thoughts dimmed on
 //! a terminal (hidden in plain mode unless `/thoughts` turns them on), tool
 //! calls and results as one compact line each, and the turn's outcome.
-//! Output is buffered and flushed when the daemon has nothing more queued,
-//! so a 100,000-chunk turn costs a write per burst, not per chunk.
+//! Output is buffered: written at once when the turn ends or a question is
+//! asked, else at most once per [`FRAME`] while the answer streams, so a
+//! 100,000-chunk turn costs a few dozen writes, not one per chunk.
 
 use std::io::Write;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde_json::Value;
 
@@ -13,6 +17,9 @@ const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
 /// How much of a tool's input or output its line shows.
 const TOOL_PREVIEW: usize = 120;
+/// How often streamed output reaches the screen: a frame at 60 Hz, below
+/// what a reader notices, far above what a terminal needs.
+pub const FRAME: Duration = Duration::from_millis(16);
 
 /// The renderer of one chat.
 pub struct Render {
@@ -24,6 +31,7 @@ pub struct Render {
     /// The cursor is not at the start of a line.
     mid_line: bool,
     in_thought: bool,
+    last_flush: Instant,
 }
 
 /// How a turn ended, from `turn_complete`.
@@ -42,6 +50,7 @@ impl Render {
             thoughts: tty,
             mid_line: false,
             in_thought: false,
+            last_flush: Instant::now(),
         }
     }
 
@@ -49,21 +58,8 @@ impl Render {
     pub fn update(&mut self, p: &Value) -> Option<Outcome> {
         let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or_default();
         match s("type") {
-            "agent_message_chunk" => {
-                self.end_thought();
-                self.text(s("text"));
-            }
-            "agent_thought_chunk" if self.thoughts => {
-                if !self.in_thought {
-                    self.in_thought = true;
-                    if self.tty {
-                        self.put(DIM);
-                    } else {
-                        self.put("(thinking) ");
-                    }
-                }
-                self.text(s("text"));
-            }
+            "agent_message_chunk" => self.chunk(false, s("text")),
+            "agent_thought_chunk" => self.chunk(true, s("text")),
             "tool_call" => {
                 let input = p.get("rawInput").map(Value::to_string).unwrap_or_default();
                 self.line(&format!("[tool {} {}]", s("name"), preview(&input)));
@@ -102,6 +98,23 @@ impl Render {
         None
     }
 
+    /// A piece of the answer, or of a thought (`thought`).
+    pub fn chunk(&mut self, thought: bool, text: &str) {
+        if !thought {
+            self.end_thought();
+        } else if !self.thoughts {
+            return;
+        } else if !self.in_thought {
+            self.in_thought = true;
+            if self.tty {
+                self.put(DIM);
+            } else {
+                self.put("(thinking) ");
+            }
+        }
+        self.text(text);
+    }
+
     fn end_thought(&mut self) {
         if self.in_thought {
             self.in_thought = false;
@@ -117,18 +130,17 @@ impl Render {
             return;
         }
         // Control characters from an agent must not drive the terminal.
-        let clean: String = t
-            .chars()
-            .map(|c| {
-                if c.is_control() && c != '\n' && c != '\t' {
-                    '\u{fffd}'
-                } else {
-                    c
-                }
-            })
-            .collect();
-        self.put(&clean);
-        self.mid_line = !clean.ends_with('\n');
+        let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+        if t.contains(unsafe_char) {
+            let clean: String = t
+                .chars()
+                .map(|c| if unsafe_char(c) { '\u{fffd}' } else { c })
+                .collect();
+            self.put(&clean);
+        } else {
+            self.put(t);
+        }
+        self.mid_line = !t.ends_with('\n');
     }
 
     fn put(&mut self, s: &str) {
@@ -164,6 +176,21 @@ impl Render {
 
     pub fn flush(&mut self) {
         let _ = self.out.flush();
+        self.last_flush = Instant::now();
+    }
+
+    /// Flushes if a frame has passed since the last flush; else, when output
+    /// waits, the instant it is due.
+    pub fn flush_soon(&mut self) -> Option<Instant> {
+        if self.out.buffer().is_empty() {
+            return None;
+        }
+        let due = self.last_flush + FRAME;
+        if Instant::now() >= due {
+            self.flush();
+            return None;
+        }
+        Some(due)
     }
 }
 
