@@ -103,3 +103,42 @@ fn resume_shows_the_last_messages() {
     again.wait_for("you: keep me\nagent: keep me\n> ");
     assert_eq!(again.exit_by(&["C-d"]), 0);
 }
+
+/// Up recalls the previous prompt from the line editor's history.
+#[test]
+fn up_recalls_the_previous_prompt() {
+    if !available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = start_echo();
+    let t = chat_tty(&env, &["--new"]);
+    let sid = common::chat_tty::session_id(&t);
+    t.line("remember me");
+    t.wait_for("> remember me\nremember me\n> ");
+    t.keys(&["Up"]);
+    t.wait_for("remember me\n> remember me");
+    t.keys(&["Enter"]);
+    t.wait_for("remember me\nremember me\n> ");
+    assert_eq!(
+        common::chat_tty::prompts_received(&env, &sid),
+        ["remember me", "remember me"]
+    );
+    common::chat_tty::leave(&t);
+}
+
+/// `/upload FILE` on a terminal draws its progress as one refreshed line.
+#[test]
+fn an_upload_shows_its_progress_on_the_terminal() {
+    if !available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = start_echo();
+    let t = chat_tty(&env, &["--new"]);
+    let file = env.dir.path().join("big.bin");
+    let size = 2 * 1024 * 1024 + 512 * 1024;
+    std::fs::write(&file, vec![7u8; size]).expect("writing the upload");
+    t.line(&format!("/upload {}", file.display()));
+    t.wait_for(&format!("100.0% {size} / {size} bytes"));
+    t.wait_for(&format!("uploaded {}", file.display()));
+    common::chat_tty::leave(&t);
+}
