@@ -9,7 +9,7 @@
 //! `max_tool_rounds` times. Files: [`request`] (the request body),
 //! [`stream`] (HTTP, failures), [`retry`] (when to try again), [`body`] (the
 //! task reading the answer), [`sse`] (events from its bytes), [`chunk`] (an
-//! event's JSON), [`pending`] (joining deltas), [`delta`] (tool call
+//! event's JSON), [`shape`] (a token stream's repeated event shape), [`pending`] (joining deltas), [`delta`] (tool call
 //! assembly), [`tools`], [`settings`].
 
 use std::collections::HashSet;
@@ -25,6 +25,7 @@ mod pending;
 mod request;
 mod retry;
 mod settings;
+mod shape;
 mod sse;
 mod stream;
 mod tools;

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::body::{Body, Piece};
-use super::chunk::{self, ChunkError, Decoded};
+use super::chunk::{ChunkError, Decoded};
 use super::retry;
 use super::settings::OpenAiSettings;
+use super::shape::Decoder;
 use super::sse::{EventRef, Splitter, SseError};
 use crate::agent::{ProviderFailure, ProviderReason};
 use crate::bounded::bound_text;
@@ -44,6 +45,8 @@ impl From<ProviderFailure> for Halt {
 pub struct Answer {
     body: Body,
     events: Splitter,
+    /// Decodes each event (reusing the stream's shape, `shape.rs`).
+    decoder: Decoder,
     timeout: Duration,
     /// A `finish_reason` was seen: the body may end without `[DONE]`.
     finished: bool,
@@ -153,6 +156,7 @@ pub async fn open(
             return Ok(Answer {
                 body: Body::spawn(response),
                 events: Splitter::default(),
+                decoder: Decoder::default(),
                 timeout: settings.request_timeout,
                 finished: false,
                 done: false,
@@ -303,7 +307,7 @@ impl Answer {
         if data.is_empty() {
             return Ok(Some(Decoded::default()));
         }
-        let decoded = chunk::decode(data).map_err(|e| {
+        let decoded = self.decoder.decode(data).map_err(|e| {
             let m = match e {
                 ChunkError::Malformed(e) => format!(
                     "malformed chunk ({e}): {}",
