@@ -5,17 +5,15 @@
 #[macro_use]
 mod common;
 
-use common::chat_tty::chat_tty;
+use common::chat_tty::{chat_tty, new_echo_chat};
 use common::start::start_echo;
 use common::tty::available;
 
 #[test]
 fn a_streamed_turn_then_ctrl_d_leaves() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((_env, t)) = new_echo_chat() else {
+        return;
+    };
     t.wait_for("> ");
     t.line("hello tty");
     t.wait_for("> hello tty\nhello tty\n> ");
@@ -25,11 +23,9 @@ fn a_streamed_turn_then_ctrl_d_leaves() {
 /// Ctrl-C on a line with text clears it; on the empty line it leaves.
 #[test]
 fn ctrl_c_clears_a_typed_line_and_leaves_at_an_empty_one() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((_env, t)) = new_echo_chat() else {
+        return;
+    };
     t.wait_for("> ");
     t.type_text("not this");
     t.wait_for("> not this");
@@ -42,11 +38,9 @@ fn ctrl_c_clears_a_typed_line_and_leaves_at_an_empty_one() {
 
 #[test]
 fn approval_and_choice_are_answered() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((_env, t)) = new_echo_chat() else {
+        return;
+    };
     t.line("::approve rm {\"f\":1}");
     t.wait_for("approve rm {\"f\":1}? [a]llow once");
     t.wait_for(" s left): ");
@@ -66,11 +60,9 @@ fn approval_and_choice_are_answered() {
 
 #[test]
 fn ctrl_c_cancels_the_turn_and_a_resize_is_harmless() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((_env, t)) = new_echo_chat() else {
+        return;
+    };
     t.line("before\\");
     t.wait_for("> before\\\n> ");
     t.line("::sleep 30000\\");
@@ -107,11 +99,9 @@ fn resume_shows_the_last_messages() {
 /// Up recalls the previous prompt from the line editor's history.
 #[test]
 fn up_recalls_the_previous_prompt() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((env, t)) = new_echo_chat() else {
+        return;
+    };
     let sid = common::chat_tty::session_id(&t);
     t.line("remember me");
     t.wait_for("> remember me\nremember me\n> ");
@@ -129,11 +119,9 @@ fn up_recalls_the_previous_prompt() {
 /// `/upload FILE` on a terminal draws its progress as one refreshed line.
 #[test]
 fn an_upload_shows_its_progress_on_the_terminal() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((env, t)) = new_echo_chat() else {
+        return;
+    };
     let file = env.dir.path().join("big.bin");
     let size = 2 * 1024 * 1024 + 512 * 1024;
     std::fs::write(&file, vec![7u8; size]).expect("writing the upload");

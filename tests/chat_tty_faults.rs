@@ -7,18 +7,18 @@
 #[macro_use]
 mod common;
 
-use common::chat_tty::{chat_tty, leave, prompt_lines, prompts_received, session_id};
-use common::start::{start_echo, write_config, ECHO_ONLY};
+use common::chat_tty::{
+    chat_tty, leave, new_echo_chat, prompt_lines, prompts_received, session_id,
+};
+use common::start::{write_config, ECHO_ONLY};
 use common::tty::available;
 use common::{DaemonBuilder, TestDir};
 
 #[test]
 fn a_resize_mid_stream_keeps_the_answer_whole() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((env, t)) = new_echo_chat() else {
+        return;
+    };
     let sid = session_id(&t);
     let answer = "abcdefghijklmnopqrstuvwxyz0123456789";
     prompt_lines(&t, &["::chunk 1", "::delay 30", answer]);
@@ -40,11 +40,9 @@ fn a_resize_mid_stream_keeps_the_answer_whole() {
 
 #[test]
 fn a_non_utf8_paste_is_refused_and_the_session_goes_on() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((env, t)) = new_echo_chat() else {
+        return;
+    };
     let sid = session_id(&t);
     // "café ok" and Enter from a Latin-1 terminal, arriving at once as a
     // paste does: the é (0xe9) is not UTF-8, nor is any of it a prompt.
@@ -60,11 +58,9 @@ fn a_non_utf8_paste_is_refused_and_the_session_goes_on() {
 
 #[test]
 fn a_paste_over_the_limit_is_refused_without_a_hang() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((env, t)) = new_echo_chat() else {
+        return;
+    };
     let sid = session_id(&t);
     // 3 MiB, not 10: the editor takes a paste in linear time, about a
     // second per MiB in a debug build on a busy machine (10 MiB by hand in

@@ -7,18 +7,14 @@
 mod common;
 
 use common::chat_tty::{
-    chat_tty, last_prompt_line, leave, prompt_lines, prompts_received, session_id,
+    last_prompt_line, leave, new_echo_chat, prompt_lines, prompts_received, session_id,
 };
-use common::start::start_echo;
-use common::tty::available;
 
 #[test]
 fn keys_typed_during_a_turn_are_the_next_prompts() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((env, t)) = new_echo_chat() else {
+        return;
+    };
     let sid = session_id(&t);
     prompt_lines(&t, &["started", "::sleep 1500", "done"]);
     // The turn runs (its first line shows); type ahead of it.
@@ -50,11 +46,9 @@ fn keys_typed_during_a_turn_are_the_next_prompts() {
 /// answer; before, a typed-ahead "a" approved the tool.
 #[test]
 fn keys_typed_ahead_never_answer_an_approval() {
-    if !available() {
-        skip_test!("tmux is not installed");
-    }
-    let env = start_echo();
-    let t = chat_tty(&env, &["--new"]);
+    let Some((_env, t)) = new_echo_chat() else {
+        return;
+    };
     prompt_lines(&t, &["started", "::sleep 1500", "::approve rm {\"f\":1}"]);
     t.wait_for("\nstarted");
     t.line("a");

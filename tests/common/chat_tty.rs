@@ -83,3 +83,15 @@ pub fn leave(t: &Tty) {
     assert!(!t.screen().contains("panicked"), "{}", t.screen());
     assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
 }
+
+/// `zeroclaw chat --new` in tmux against a new echo daemon, or `None` (with
+/// a `SKIPPED` line) where tmux is not installed.
+pub fn new_echo_chat() -> Option<(super::start::Env, Tty)> {
+    if !super::tty::available() {
+        super::skip("tmux is not installed");
+        return None;
+    }
+    let env = super::start::start_echo();
+    let t = chat_tty(&env, &["--new"]);
+    Some((env, t))
+}
