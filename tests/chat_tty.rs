@@ -5,7 +5,7 @@
 #[macro_use]
 mod common;
 
-use common::chat_tty::{chat_tty, new_echo_chat};
+use common::chat_tty::{chat_tty, echo_round, new_echo_chat};
 use common::start::start_echo;
 use common::tty::available;
 
@@ -15,8 +15,7 @@ fn a_streamed_turn_then_ctrl_d_leaves() {
         return;
     };
     t.wait_for("> ");
-    t.line("hello tty");
-    t.wait_for("> hello tty\nhello tty\n> ");
+    echo_round(&t, "hello tty");
     assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
 }
 
@@ -30,8 +29,7 @@ fn ctrl_c_clears_a_typed_line_and_leaves_at_an_empty_one() {
     t.type_text("not this");
     t.wait_for("> not this");
     t.keys(&["C-c"]);
-    t.line("but this");
-    t.wait_for("> but this\nbut this\n> ");
+    echo_round(&t, "but this");
     assert!(!t.screen().contains("not thisbut"), "{}", t.screen());
     assert_eq!(t.exit_by(&["C-c"]), 0, "{}", t.screen());
 }
@@ -87,8 +85,7 @@ fn resume_shows_the_last_messages() {
     }
     let env = start_echo();
     let t = chat_tty(&env, &["--new", "--agent", "echo"]);
-    t.line("keep me");
-    t.wait_for("> keep me\nkeep me\n> ");
+    echo_round(&t, "keep me");
     assert_eq!(t.exit_by(&["C-d"]), 0);
     let again = chat_tty(&env, &[]);
     again.wait_for("(resumed, 2 messages)");
@@ -103,8 +100,7 @@ fn up_recalls_the_previous_prompt() {
         return;
     };
     let sid = common::chat_tty::session_id(&t);
-    t.line("remember me");
-    t.wait_for("> remember me\nremember me\n> ");
+    echo_round(&t, "remember me");
     t.keys(&["Up"]);
     t.wait_for("remember me\n> remember me");
     t.keys(&["Enter"]);

@@ -8,7 +8,7 @@
 mod common;
 
 use common::chat_tty::{
-    chat_tty, leave, new_echo_chat, prompt_lines, prompts_received, session_id,
+    chat_tty, echo_round, leave, new_echo_chat, prompt_lines, prompts_received, session_id,
 };
 use common::start::{write_config, ECHO_ONLY};
 use common::tty::available;
@@ -26,8 +26,7 @@ fn a_resize_mid_stream_keeps_the_answer_whole() {
     t.resize(40, 12);
     t.resize(120, 40);
     t.wait_for(&format!("\n{answer}\n> "));
-    t.line("after");
-    t.wait_for("> after\nafter\n> ");
+    echo_round(&t, "after");
     assert_eq!(
         prompts_received(&env, &sid),
         [
@@ -50,8 +49,7 @@ fn a_non_utf8_paste_is_refused_and_the_session_goes_on() {
     t.wait_for(
         "zeroclaw chat: the typed line was not valid UTF-8 (is the terminal's encoding UTF-8?); it was dropped, with the rest of its paste",
     );
-    t.line("fine");
-    t.wait_for("> fine\nfine\n> ");
+    echo_round(&t, "fine");
     assert_eq!(prompts_received(&env, &sid), ["fine"], "{}", t.screen());
     leave(&t);
 }
@@ -73,8 +71,7 @@ fn a_paste_over_the_limit_is_refused_without_a_hang() {
         "a line of 3145728 bytes was refused: a typed prompt is at most 1048576 bytes",
         std::time::Duration::from_secs(60),
     );
-    t.line("fine");
-    t.wait_for("> fine\nfine\n> ");
+    echo_round(&t, "fine");
     assert_eq!(prompts_received(&env, &sid), ["fine"]);
     leave(&t);
 }
@@ -90,8 +87,7 @@ fn a_daemon_restart_mid_turn_is_a_notice_and_a_resumed_session() {
     let mut d = DaemonBuilder::new().config_dir(&cfg).spawn();
     let t = chat_tty(&d, &["--new"]);
     let sid = session_id(&t);
-    t.line("one");
-    t.wait_for("> one\none\n> ");
+    echo_round(&t, "one");
     prompt_lines(&t, &["started", "::sleep 60000"]);
     t.wait_for("\nstarted");
     d.signal(libc::SIGTERM);
@@ -101,8 +97,7 @@ fn a_daemon_restart_mid_turn_is_a_notice_and_a_resumed_session() {
     t.wait_for(&format!(
         "zeroclaw chat: reconnected; session {sid} resumed"
     ));
-    t.line("two");
-    t.wait_for("> two\ntwo\n> ");
+    echo_round(&t, "two");
     // The turn the stop cancelled stays in the transcript, then the next.
     assert_eq!(
         prompts_received(&d2, &sid),

@@ -95,3 +95,10 @@ pub fn new_echo_chat() -> Option<(super::start::Env, Tty)> {
     let t = chat_tty(&env, &["--new"]);
     Some((env, t))
 }
+
+/// Sends `text` as a prompt and waits for the echo agent's answer and the
+/// next prompt.
+pub fn echo_round(t: &Tty, text: &str) {
+    t.line(text);
+    t.wait_for(&format!("> {text}\n{text}\n> "));
+}
