@@ -317,6 +317,11 @@ fn the_advertised_version_is_for_snake_clients_only_and_logged() {
     assert_eq!(r["server_version"], ZEROCODE_VERSION);
     let mut camel = env.connect();
     assert_eq!(camel.initialize()["serverVersion"], VERSION);
+    // The log is written by its own thread: wait for the line, then count.
+    let seen = env
+        .log
+        .wait_event(0, "advertised_server_version", common::RECV_TIMEOUT);
+    assert!(seen.is_some(), "{}", env.log.text());
     let logged = env.log.events_named("advertised_server_version");
     assert_eq!(logged.len(), 1, "{}", env.log.text());
     assert_eq!(logged[0]["advertised"], ZEROCODE_VERSION);
