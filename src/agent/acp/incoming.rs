@@ -87,15 +87,15 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
 }
 
 /// A `session/update` notification as far as a chunk needs it: read in
-/// one pass, since it is nearly every line of a turn.
+/// one pass, since it is nearly every line of a turn. Names are `&str`: one
+/// with an escape fails this pass and takes the general one, like any line
+/// this pass does not take.
 #[derive(Deserialize)]
 struct ChunkLine<'a> {
-    #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
+    jsonrpc: &'a str,
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
+    method: &'a str,
     #[serde(borrow)]
     params: UpdateParams<'a>,
 }
@@ -104,8 +104,7 @@ struct ChunkLine<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct UpdateParams<'a> {
-    #[serde(borrow)]
-    session_id: Cow<'a, str>,
+    session_id: &'a str,
     #[serde(borrow)]
     update: ChunkUpdate<'a>,
 }
@@ -113,16 +112,16 @@ struct UpdateParams<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ChunkUpdate<'a> {
-    #[serde(borrow)]
-    session_update: Cow<'a, str>,
+    session_update: &'a str,
     #[serde(borrow)]
     content: Option<TextBlock<'a>>,
 }
 
+/// A content block; its text may have escapes (a newline often does).
 #[derive(Deserialize)]
 struct TextBlock<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
+    #[serde(rename = "type")]
+    kind: &'a str,
     #[serde(borrow)]
     text: Option<Cow<'a, str>>,
 }
@@ -167,7 +166,7 @@ fn chunk_of(line: &[u8]) -> Option<Chunk> {
         return None;
     }
     let p = m.params;
-    let thought = match p.update.session_update.as_ref() {
+    let thought = match p.update.session_update {
         "agent_message_chunk" => false,
         "agent_thought_chunk" => true,
         _ => return None,
@@ -177,7 +176,7 @@ fn chunk_of(line: &[u8]) -> Option<Chunk> {
         return None;
     }
     Some(Chunk {
-        session_id: p.session_id.into_owned(),
+        session_id: p.session_id.to_owned(),
         thought,
         text: block.text?.into_owned(),
     })
