@@ -58,7 +58,7 @@ fn get(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     match p.prop {
         None => Payload::new(&effective_view(daemon), Default::default()),
         Some(prop) => {
-            // Masked by `props::get`, the one place that masks paired tokens.
+            // Masked by `props::get`, the one place that masks secrets.
             let value = config::props::get(&running, &prop)
                 .map_err(|e| RpcError::invalid_params(e.to_string()))?;
             Payload::new(&json!({"prop": prop, "value": value}), Default::default())

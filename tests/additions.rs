@@ -3,7 +3,7 @@
 //! `config/get` view (issue 12).
 
 mod common;
-use common::start::{start, start_echo, ECHO_ONLY};
+use common::start::{config_with, start, start_echo, ECHO_ONLY};
 use common::values::pluck;
 
 use serde_json::{json, Value};
@@ -149,7 +149,7 @@ fn sections_templates_map_keys_and_list_have_exact_shapes() {
         l,
         json!({"entries": [{"path": "agents.echo.backend", "category": "agents", "section": "agents",
             "kind": "enum", "type_hint": "string", "populated": true, "value": "echo",
-            "is_secret": false, "is_env_overridden": false, "enum_variants": ["echo", "command"],
+            "is_secret": false, "is_env_overridden": false, "enum_variants": ["echo", "command", "acp", "openai"],
             "description": ""}]})
     );
     // A prefix is whole segments: `agents.echo.chunk` is not `agents.echo.chunk_chars`.
@@ -172,6 +172,32 @@ fn sections_templates_map_keys_and_list_have_exact_shapes() {
     );
     let tokens = c.ok("config/list", json!({"prefix": "gateway.paired_tokens"}));
     assert_eq!(tokens["entries"][0]["is_secret"], true);
+}
+
+/// An ACP agent's credentials live in its `env` (issue 16): reads never show
+/// them, whichever read; a version-1 `command` agent's `env` reads as written.
+#[test]
+fn an_acp_agents_env_reads_masked_and_a_command_agents_as_written() {
+    let d = start(&config_with(
+        "[agents.claude]\nbackend = \"acp\"\ncommand = [\"claude-code-acp\"]\n\
+         env = { ANTHROPIC_API_KEY = \"sk-ant-secret\", LANG = \"C\" }\n\
+         [agents.cmd]\nbackend = \"command\"\ncommand = [\"cat\"]\nenv = { LANG = \"C\" }\n",
+    ));
+    let mut c = d.client();
+    let masked = json!({"ANTHROPIC_API_KEY": "****", "LANG": "****"});
+    assert_eq!(
+        c.ok("config/get", json!({"prop": "agents.claude.env"})),
+        json!({"prop": "agents.claude.env", "value": masked})
+    );
+    let all = c.ok("config/get", json!({}));
+    assert_eq!(all["agents"]["claude"]["env"], masked, "{all}");
+    assert_eq!(all["agents"]["cmd"]["env"], json!({"LANG": "C"}));
+    let listed = c.ok("config/list", json!({"prefix": "agents.claude.env"}));
+    assert_eq!(listed["entries"][0]["value"], masked, "{listed}");
+    assert_eq!(listed["entries"][0]["is_secret"], true, "{listed}");
+    let listed = c.ok("config/list", json!({"prefix": "agents.cmd.env"}));
+    assert_eq!(listed["entries"][0]["is_secret"], false, "{listed}");
+    assert!(!all.to_string().contains("sk-ant-secret"), "{all}");
 }
 
 #[test]

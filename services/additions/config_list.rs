@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::params::{self, bad};
-use crate::config::{prop_paths, PropInfo};
+use crate::config::{is_secret, prop_paths, PropInfo};
 use crate::error::RpcError;
 use crate::request::Request;
 use crate::state::Daemon;
@@ -18,7 +18,7 @@ const MAPS: [&str; 3] = ["agents", "permission_profiles", "users"];
 fn enum_variants(path: &str) -> Option<&'static [&'static str]> {
     if path.starts_with("agents.") {
         if path.ends_with(".backend") {
-            return Some(&["echo", "command"]);
+            return Some(&["echo", "command", "acp", "openai"]);
         }
         if path.ends_with(".input") {
             return Some(&["prompt", "context_json"]);
@@ -42,8 +42,8 @@ fn entry(tree: &Value, p: &PropInfo) -> Value {
         "type_hint": p.kind,
         "populated": !value.is_null(),
         "value": value,
-        // Paired tokens are digests, shown masked (§8.14); nothing else is secret.
-        "is_secret": p.path == "gateway.paired_tokens",
+        // What reads show masked (paired tokens, an added backend's `env`).
+        "is_secret": is_secret(tree, &p.path),
         "is_env_overridden": false,
         "enum_variants": variants.unwrap_or(&[]),
         "description": "",

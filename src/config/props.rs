@@ -10,8 +10,14 @@ use serde_json::{Map, Value};
 use super::paths::{self, Kind, MAPS, SECTIONS};
 use super::schema::Config;
 
-/// The mask that replaces every paired-token digest in reads.
+/// The mask that replaces every paired-token digest, and every `env` value of an agent whose
+/// backend is an addition (`acp`, `openai`), in reads.
 pub const MASK: &str = "****";
+
+/// The backends of version 1 (§10.2): their `env` reads as written, as §8.13 says. The
+/// backends added since hold credentials in `env` (an ACP agent's API key), so theirs is
+/// masked (docs/decisions.md, "An added agent's env is masked in reads").
+const V1_BACKENDS: [&str; 2] = ["echo", "command"];
 
 /// Why a prop cannot be read or written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,7 +60,8 @@ fn err(prop: &str, reason: PropReason) -> PropError {
 }
 
 /// The typed JSON value of `prop` in `config` (`config/get` with `prop`). An unset optional
-/// field reads as `null`; paired-token digests read as `"****"`.
+/// field reads as `null`; paired-token digests and an added backend's `env` values read as
+/// `"****"`.
 pub fn get(config: &Config, prop: &str) -> Result<Value, PropError> {
     let parsed = paths::parse_prop(prop).ok_or_else(|| err(prop, PropReason::Unknown))?;
     let tree = to_tree(config, prop)?;
@@ -117,7 +124,7 @@ pub fn set(config: &mut Config, prop: &str, value: &Value) -> Result<(), PropErr
 }
 
 /// The effective running config for `config/get` without `prop`: every field with defaults
-/// (unset optional fields as `null`), map entries sorted by key, paired tokens masked.
+/// (unset optional fields as `null`), map entries sorted by key, secrets masked ([`MASK`]).
 pub fn effective_json(config: &Config) -> Value {
     let mut tree = match serde_json::to_value(config) {
         Ok(tree) => tree,
@@ -138,7 +145,7 @@ pub fn effective_json(config: &Config) -> Value {
             }
         }
     }
-    mask_tokens(&mut tree);
+    mask_secrets(&mut tree);
     tree
 }
 
@@ -148,7 +155,9 @@ fn fill_nulls(table: &mut Map<String, Value>, fields: &[paths::Field]) {
     }
 }
 
-fn mask_tokens(tree: &mut Value) {
+/// Replaces what reads must not show with [`MASK`]: paired-token digests, and the `env`
+/// values of agents on an added backend (the names stay visible).
+fn mask_secrets(tree: &mut Value) {
     let tokens = tree
         .get_mut("gateway")
         .and_then(|g| g.get_mut("paired_tokens"))
@@ -156,12 +165,43 @@ fn mask_tokens(tree: &mut Value) {
     for t in tokens.into_iter().flatten() {
         *t = Value::String(MASK.to_owned());
     }
+    let agents = tree.get_mut("agents").and_then(Value::as_object_mut);
+    for agent in agents.into_iter().flat_map(|a| a.values_mut()) {
+        let secret = env_is_secret(agent);
+        let env = agent.get_mut("env").and_then(Value::as_object_mut);
+        for value in env
+            .into_iter()
+            .flat_map(|e| e.values_mut())
+            .filter(|_| secret)
+        {
+            *value = Value::String(MASK.to_owned());
+        }
+    }
+}
+
+/// Whether reads mask `agent`'s `env` values (an agent entry of the JSON tree): its backend is
+/// not one of version 1's.
+fn env_is_secret(agent: &Value) -> bool {
+    agent
+        .get("backend")
+        .and_then(Value::as_str)
+        .is_some_and(|b| !V1_BACKENDS.contains(&b))
+}
+
+/// Whether the prop `path` of the effective tree `tree` reads masked: `gateway.paired_tokens`,
+/// and `agents.<a>.env` of an agent on an added backend (`config/list`'s `is_secret`).
+pub fn is_secret(tree: &Value, path: &str) -> bool {
+    match path.split('.').collect::<Vec<_>>().as_slice() {
+        ["gateway", "paired_tokens"] => true,
+        ["agents", alias, "env"] => tree["agents"].get(*alias).is_some_and(env_is_secret),
+        _ => false,
+    }
 }
 
 fn to_tree(config: &Config, prop: &str) -> Result<Value, PropError> {
     let mut tree =
         serde_json::to_value(config).map_err(|e| err(prop, PropReason::Internal(e.to_string())))?;
-    mask_tokens(&mut tree);
+    mask_secrets(&mut tree);
     Ok(tree)
 }
 

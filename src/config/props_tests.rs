@@ -275,3 +275,22 @@ fn effective_json_has_every_field_sorted_and_masked() {
     // The running config itself is untouched.
     assert_eq!(c.gateway.paired_tokens[0], "a".repeat(64));
 }
+
+#[test]
+fn an_added_backends_env_values_read_masked_and_a_v1_backends_as_written() {
+    let mut c = base();
+    let env = json!({"ANTHROPIC_API_KEY": "sk-ant-secret", "LANG": "C"});
+    for (alias, backend) in [("claude", "acp"), ("m", "openai"), ("cmd", "command")] {
+        set(&mut c, &format!("agents.{alias}.backend"), &json!(backend)).unwrap();
+        set(&mut c, &format!("agents.{alias}.env"), &env).unwrap();
+    }
+    let masked = json!({"ANTHROPIC_API_KEY": "****", "LANG": "****"});
+    let v = effective_json(&c);
+    assert_eq!(v["agents"]["claude"]["env"], masked);
+    assert_eq!(v["agents"]["m"]["env"], masked);
+    assert_eq!(v["agents"]["cmd"]["env"], env);
+    assert_eq!(get(&c, "agents.claude.env").unwrap(), masked);
+    assert_eq!(get(&c, "agents.cmd.env").unwrap(), env);
+    // Reads mask; the running config keeps the values the agent is started with.
+    assert_eq!(c.agents["claude"].env["ANTHROPIC_API_KEY"], "sk-ant-secret");
+}
