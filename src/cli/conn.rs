@@ -31,11 +31,13 @@ pub enum Incoming {
     /// (`thought: false`) or `agent_thought_chunk`: the stream's bulk, read
     /// without building a JSON tree.
     Chunk { thought: bool, text: String },
-    /// A request of the daemon's (`elicitation/create`, …).
+    /// A request of the daemon's (`elicitation/create`, …), with its whole
+    /// line for what a JSON tree loses (the order of a form's fields).
     Request {
         id: Value,
         method: String,
         params: Value,
+        line: String,
     },
     /// A line that is not a JSON-RPC message; shown as a warning, ignored.
     Garbage(String),
@@ -256,7 +258,12 @@ fn message(line: &str) -> Incoming {
     };
     let params = msg.remove("params").unwrap_or(Value::Null);
     match (msg.remove("method"), msg.remove("id")) {
-        (Some(Value::String(method)), Some(id)) => Incoming::Request { id, method, params },
+        (Some(Value::String(method)), Some(id)) => Incoming::Request {
+            id,
+            method,
+            params,
+            line: line.to_owned(),
+        },
         (Some(Value::String(method)), None) => Incoming::Notification { method, params },
         (None, Some(Value::Number(n))) => match n.as_u64() {
             Some(id) => Incoming::Answer {

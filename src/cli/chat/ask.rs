@@ -4,8 +4,11 @@
 //! key: Enter on an empty answer (or Ctrl-D) rejects or declines; Ctrl-C
 //! cancels a form.
 
+use std::fmt;
 use std::time::Instant;
 
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::editor::{Input, Line, Purpose};
@@ -73,15 +76,12 @@ pub async fn approval(input: &mut Input, p: &Value) -> Decision {
     }
 }
 
-/// Answers one `elicitation/create` (its params): the JSON-RPC result.
-pub async fn elicitation(input: &mut Input, p: &Value) -> Value {
+/// Answers one `elicitation/create` (its params, and its `line` for the
+/// order of the fields): the JSON-RPC result.
+pub async fn elicitation(input: &mut Input, p: &Value, line: &str) -> Value {
     let message = p.get("message").and_then(Value::as_str).unwrap_or_default();
     let schema = p.get("requestedSchema").cloned().unwrap_or_default();
-    let props = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let props = fields_in_order(&schema, line);
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -92,6 +92,10 @@ pub async fn elicitation(input: &mut Input, p: &Value) -> Value {
     let mut header = format!("question: {message}  (Enter: decline, Ctrl-C: cancel)\n");
     for (name, field) in &props {
         let title = field.get("title").and_then(Value::as_str).unwrap_or(name);
+        let kind = field
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("string");
         let choices = choices(field);
         let mut prompt = std::mem::take(&mut header);
         for (i, (_, label)) in choices.iter().enumerate() {
@@ -117,12 +121,12 @@ pub async fn elicitation(input: &mut Input, p: &Value) -> Value {
                 }
                 break;
             }
-            match pick(&choices, text) {
-                Some(v) => {
+            match pick(&choices, kind, text) {
+                Ok(v) => {
                     content.insert(name.clone(), v);
                     break;
                 }
-                None => super::render::notice("pick one of the numbers shown"),
+                Err(why) => super::render::notice(why),
             }
         }
     }
@@ -162,18 +166,110 @@ fn choices(field: &Value) -> Vec<(Value, String)> {
         .unwrap_or_default()
 }
 
-/// The value an answer names: a menu number or label, or free text.
-fn pick(choices: &[(Value, String)], text: &str) -> Option<Value> {
+/// The value an answer names: a menu number or label, or free text of the
+/// field's JSON type (`kind`); else what to ask for instead.
+fn pick(choices: &[(Value, String)], kind: &str, text: &str) -> Result<Value, &'static str> {
     if choices.is_empty() {
-        return Some(Value::String(text.to_owned()));
+        return typed(kind, text);
     }
-    if let Ok(n) = text.parse::<usize>() {
-        return choices.get(n.checked_sub(1)?).map(|(v, _)| v.clone());
-    }
-    choices
-        .iter()
-        .find(|(_, label)| label.eq_ignore_ascii_case(text))
+    let by_number = text
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| choices.get(n.checked_sub(1)?));
+    by_number
+        .or_else(|| {
+            choices
+                .iter()
+                .find(|(_, label)| label.eq_ignore_ascii_case(text))
+        })
         .map(|(v, _)| v.clone())
+        .ok_or("pick one of the numbers shown")
+}
+
+/// Free text as a value of the JSON Schema type `kind` (a string for any
+/// other type).
+fn typed(kind: &str, text: &str) -> Result<Value, &'static str> {
+    match kind {
+        "integer" => text
+            .parse::<i64>()
+            .map(Value::from)
+            .map_err(|_| "a whole number, please"),
+        "number" => text
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .ok_or("a number, please"),
+        "boolean" => match text.to_ascii_lowercase().as_str() {
+            "y" | "yes" | "true" => Ok(Value::Bool(true)),
+            "n" | "no" | "false" => Ok(Value::Bool(false)),
+            _ => Err("yes or no, please"),
+        },
+        _ => Ok(Value::String(text.to_owned())),
+    }
+}
+
+/// The form's fields in the order the daemon wrote them (a JSON tree sorts
+/// an object's members; a form asks in the order it was declared). A field
+/// the line does not name in order (it always does) comes after, sorted.
+fn fields_in_order(schema: &Value, line: &str) -> Vec<(String, Value)> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let written = serde_json::from_str::<FormLine>(line)
+        .map(|l| l.params.requested_schema.properties.0)
+        .unwrap_or_default();
+    let mut fields: Vec<(String, Value)> = written
+        .iter()
+        .filter_map(|name| Some((name.clone(), props.get(name)?.clone())))
+        .collect();
+    for (name, field) in props {
+        if !written.contains(name) {
+            fields.push((name.clone(), field.clone()));
+        }
+    }
+    fields
+}
+
+/// What [`fields_in_order`] reads of an `elicitation/create` line.
+#[derive(Deserialize)]
+struct FormLine {
+    params: FormParams,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FormParams {
+    requested_schema: FormSchema,
+}
+
+#[derive(Deserialize)]
+struct FormSchema {
+    properties: MemberNames,
+}
+
+/// An object's member names in the order they were written.
+struct MemberNames(Vec<String>);
+
+impl<'de> Deserialize<'de> for MemberNames {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Names;
+        impl<'de> Visitor<'de> for Names {
+            type Value = MemberNames;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MemberNames, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    map.next_value::<IgnoredAny>()?;
+                    names.push(name);
+                }
+                Ok(MemberNames(names))
+            }
+        }
+        d.deserialize_map(Names)
+    }
 }
 
 #[cfg(test)]
@@ -200,10 +296,43 @@ mod tests {
     fn menu_picks() {
         let field = json!({"oneOf": [{"const": "choice-0", "title": "red"}, {"const": "choice-1", "title": "blue"}]});
         let c = choices(&field);
-        assert_eq!(pick(&c, "2"), Some(json!("choice-1")));
-        assert_eq!(pick(&c, "RED"), Some(json!("choice-0")));
-        assert_eq!(pick(&c, "3"), None);
-        assert_eq!(pick(&c, "0"), None);
-        assert_eq!(pick(&[], "free"), Some(json!("free")));
+        assert_eq!(pick(&c, "string", "2"), Ok(json!("choice-1")));
+        assert_eq!(pick(&c, "string", "RED"), Ok(json!("choice-0")));
+        assert_eq!(
+            pick(&c, "string", "3"),
+            Err("pick one of the numbers shown")
+        );
+        assert_eq!(
+            pick(&c, "string", "0"),
+            Err("pick one of the numbers shown")
+        );
+        assert_eq!(pick(&[], "string", "free"), Ok(json!("free")));
+    }
+
+    #[test]
+    fn free_answers_take_the_fields_type() {
+        assert_eq!(pick(&[], "integer", "42"), Ok(json!(42)));
+        assert_eq!(pick(&[], "integer", "4.5"), Err("a whole number, please"));
+        assert_eq!(pick(&[], "number", "4.5"), Ok(json!(4.5)));
+        assert_eq!(pick(&[], "number", "NaN"), Err("a number, please"));
+        assert_eq!(pick(&[], "boolean", "Yes"), Ok(json!(true)));
+        assert_eq!(pick(&[], "boolean", "n"), Ok(json!(false)));
+        assert_eq!(pick(&[], "boolean", "maybe"), Err("yes or no, please"));
+        assert_eq!(pick(&[], "array", "x"), Ok(json!("x")));
+    }
+
+    #[test]
+    fn fields_are_asked_in_the_order_they_were_written() {
+        let line = r#"{"jsonrpc":"2.0","method":"elicitation/create","id":"zc-out-0","params":{"sessionId":"s","mode":"form","message":"m","requestedSchema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"},"mid":{"type":"boolean"}}}}}"#;
+        let msg: Value = serde_json::from_str(line).unwrap();
+        let names = |l: &str| -> Vec<String> {
+            fields_in_order(&msg["params"]["requestedSchema"], l)
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect()
+        };
+        assert_eq!(names(line), ["zeta", "alpha", "mid"]);
+        // A line it cannot read for order: the tree's (sorted) order, nothing lost.
+        assert_eq!(names("{}"), ["alpha", "mid", "zeta"]);
     }
 }

@@ -86,11 +86,16 @@ impl Chat {
                     }
                 }
                 Some(Incoming::Notification { .. }) => {}
-                Some(Incoming::Request { id, method, params }) => {
+                Some(Incoming::Request {
+                    id,
+                    method,
+                    params,
+                    line,
+                }) => {
                     let sent = if method == "elicitation/create" {
                         self.render.finish_line();
                         self.render.flush();
-                        let result = ask::elicitation(&mut self.input, &params).await;
+                        let result = ask::elicitation(&mut self.input, &params, &line).await;
                         self.conn.respond(&id, result).await
                     } else {
                         self.conn.refuse(&id, &method).await
