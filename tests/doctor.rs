@@ -14,9 +14,19 @@ const TOOL_AGENT: &str =
     "[agents.tool]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"cat\"]\n";
 
 fn doctor_in(dir: &TestDir, cfg: &std::path::Path) -> (Option<i32>, String) {
+    doctor_with(dir, cfg, &[])
+}
+
+/// `zeroclaw doctor` with these extra environment variables.
+fn doctor_with(
+    dir: &TestDir,
+    cfg: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (Option<i32>, String) {
     let mut cmd = Command::new(common::BIN);
     common::hermetic_env(&mut cmd, dir.path());
     cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+    cmd.envs(env.iter().copied());
     cmd.arg("--config-dir").arg(cfg).arg("doctor");
     let (status, out, err) = run_cli(cmd);
     assert_eq!(err, "", "doctor writes its report to stdout");
@@ -147,6 +157,51 @@ fn acp_agents_must_answer_initialize_and_model_servers_must_answer() {
     );
     assert!(
         out.contains("fix: start the model server, or set agents.llm.base_url\n"),
+        "{out}"
+    );
+}
+
+/// A model server that answers `GET <base_url>/models` passes, asked with the
+/// key `api_key_env` names; one that refuses the key fails with what to set.
+#[test]
+fn a_model_server_that_answers_passes_and_one_refusing_the_key_fails() {
+    use common::openai_server::{OpenAiServer, Reply};
+    let server = OpenAiServer::start();
+    let base = server.base_url();
+    let models =
+        r#"{"object":"list","data":[{"id":"m","object":"model","created":1,"owned_by":"x"}]}"#;
+    server.push(Reply::Status(200, models.into()));
+    server.push(Reply::Status(
+        401,
+        r#"{"error":{"message":"bad key"}}"#.into(),
+    ));
+    let agents = format!(
+        "[agents.llm]\nbackend = \"openai\"\nmodel = \"m\"\nbase_url = \"{base}\"\n\
+         api_key_env = \"ZC_DOCTOR_KEY\"\n"
+    );
+    let env = start(&config_with(&agents));
+    let key = [("ZC_DOCTOR_KEY", "sk-doctor")];
+    let (code, out) = doctor_with(&env.dir, &env.config_dir, &key);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(&format!(
+            "ok    agent llm: model server {base}/models answers 200 OK\n"
+        )),
+        "{out}"
+    );
+    let asked = server.requests();
+    assert_eq!(
+        (asked[0].method.as_str(), asked[0].path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert_eq!(asked[0].header("authorization"), Some("Bearer sk-doctor"));
+    let (code, out) = doctor_with(&env.dir, &env.config_dir, &key);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "FAIL  agent llm: model server {base}/models answers 401 Unauthorized; \
+             fix: set the key in the variable agents.llm.api_key_env names, for the daemon\n"
+        )),
         "{out}"
     );
 }

@@ -24,7 +24,7 @@ fn a_real_turn_against_the_server_in_zc_openai_test_url() {
     let dir = TestDir::new();
     let mut text = format!(
         "schema_version = 1\n[agents.m]\nbackend = \"openai\"\nbase_url = \"{url}\"\n\
-         model = \"{model}\"\ntools = []\nmax_tokens = 256\nrequest_timeout_secs = 300\n"
+         model = \"{model}\"\ntools = []\nmax_tokens = 1024\nrequest_timeout_secs = 300\n"
     );
     let mut builder = DaemonBuilder::new().config_dir(dir.config_dir());
     if let Some(k) = &key {

@@ -170,7 +170,16 @@ mod tests {
         .await
         .unwrap()
         .unwrap();
-        assert!(big.len() < TOOL_OUTPUT_MAX + 100, "{}", big.len());
+        // The pipe is read to one past the bound (so the cut can be told), the rest dropped;
+        // what reaches the model is cut at the bound and marked.
+        let head = "exit status 0\n--- stdout\n";
+        assert_eq!(big, format!("{head}{}", "x".repeat(TOOL_OUTPUT_MAX + 1)));
+        let sent = super::super::bounded(&big);
+        let kept = "x".repeat(TOOL_OUTPUT_MAX - head.len());
+        assert_eq!(
+            sent,
+            format!("{head}{kept}{}", crate::bounded::TRUNCATION_SUFFIX)
+        );
         let slow = run(
             &cwd,
             &json!({"command": "sleep 30", "timeout_secs": 1}),
