@@ -189,11 +189,11 @@ const BIG: u64 = 64 << 10;
 /// (4 MiB of these chunks), the turn's pending text (64 KiB), the emitter's
 /// queue (4 MiB, `EMIT_QUEUE_BYTES`) and the group it commits (at most as
 /// much), the connection's write queue (64 frames, 4 MiB) and the kernel's
-/// socket buffers: about 17 MiB; 24 MiB with a margin.
+/// socket buffers: about 17 MiB (measured: 9 to 16 MiB); 24 MiB with a margin.
 const AHEAD_BOUND: u64 = 24 << 20;
 /// Daemon RSS growth allowed meanwhile: the text above, the turn's text
 /// kept for its answer (no more than was sent), SQLite's cache and
-/// allocator slack: 48 MiB (measured: +16 to +24 MiB). A reader that did
+/// allocator slack: 48 MiB (measured: +16 to +26 MiB). A reader that did
 /// not stop would hold the flood.
 const RSS_GROWTH_BOUND_KIB: u64 = 48 << 10;
 
