@@ -11,11 +11,17 @@
 //! - `read PATH` / `write PATH TEXT`: `fs/*`; says `read: <content>`,
 //!   `wrote` or `fs error <code>`;
 //! - `unknown`: a `terminal/create` request; says `terminal error <code>`;
-//! - `flood N`: N message chunks `.`;
+//! - `flood N`: N message chunks `.`; `floodbig N SIZE`: N message chunks
+//!   of SIZE `x`s, each line flushed, then the text bytes written so far put
+//!   in `<cwd>/floodbig.written` (written whole, renamed into place), so a
+//!   test sees where the pipe stopped the agent;
 //! - `crash CODE`: exits with CODE at once; `garbage`: a non-JSON line;
 //!   `oversized`: a 17 MiB line; `badrpc`: JSON that is not JSON-RPC;
 //! - `hang`: no answer until cancelled (then `cancelled`); `deaf`: stops
-//!   reading stdin and never answers;
+//!   reading stdin and never answers; `readmany N PATH`: N `fs/read_text_file`
+//!   requests for PATH, the answers not read (with `deaf` after it, the
+//!   client's queue to a deaf agent fills); `sleep MS`: sleeps MS ms (deaf
+//!   meanwhile);
 //! - `stderr TEXT`: a line on stderr; `history`: says how many earlier
 //!   prompts the session remembers; `pid`: says the process id; `links`:
 //!   says the `resource_link` URIs of the prompt;
@@ -255,6 +261,30 @@ impl Agent {
                     }
                     None
                 }
+                "floodbig" => {
+                    self.flood_big(&session, rest);
+                    None
+                }
+                "readmany" => {
+                    let (n, path) = rest.split_once(' ').unwrap_or((rest, ""));
+                    for _ in 0..n.parse::<u64>().unwrap_or(0) {
+                        self.next_id += 1;
+                        let params = json!({"sessionId": session, "path": path});
+                        let _ = writeln!(
+                            self.out,
+                            "{}",
+                            json!({"jsonrpc": "2.0",
+                            "id": self.next_id, "method": "fs/read_text_file", "params": params})
+                        );
+                    }
+                    None
+                }
+                "sleep" => {
+                    let _ = self.out.flush();
+                    let ms = rest.parse().unwrap_or(0);
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                    None
+                }
                 "crash" => {
                     let _ = self.out.flush();
                     std::process::exit(rest.parse().unwrap_or(1));
@@ -360,6 +390,29 @@ impl Agent {
             stop = "cancelled".into();
         }
         Ok(json!({"stopReason": stop}))
+    }
+
+    /// `floodbig N SIZE`: one line built once, written N times.
+    fn flood_big(&mut self, session: &str, rest: &str) {
+        let (n, size) = rest.split_once(' ').unwrap_or((rest, "0"));
+        let (n, size): (u64, usize) = (n.parse().unwrap_or(0), size.parse().unwrap_or(0));
+        let content = json!({"type": "text", "text": "x".repeat(size)});
+        let update = json!({"sessionUpdate": "agent_message_chunk", "content": content});
+        let line = json!({"jsonrpc": "2.0", "method": "session/update",
+                          "params": {"sessionId": session, "update": update}});
+        let (line, file) = (format!("{line}\n"), PathBuf::from("floodbig.written"));
+        for i in 1..=n {
+            if self
+                .out
+                .write_all(line.as_bytes())
+                .and_then(|()| self.out.flush())
+                .is_err()
+            {
+                std::process::exit(1);
+            }
+            let _ = std::fs::write("floodbig.tmp", (i * size as u64).to_string());
+            let _ = std::fs::rename("floodbig.tmp", &file);
+        }
     }
 
     fn tool(&mut self, session: &str, rest: &str) {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::acp::{db_rows, AcpEnv};
+use common::acp::{db_int, db_rows, AcpEnv};
 use common::acp_agent::{acp_config, events, new_acp_session, say, toml_str, wait_update};
 use common::assert::assert_error_exact;
 use serde_json::{json, Value};
@@ -162,6 +162,55 @@ fn an_unanswered_permission_request_becomes_the_permission_default() {
         let t = rpc.prompt_ok("s-1", "ask f1");
         assert_eq!(t.of_type("approval_request").len(), 1);
         assert_eq!(t.text(), said, "{default}");
+    }
+}
+
+/// SPEC §8.12: an approval whose client is gone resolves `unreachable`;
+/// for an ACP agent that is `permission_default` (docs/agents.md), mapped
+/// onto the option of that kind the agent offered.
+#[test]
+fn a_permission_request_after_the_client_left_becomes_the_permission_default() {
+    for (default, option, status) in [
+        ("reject", "no", "failed"),
+        ("allow_once", "yes", "completed"),
+    ] {
+        let e = env(&format!("permission_default = {}", toml_str(default)), "");
+        let mut rpc = e.rpc();
+        new_acp_session(&mut rpc, "s-1", "acp");
+        let prompt = "say waiting\nsleep 300\nask f1";
+        let _ = rpc.start_prompt("s-1", prompt);
+        wait_update(&mut rpc, |u| u["text"] == "waiting");
+        // The client leaves while the agent sleeps: it asks after that.
+        drop(rpc);
+        let mut other = e.rpc();
+        let said = format!("permission: {option}");
+        let checkpoints = "SELECT COUNT(*) FROM acp_turn_checkpoints";
+        let rows = common::wait::eventually("the turn finalized", common::RECV_TIMEOUT, || {
+            let done = db_int(&e.db(), checkpoints) == 0;
+            done.then(|| other.messages("s-1"))
+        });
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|r| json!([r["role"], r["kind"], r["content"], r["tool_name"]]))
+            .collect();
+        // The agent received `selected` with the option of the default's
+        // kind (it says the option id); no row for the approval itself.
+        assert_eq!(
+            rows,
+            vec![
+                json!(["user", "message", prompt, null]),
+                json!(["assistant", "message", "waiting", null]),
+                json!(["assistant", "tool_call", "", "edit"]),
+                json!([
+                    "tool",
+                    "tool_result",
+                    format!(r#"{{"status":"{status}"}}"#),
+                    "edit"
+                ]),
+                json!(["assistant", "message", said, null]),
+            ],
+            "{default}"
+        );
     }
 }
 

@@ -12,7 +12,7 @@ mod common;
 
 use std::io::Write as _;
 use std::os::unix::net::UnixStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::acp::*;
 use serde_json::json;
@@ -68,19 +68,8 @@ fn a_client_that_stops_reading_stops_the_turn_within_the_write_queue_bound() {
         ) as usize
     };
     // Wait until the daemon stops committing (unchanged for 1 s), or it passes the bound.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let (mut last, mut since) = (events(), Instant::now());
-    while since.elapsed() < Duration::from_secs(1) {
-        assert!(
-            Instant::now() < deadline,
-            "still committing after 30 s: {last} events"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-        let n = events();
-        if n != last {
-            (last, since) = (n, Instant::now());
-        }
-    }
+    let quiet = (Duration::from_secs(1), Duration::from_secs(30));
+    let last = common::wait::settled("committed events", quiet, events);
     let _ = writeln!(
         std::io::stderr(),
         "stopped reader: {last} events committed (bound {bound}: queue {QUEUE_FRAMES} + batch {COMMIT_BATCH} + kernel buffer {kernel} frames of {frame} bytes)"

@@ -1,16 +1,19 @@
 //! `backend = "acp"` (issue 16) hosting the agent written with the official
 //! SDK's agent side (tests/acp-sdk-agent/), driven over the real socket:
-//! the update mapping, permissions, confined `fs/*`, cancel, and recovery
-//! with `session/load` after a kill -9 of the daemon mid-turn. Faults an SDK
-//! would never write are tests/acp_backend_faults.rs's, with the stdio agent.
+//! the update mapping, permissions, confined `fs/*`, cancel, a crash and a
+//! flood mid-turn, and recovery with `session/load` after a kill -9 of the
+//! daemon mid-turn. Faults an SDK would never write are
+//! tests/acp_backend_faults.rs's, with the stdio agent.
 
 #[macro_use]
 mod common;
 
 use common::acp::{db_rows, markers, row, shape, AcpEnv, INTERRUPTED};
-use common::acp_agent::{acp_config_for, events, new_acp_session, say, wait_update};
+use common::acp_agent::{
+    acp_config_for, agent_failed, events, new_acp_session, pid_of, say, wait_update,
+};
 use common::acp_sdk_agent::sdk_agent_bin;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// A daemon hosting the SDK agent as `acp`, or why it cannot be built here.
 fn env() -> Result<AcpEnv, String> {
@@ -56,13 +59,50 @@ fn a_plan_update_leaves_the_turn_whole() {
     let mut rpc = e.rpc();
     new_acp_session(&mut rpc, "s-1", "acp");
     let t = rpc.prompt_ok("s-1", "say a\nplan\nsay b");
-    // Whether `plan` is forwarded (as a documented extra update type) is
-    // the mapping's business; the chunks around it are exact either way.
-    let (plans, rest): (Vec<Value>, Vec<Value>) =
-        events(&t).into_iter().partition(|u| u["type"] == "plan");
-    assert_eq!(rest, vec![say("s-1", "a"), say("s-1", "b")]);
-    assert!(plans.len() <= 1, "{plans:?}");
+    // `plan` is forwarded as our extra update type, in turn order.
+    assert_eq!(
+        events(&t),
+        vec![
+            say("s-1", "a"),
+            json!({"sessionId": "s-1", "type": "plan",
+                   "entries": [{"content": "step", "priority": "high", "status": "pending"}]}),
+            say("s-1", "b"),
+        ]
+    );
     assert_eq!(t.result()["content"], "ab");
+}
+
+#[test]
+fn a_crash_mid_turn_fails_the_turn_with_its_status_and_the_next_prompt_restarts_it() {
+    let e = ok_or_skip!(env());
+    let mut rpc = e.rpc();
+    new_acp_session(&mut rpc, "s-1", "acp");
+    let first = pid_of(&mut rpc, "s-1");
+    let t = rpc.prompt("s-1", "say before\ncrash 3");
+    agent_failed(&t, "the ACP agent exited with status 3");
+    assert_eq!(events(&t), vec![say("s-1", "before")]);
+    // A new process, the session loaded (it remembers the `pid` turn).
+    assert_ne!(pid_of(&mut rpc, "s-1"), first);
+    let t = rpc.prompt_ok("s-1", "history");
+    assert_eq!(events(&t), vec![say("s-1", "history: 2")]);
+    let rows = rpc.messages("s-1");
+    let kept = rows.iter().filter(|r| r["content"] == "before").count();
+    assert_eq!(kept, 1, "{rows:?}");
+}
+
+#[test]
+fn a_flood_to_a_client_that_does_not_read_arrives_whole() {
+    let e = ok_or_skip!(env());
+    let mut rpc = e.rpc();
+    new_acp_session(&mut rpc, "s-1", "acp");
+    let id = rpc.start_prompt("s-1", "flood 20000\nsay end");
+    // Not reading for a while: the daemon holds back, the SDK queues.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let t = rpc.finish_turn("s-1", &id, std::time::Duration::from_secs(60));
+    assert_eq!(t.turn_complete()["outcome"], "completed");
+    assert_eq!(t.text(), format!("{}end", ".".repeat(20_000)));
+    let chunks = t.of_type("agent_message_chunk").len();
+    assert!((1..=20_001).contains(&chunks), "{chunks} chunks");
 }
 
 #[test]
@@ -130,14 +170,14 @@ fn cancel_ends_a_hanging_turn_cancelled_and_the_agent_serves_the_next() {
     let e = ok_or_skip!(env());
     let mut rpc = e.rpc();
     new_acp_session(&mut rpc, "s-1", "chat");
-    let pid = rpc.prompt_ok("s-1", "pid").text();
+    let pid = pid_of(&mut rpc, "s-1");
     let id = rpc.start_prompt("s-1", "say waiting\nhang");
     wait_update(&mut rpc, |u| u["text"] == "waiting");
     rpc.ok("session/cancel", json!({"session_id": "s-1"}));
     let t = rpc.finish_turn("s-1", &id, common::RECV_TIMEOUT);
     assert_eq!(t.result()["stop_reason"], "cancelled");
     assert_eq!(t.turn_complete()["outcome"], "cancelled");
-    assert_eq!(rpc.prompt_ok("s-1", "pid").text(), pid);
+    assert_eq!(pid_of(&mut rpc, "s-1"), pid);
 }
 
 #[test]

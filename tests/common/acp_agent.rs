@@ -104,3 +104,23 @@ pub fn wait_update(rpc: &mut Rpc, pred: impl Fn(&Value) -> bool) -> Value {
         }
     }
 }
+
+/// Asserts that `turn` failed `agent_failed` with exactly `message` (its
+/// error and its `turn_complete`).
+#[track_caller]
+pub fn agent_failed(turn: &Turn, message: &str) {
+    super::assert::assert_error_exact(
+        turn.error(),
+        -32603,
+        Some(message),
+        Some(json!({"reason": "agent_failed"})),
+    );
+    assert_eq!(turn.turn_complete()["outcome"], "failed");
+    assert_eq!(turn.turn_complete()["reason"], message);
+}
+
+/// What the test agent's `pid` directive says (`pid: <n>`) in session `sid`.
+#[track_caller]
+pub fn pid_of(rpc: &mut Rpc, sid: &str) -> String {
+    rpc.prompt_ok(sid, "pid").text()
+}

@@ -16,3 +16,27 @@ pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Optio
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Polls `f` every 100 ms until its value has not changed for `quiet`, for
+/// at most `timeout`; returns that value (what a stalled producer reached).
+#[track_caller]
+pub fn settled<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    (quiet, timeout): (Duration, Duration),
+    mut f: impl FnMut() -> T,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    let (mut last, mut since) = (f(), Instant::now());
+    while since.elapsed() < quiet {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: still changing after {timeout:?} (at {last:?})"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let now = f();
+        if now != last {
+            (last, since) = (now, Instant::now());
+        }
+    }
+    last
+}

@@ -13,7 +13,12 @@
 //!   session remembers; `pid`: says the process id;
 //! - `sleep MS` / `hang`: waits MS ms / until `session/cancel` (a cancel
 //!   ends the turn `cancelled`);
-//! - `stop REASON`: the stop reason (default `end_turn`).
+//! - `stop REASON`: the stop reason (default `end_turn`);
+//! - `flood N`: N message chunks `.`;
+//! - `crash CODE`: exits with status CODE, mid-turn, once the client has
+//!   read everything sent before it (a `fs/read_text_file` of `/`, which
+//!   the client refuses, makes the round trip: the SDK writes from its own
+//!   task, and an exit at once could lose what it had not written yet).
 //!
 //! A prompt without directives is answered `you said: <prompt>`. A finished
 //! turn is appended to the session's history.
@@ -97,6 +102,16 @@ pub async fn run(
             "hang" => {
                 t.wait(None).await;
                 None
+            }
+            "flood" => {
+                for _ in 0..rest.parse::<u64>().unwrap_or(0) {
+                    t.chunk(true, ".")?;
+                }
+                None
+            }
+            "crash" => {
+                t.read("/").await;
+                std::process::exit(rest.parse().unwrap_or(1));
             }
             "stop" => {
                 stop = serde_json::from_value(json!(rest)).map_err(Error::into_internal_error)?;
