@@ -3,7 +3,10 @@
 //! as fast as it can write them; the real `zeroclaw` release binary (agent
 //! `m`, an ACP session: every chunk committed to SQLite before its
 //! notification) relays them to a client on its Unix socket. In the same
-//! run a minimal direct client reads the same stream over HTTP.
+//! run a minimal direct client reads the same stream over HTTP twice:
+//! decoding every event whole, and decoding as the daemon does (an event of
+//! the last content-only event's shape is not decoded again,
+//! `src/agent/openai/shape.rs`): the reference doing the same work.
 //!
 //! Reported: tokens/s through the daemon and direct, their ratio (target
 //! ≥ 0.7), the daemon's CPU per token, and the time from the server's first
@@ -160,8 +163,11 @@ mod imp {
     }
 
     /// The minimal direct client: one request, the body read in 64 KiB
-    /// blocks, each SSE event's JSON decoded; returns the tokens read.
-    fn direct(port: u16) -> Res<usize> {
+    /// blocks, each SSE event's JSON decoded; returns the tokens read. With
+    /// `reuse_shape` it decodes as the daemon does (`src/agent/openai/shape.rs`):
+    /// an event that is the last content-only event's bytes around another
+    /// plain string is taken without decoding it again.
+    fn direct(port: u16, reuse_shape: bool) -> Res<usize> {
         let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
         let body =
             br#"{"model":"bench","messages":[{"role":"user","content":"go"}],"stream":true}"#;
@@ -175,6 +181,7 @@ mod imp {
         let mut raw = Vec::with_capacity(1 << 17);
         let mut buf = vec![0u8; 1 << 16];
         let mut tokens = 0usize;
+        let mut shape: Option<Shape> = None;
         loop {
             let n = s.read(&mut buf).map_err(|e| e.to_string())?;
             if n == 0 {
@@ -194,6 +201,10 @@ mod imp {
                 if data == b"[DONE]" {
                     return Ok(tokens);
                 }
+                if reuse_shape && shape.as_ref().is_some_and(|s| s.holds_text(data)) {
+                    tokens += 1;
+                    continue;
+                }
                 let chunk: Chunk<'_> = serde_json::from_slice(data).map_err(|e| e.to_string())?;
                 if chunk
                     .choices
@@ -202,8 +213,48 @@ mod imp {
                 {
                     tokens += 1;
                 }
+                if reuse_shape {
+                    shape = Shape::of(data, &chunk);
+                }
             }
             raw.drain(..scan);
+        }
+    }
+
+    /// The bytes around the content string of a content-only event.
+    struct Shape {
+        before: Vec<u8>,
+        after: Vec<u8>,
+    }
+
+    impl Shape {
+        /// The shape of `data` if it decoded to borrowed content alone.
+        fn of(data: &[u8], chunk: &Chunk<'_>) -> Option<Shape> {
+            let c = chunk.choices.first()?;
+            let d = &c.delta;
+            let alone = c.finish_reason.is_none()
+                && d.reasoning_content.is_empty()
+                && d.reasoning.is_empty()
+                && d.tool_calls.is_none();
+            let Cow::Borrowed(text) = &d.content else {
+                return None;
+            };
+            let start = (text.as_ptr() as usize).checked_sub(data.as_ptr() as usize)?;
+            let end = start + text.len();
+            let quoted = start > 0 && data.get(start - 1) == Some(&b'"') && data.get(end) == Some(&b'"');
+            (alone && quoted && !text.is_empty()).then(|| Shape {
+                before: data[..start].to_vec(),
+                after: data[end..].to_vec(),
+            })
+        }
+
+        /// Whether `data` is this shape around a plain string.
+        fn holds_text(&self, data: &[u8]) -> bool {
+            data.strip_prefix(self.before.as_slice())
+                .and_then(|r| r.strip_suffix(self.after.as_slice()))
+                .is_some_and(|t| {
+                    !t.is_empty() && !t.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                })
         }
     }
 
@@ -372,16 +423,23 @@ mod imp {
             common::machine()
         );
         model.set_tokens(n);
-        let mut straight = Vec::new();
+        let (mut straight, mut same_decode) = (Vec::new(), Vec::new());
         for round in 0..rounds {
-            let t0 = Instant::now();
-            let got = direct(model.port)?;
-            let direct_rate = n as f64 / t0.elapsed().as_secs_f64();
-            if got != n {
-                return Err(format!("direct: {got} tokens of {n}"));
+            let mut rates = [0.0; 2];
+            for (reuse, rate) in [false, true].into_iter().zip(&mut rates) {
+                let t0 = Instant::now();
+                let got = direct(model.port, reuse)?;
+                *rate = n as f64 / t0.elapsed().as_secs_f64();
+                if got != n {
+                    return Err(format!("direct: {got} tokens of {n}"));
+                }
             }
-            println!("  round {round}: direct {direct_rate:>10.0} tokens/s");
+            let [direct_rate, shape_rate] = rates;
+            println!(
+                "  round {round}: direct {direct_rate:>10.0} tokens/s, direct decoding as the daemon {shape_rate:>10.0} tokens/s"
+            );
             straight.push(direct_rate);
+            same_decode.push(shape_rate);
             // The builds take turns going first.
             for i in 0..relays.len() {
                 let at = (i + round) % relays.len();
@@ -389,6 +447,7 @@ mod imp {
             }
         }
         let s = median(&mut straight);
+        let same = median(&mut same_decode);
         for r in &mut relays {
             let d = median(&mut r.rates);
             let ratio = d / s;
@@ -398,6 +457,12 @@ mod imp {
                 verdict(ratio >= RATIO_TARGET),
                 median(&mut r.ratios),
                 median(&mut r.cpu_per_token)
+            );
+            let same_ratio = d / same;
+            println!(
+                "median {}: against the direct client decoding as the daemon ({same:.0} tokens/s, the same decode work): ratio {same_ratio:.2} (target ≥ {RATIO_TARGET}: {})",
+                r.name,
+                verdict(same_ratio >= RATIO_TARGET),
             );
         }
 
