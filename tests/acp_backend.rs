@@ -8,6 +8,7 @@ mod common;
 use common::acp::{db_rows, AcpEnv};
 use common::acp_agent::{acp_config, events, new_acp_session, say, toml_str, wait_update};
 use common::assert::assert_error_exact;
+use common::errors::agent_failed;
 use serde_json::{json, Value};
 
 fn env(agent_lines: &str, daemon_lines: &str) -> AcpEnv {
@@ -93,11 +94,9 @@ fn stop_reasons_become_outcomes() {
     assert_eq!(t.turn_complete()["outcome"], "completed");
     let t = rpc.prompt("s-1", "say x\nstop refusal");
     assert_eq!(t.turn_complete()["outcome"], "failed");
-    assert_error_exact(
+    agent_failed(
         t.error(),
-        -32603,
-        Some("the ACP agent refused the prompt (stop reason refusal)"),
-        Some(json!({"reason": "agent_failed"})),
+        "the ACP agent refused the prompt (stop reason refusal)",
     );
 }
 
@@ -232,11 +231,9 @@ fn authentication_uses_the_agents_env() {
     let mut rpc = e.rpc();
     new_acp_session(&mut rpc, "s-1", "chat");
     let t = rpc.prompt("s-1", "say in");
-    assert_error_exact(
+    agent_failed(
         t.error(),
-        -32603,
-        Some("the ACP agent answered authenticate with error -32000: authentication failed"),
-        Some(json!({"reason": "agent_failed"})),
+        "the ACP agent answered authenticate with error -32000: authentication failed",
     );
 }
 

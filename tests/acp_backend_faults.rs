@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use common::acp::{db_int, markers, AcpEnv, INTERRUPTED};
 use common::acp_agent::{acp_config, events, new_acp_session, say, wait_update};
-use common::assert::assert_error_exact;
 use serde_json::json;
 
 fn env(agent_lines: &str) -> AcpEnv {
@@ -17,12 +16,7 @@ fn env(agent_lines: &str) -> AcpEnv {
 }
 
 fn agent_failed(t: &common::acp::Turn, message: &str) {
-    assert_error_exact(
-        t.error(),
-        -32603,
-        Some(message),
-        Some(json!({"reason": "agent_failed"})),
-    );
+    common::errors::agent_failed(t.error(), message);
     assert_eq!(t.turn_complete()["outcome"], "failed");
     assert_eq!(t.turn_complete()["reason"], message);
 }

@@ -6,6 +6,7 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
+use common::errors::{bad_entry, invalid_config};
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -105,22 +106,12 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
             json!({"prop": "users.other.uid", "value": 1002}),
         )
     });
-    assert_error_exact(
-        &err_of(&v),
-        -32602,
-        Some("invalid configuration: users.other.permission_profiles: required"),
-        Some(json!({"path": "users.other.permission_profiles"})),
-    );
+    invalid_config(&err_of(&v), "users.other.permission_profiles", "required");
     // Nor a one-entry set-many: the failing path is not an entry's prop.
     let v = unchanged(&d, &mut c, |c| {
         set_many(c, &[("users.other.uid", json!(1002))])
     });
-    assert_error_exact(
-        &err_of(&v),
-        -32602,
-        Some("invalid configuration: users.other.permission_profiles: required"),
-        Some(json!({"path": "users.other.permission_profiles"})),
-    );
+    invalid_config(&err_of(&v), "users.other.permission_profiles", "required");
 }
 
 #[test]
@@ -259,12 +250,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
         let v = unchanged(&d, &mut c, |c| {
             set_many_raw(c, json!([ok_entry.clone(), entry.clone()]))
         });
-        assert_error_exact(
-            &err_of(&v),
-            -32602,
-            Some(&format!("sets[1]: {why}")),
-            Some(json!({"index": 1})),
-        );
+        bad_entry(&err_of(&v), 1, why);
     }
     // The shape of every entry is checked before any is staged: a malformed
     // entry 2 is reported although entry 0 names an unknown prop.
@@ -274,12 +260,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
             json!([{"prop": "nope", "value": 1}, ok_entry.clone(), 3]),
         )
     });
-    assert_error_exact(
-        &err_of(&v),
-        -32602,
-        Some("sets[2]: must be an object"),
-        Some(json!({"index": 2})),
-    );
+    bad_entry(&err_of(&v), 2, "must be an object");
 
     // Step 5: entries that cannot be applied carry index and prop.
     const U32: &str = "expected an integer in 0..=4294967295";

@@ -7,7 +7,7 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::errors::session_not_found;
+use common::errors::{not_entitled, session_not_found};
 use common::start::{echo_session, start_echo, Env};
 
 use std::os::unix::fs::MetadataExt;
@@ -266,29 +266,14 @@ fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
     // files:create stays: the gate lets the commit through, the store step refuses it.
     admin.config_set("permission_profiles.uploader.allowed_agents", json!([]));
     let e = err_of(&commit(&mut u, &id));
-    assert_error_exact(
-        &e,
-        -32012,
-        Some("Principal is not entitled to agent echo"),
-        Some(json!({"reason": "agent", "agent": "echo"})),
-    );
+    not_entitled(&e, "echo");
     let e = err_of(&attach(&mut u, "mine", json!([entry(&x, None)])));
-    assert_error_exact(
-        &e,
-        -32012,
-        Some("Principal is not entitled to agent echo"),
-        Some(json!({"reason": "agent", "agent": "echo"})),
-    );
+    not_entitled(&e, "echo");
     let e = err_of(&begin(
         &mut u,
         json!({"session_id": "mine", "size_bytes": 1}),
     ));
-    assert_error_exact(
-        &e,
-        -32012,
-        Some("Principal is not entitled to agent echo"),
-        Some(json!({"reason": "agent", "agent": "echo"})),
-    );
+    not_entitled(&e, "echo");
     assert!(tree(&d.uploads()).is_empty());
 }
 

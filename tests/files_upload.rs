@@ -8,7 +8,7 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::errors::session_not_found;
+use common::errors::{file_too_large, session_not_found};
 use common::rpc::next_id;
 use common::start::{config_with, echo_session, start, start_echo};
 use common::wait::eventually;
@@ -213,12 +213,7 @@ fn begin_validates_its_params() {
     let (d, mut c) = echo_session("s1", "chat");
     for n in [MAX_FILE as u64 + 1, u64::MAX] {
         let e = err_of(&begin(&mut c, json!({"session_id": "s1", "size_bytes": n})));
-        assert_error_exact(
-            &e,
-            -32602,
-            Some(&format!("File exceeds 10 MB limit ({n} bytes)")),
-            Some(json!({"reason": "file_too_large", "max_bytes": MAX_FILE})),
-        );
+        file_too_large(&e, n);
     }
     let sha = sha256_hex(b"x");
     for (what, params) in [

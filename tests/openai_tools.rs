@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use common::errors::agent_failed;
 use common::openai::{self, config, decide, merged, until_approval};
 use common::openai_server::{sse, OpenAiServer, Reply};
 use common::sessions::{complete, msg, upd};
@@ -332,12 +333,7 @@ fn the_tool_round_limit_fails_the_turn_keeping_what_ran() {
             complete("s-1", "failed", "ab", Some(m)),
         ]
     );
-    common::assert::assert_error_exact(
-        t.error(),
-        -32603,
-        Some(m),
-        Some(json!({"reason": "agent_failed"})),
-    );
+    agent_failed(t.error(), m);
     assert_eq!(server.requests().len(), 2);
 }
 

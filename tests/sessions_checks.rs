@@ -4,7 +4,7 @@
 
 mod common;
 use common::assert::assert_error_exact;
-use common::errors::{agent_not_configured, session_not_found};
+use common::errors::{agent_not_configured, session_killed, session_not_found};
 use common::sessions;
 use common::start::{config_with, start, start_echo, Env};
 
@@ -208,12 +208,7 @@ fn killed_acp_rows_refuse_resume_whatever_the_agent() {
             "session/new",
             json!({"agent_alias": agent, "session_id": "k", "chat_mode": "acp"}),
         );
-        assert_error_exact(
-            &e,
-            -32000,
-            Some("Session killed"),
-            Some(json!({"reason": "killed"})),
-        );
+        session_killed(&e);
     }
     // Deleting the tombstoned row frees the id.
     assert_eq!(

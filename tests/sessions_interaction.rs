@@ -5,6 +5,7 @@
 
 mod common;
 use common::assert::assert_error_exact;
+use common::errors::no_active_turn;
 use common::sessions;
 use common::start::{config_with, echo_session, start, start_args, start_echo, ECHO_ONLY};
 use common::updates::{tool_call_upd, tool_result_upd};
@@ -79,12 +80,7 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
         );
         // Nothing is running any more.
         let e = c.fails("session/cancel", json!({ "session_id": sid }));
-        assert_error_exact(
-            &e,
-            -32000,
-            Some("No active turn for this session"),
-            Some(json!({"reason": "no_active_turn"})),
-        );
+        no_active_turn(&e);
     }
 }
 
@@ -92,14 +88,7 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
 fn cancel_without_a_running_turn_is_no_active_turn() {
     let d = start_echo();
     let mut c = d.client();
-    let no_turn = |e: &Value| {
-        assert_error_exact(
-            e,
-            -32000,
-            Some("No active turn for this session"),
-            Some(json!({"reason": "no_active_turn"})),
-        )
-    };
+    let no_turn = |e: &Value| no_active_turn(e);
     // No session at all.
     no_turn(&c.fails("session/cancel", json!({"session_id": "nope"})));
     // An idle session, before and after a turn.

@@ -4,7 +4,10 @@
 
 mod common;
 use common::assert::assert_error_exact;
-use common::errors::{agent_not_configured, session_closed, session_not_found};
+use common::errors::{
+    agent_not_configured, session_closed, session_deleted, session_killed, session_limit,
+    session_not_found,
+};
 use common::sessions;
 use common::start::{config_with, echo_session, start, start_echo};
 use common::values::pluck;
@@ -282,12 +285,7 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
     assert_eq!(c.status()["active_sessions"], 64);
     for mode in ["chat", "acp"] {
         let e = c.new_session_fails("s64", mode);
-        assert_error_exact(
-            &e,
-            -32001,
-            Some("Session limit reached"),
-            Some(json!({"max": 64})),
-        );
+        session_limit(&e);
     }
     let e = c.fails("session/new", json!({"agent_alias": "echo"}));
     assert_eq!(e["code"], -32001);
@@ -305,12 +303,7 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
         "session/prompt",
         json!({"session_id": "s3", "prompt": "hi"}),
     );
-    assert_error_exact(
-        &e,
-        -32001,
-        Some("Session limit reached"),
-        Some(json!({"max": 64})),
-    );
+    session_limit(&e);
     // With room again, the prompt rehydrates it.
     c.ok("session/close", json!({"session_id": "extra"}));
     let t = c.prompt("s3", "hi");
@@ -454,19 +447,8 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
         "{:#?}",
         all.iter().map(|f| &f.raw).collect::<Vec<_>>()
     );
-    let killed = Some(json!({"reason": "killed"}));
-    assert_error_exact(
-        all[answer_index(&all, &running)].error(),
-        -32000,
-        Some("Session killed"),
-        killed.clone(),
-    );
-    assert_error_exact(
-        all[answer_index(&all, &queued)].error(),
-        -32000,
-        Some("Session killed"),
-        killed.clone(),
-    );
+    session_killed(all[answer_index(&all, &running)].error());
+    session_killed(all[answer_index(&all, &queued)].error());
     assert_eq!(
         all[answer_index(&all, &kill)].result(),
         &json!({"session_id": "k", "killed": true})
@@ -474,9 +456,9 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
     c.expect_nothing_before_probe();
     // Never rehydrated again.
     let e = c.new_session_fails("k", "acp");
-    assert_error_exact(&e, -32000, Some("Session killed"), killed.clone());
+    session_killed(&e);
     let e = c.fails("session/prompt", json!({"session_id": "k", "prompt": "x"}));
-    assert_error_exact(&e, -32000, Some("Session killed"), killed.clone());
+    session_killed(&e);
     // The history stays readable, the killed turn's progress folded in.
     let m = c.ok("session/messages", json!({"session_id": "k"}));
     assert_eq!(
@@ -545,12 +527,7 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
         let all = c.until_all(&[running.clone(), queued.clone(), del.clone()]);
         assert!(all.iter().all(|f| !f.is_update()));
         for id in [&running, &queued] {
-            assert_error_exact(
-                all[answer_index(&all, id)].error(),
-                -32000,
-                Some("Session deleted"),
-                Some(json!({"reason": "deleted"})),
-            );
+            session_deleted(all[answer_index(&all, id)].error());
         }
         assert_eq!(
             all[answer_index(&all, &del)].result(),

@@ -4,7 +4,7 @@
 //! the snake_case dialect.
 
 mod common;
-use common::assert::assert_error_exact;
+use common::errors::agent_failed;
 use common::sessions;
 use common::start::{config_with, echo_session, start, start_echo, Env};
 use common::updates::tool_call_upd;
@@ -335,12 +335,7 @@ fn fail_answers_agent_failed_after_a_failed_turn_complete() {
                 complete("s-1", "failed", "partial", Some("boom: it broke")),
             ]
         );
-        assert_error_exact(
-            t.error(),
-            -32603,
-            Some("boom: it broke"),
-            Some(json!({"reason": "agent_failed"})),
-        );
+        agent_failed(t.error(), "boom: it broke");
         // The session goes on.
         let t = c.prompt("s-1", "ok");
         assert_eq!(t.result()["content"], "ok");

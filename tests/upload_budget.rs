@@ -6,6 +6,7 @@
 
 mod common;
 use common::assert::assert_error_exact;
+use common::errors::memory_exceeded;
 use common::files::*;
 use common::start::{write_config, Env, ECHO_ONLY};
 use common::wait::eventually;
@@ -29,12 +30,7 @@ fn with_budget(mib: usize) -> Env {
 
 #[track_caller]
 fn assert_memory(v: &serde_json::Value, mib: usize) {
-    assert_error_exact(
-        &err_of(v),
-        -32004,
-        Some("memory exceeded"),
-        Some(json!({"limit": "memory", "max": mib * MIB})),
-    );
+    memory_exceeded(&err_of(v), (mib * MIB) as u64);
 }
 
 #[test]
