@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::acp::{db_int, markers, AcpEnv, INTERRUPTED};
-use common::acp_agent::{acp_config, events, new_acp_session, say, wait_update};
+use common::acp_agent::{acp_client, acp_config, events, new_acp_session, say, wait_update};
 use serde_json::json;
 
 fn env(agent_lines: &str) -> AcpEnv {
@@ -28,8 +28,7 @@ fn pid_of(rpc: &mut common::acp::Rpc, sid: &str) -> String {
 #[test]
 fn a_crash_mid_turn_fails_the_turn_with_its_status_and_the_next_prompt_restarts_it() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     let first = pid_of(&mut rpc, "s-1");
     let t = rpc.prompt("s-1", "say before\nstderr dying now\ncrash 3");
     agent_failed(&t, "the ACP agent exited with status 3: dying now");
@@ -51,8 +50,7 @@ fn a_crash_mid_turn_fails_the_turn_with_its_status_and_the_next_prompt_restarts_
 #[test]
 fn garbage_and_invalid_json_rpc_fail_the_turn_and_the_agent_is_replaced() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let t = rpc.prompt("s-1", "say a\ngarbage");
     agent_failed(
         &t,
@@ -71,8 +69,7 @@ fn garbage_and_invalid_json_rpc_fail_the_turn_and_the_agent_is_replaced() {
 #[test]
 fn an_oversized_line_fails_the_turn_with_bounded_memory() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let t = rpc.prompt("s-1", "oversized");
     agent_failed(&t, "the ACP agent sent a line over 16777216 bytes");
     // At most one line's bound (16 MiB) plus its read buffer is ever held.
@@ -84,8 +81,7 @@ fn an_oversized_line_fails_the_turn_with_bounded_memory() {
 #[test]
 fn cancel_reaches_a_hanging_agent_as_session_cancel() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let pid = pid_of(&mut rpc, "s-1");
     let id = rpc.start_prompt("s-1", "say waiting\nhang");
     wait_update(&mut rpc, |u| u["text"] == "waiting");
@@ -100,8 +96,7 @@ fn cancel_reaches_a_hanging_agent_as_session_cancel() {
 #[test]
 fn an_agent_that_stops_reading_times_out_without_blocking_other_sessions() {
     let e = env("timeout_secs = 3");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     new_acp_session(&mut rpc, "s-2", "chat");
     let id = rpc.start_prompt("s-1", "say deaf now\ndeaf");
     wait_update(&mut rpc, |u| u["text"] == "deaf now");
@@ -116,8 +111,7 @@ fn an_agent_that_stops_reading_times_out_without_blocking_other_sessions() {
 #[test]
 fn a_flood_to_a_client_that_does_not_read_is_bounded_and_complete() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     let id = rpc.start_prompt("s-1", "flood 20000");
     // Not reading: the socket, our queues and the agent's pipe fill, then
     // the agent blocks on its stdout.
@@ -139,8 +133,7 @@ fn a_flood_to_a_client_that_does_not_read_is_bounded_and_complete() {
 #[test]
 fn kill_9_mid_turn_then_recovery_loads_the_agent_session() {
     let mut e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     rpc.prompt_ok("s-1", "say first");
     let _ = rpc.start_prompt("s-1", "say partial\nhang");
     wait_update(&mut rpc, |u| u["text"] == "partial");
@@ -164,8 +157,7 @@ fn kill_9_mid_turn_then_recovery_loads_the_agent_session() {
 #[test]
 fn without_load_session_a_new_agent_session_is_recorded_as_a_context_loss() {
     let mut e = env("env = { ACP_TEST_NO_LOAD = \"1\" }");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     rpc.prompt_ok("s-1", "say first");
     drop(rpc);
     e.restart();
@@ -185,8 +177,7 @@ fn without_load_session_a_new_agent_session_is_recorded_as_a_context_loss() {
 #[test]
 fn the_agent_process_stops_after_a_grace_once_its_session_is_closed() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let text = pid_of(&mut rpc, "s-1");
     let pid: i32 = text.trim_start_matches("pid: ").parse().expect("a pid");
     rpc.ok("session/close", json!({"session_id": "s-1"}));

@@ -9,6 +9,7 @@
 mod common;
 
 use common::acp::*;
+use common::values::items;
 use serde_json::{json, Value};
 
 const MAX: usize = 6;
@@ -126,7 +127,7 @@ fn check_context(rpc: &mut Rpc, m: &mut Model, sid: &str) -> Vec<Value> {
     };
     let t = turn(rpc, m, sid, "::context", false);
     let doc: Value = serde_json::from_str(t.result()["content"].as_str().unwrap()).unwrap();
-    let got = doc["messages"].as_array().unwrap().clone();
+    let got = items(&doc["messages"]).clone();
     assert_eq!(got, want, "::context");
     got
 }

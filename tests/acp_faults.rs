@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::values::items;
 use std::time::Duration;
 
 use common::acp::*;
@@ -352,17 +353,13 @@ fn check_killed(env: &AcpEnv, rpc: &mut Rpc, sid: &str, rows: usize) {
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     let listed = rpc.ok("session/list-acp", json!({}));
     assert!(
-        !listed["sessions"]
-            .as_array()
-            .unwrap()
+        !items(&listed["sessions"])
             .iter()
             .any(|s| s["session_id"] == sid),
         "{listed}"
     );
     let all = rpc.ok("session/list", json!({"include_killed": true}));
-    let entry = all["sessions"]
-        .as_array()
-        .unwrap()
+    let entry = items(&all["sessions"])
         .iter()
         .find(|s| s["session_id"] == sid && s["chat_mode"] == "acp")
         .unwrap_or_else(|| panic!("{all}"))

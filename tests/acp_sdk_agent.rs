@@ -8,7 +8,7 @@
 mod common;
 
 use common::acp::{db_rows, markers, row, shape, AcpEnv, INTERRUPTED};
-use common::acp_agent::{acp_config_for, events, new_acp_session, say, wait_update};
+use common::acp_agent::{acp_client, acp_config_for, events, new_acp_session, say, wait_update};
 use common::acp_sdk_agent::sdk_agent_bin;
 use serde_json::{json, Value};
 
@@ -21,8 +21,7 @@ fn env() -> Result<AcpEnv, String> {
 #[test]
 fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
     let e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     let t = rpc.prompt_ok("s-1", "say hello\nthink hmm\ntool t1 read Read foo.rs");
     // The SDK leaves out `status` when it is the default (`pending`).
     let output = r#"{"content":[{"content":{"text":"done","type":"text"},"type":"content"}],"rawOutput":{"ok":true},"status":"completed"}"#;
@@ -53,8 +52,7 @@ fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
 #[test]
 fn a_plan_update_leaves_the_turn_whole() {
     let e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     let t = rpc.prompt_ok("s-1", "say a\nplan\nsay b");
     // Whether `plan` is forwarded (as a documented extra update type) is
     // the mapping's business; the chunks around it are exact either way.
@@ -68,8 +66,7 @@ fn a_plan_update_leaves_the_turn_whole() {
 #[test]
 fn permission_requests_become_approvals_answered_with_the_chosen_option() {
     let e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     for (decision, said, status) in [
         ("allow_once", "permission: yes", "completed"),
         ("reject", "permission: no", "failed"),
@@ -128,8 +125,7 @@ fn fs_requests_are_served_inside_the_working_directory_only() {
 #[test]
 fn cancel_ends_a_hanging_turn_cancelled_and_the_agent_serves_the_next() {
     let e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let pid = rpc.prompt_ok("s-1", "pid").text();
     let id = rpc.start_prompt("s-1", "say waiting\nhang");
     wait_update(&mut rpc, |u| u["text"] == "waiting");
@@ -143,8 +139,7 @@ fn cancel_ends_a_hanging_turn_cancelled_and_the_agent_serves_the_next() {
 #[test]
 fn kill_9_mid_turn_then_recovery_loads_the_agent_session_without_resending_it() {
     let mut e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     for p in ["say one", "say two"] {
         rpc.prompt_ok("s-1", p);
     }

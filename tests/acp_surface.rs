@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::values::items;
 use std::collections::BTreeMap;
 
 use common::acp::*;
@@ -109,9 +110,7 @@ fn attempts(env: &AcpEnv, sid: &str) {
     }
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     let listed = rpc.ok("session/list-acp", json!({}));
-    let entry = listed["sessions"]
-        .as_array()
-        .unwrap()
+    let entry = items(&listed["sessions"])
         .iter()
         .find(|s| s["session_id"] == sid)
         .unwrap_or_else(|| panic!("{listed}"))

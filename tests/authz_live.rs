@@ -156,8 +156,7 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
 
 #[test]
 fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() {
-    let d = Daemon::start();
-    let mut uid_admin = d.client();
+    let (d, mut uid_admin) = Daemon::with_client();
     let token = new_token(&mut uid_admin);
     let mut token_admin = d.connect();
     let v = initialize(&mut token_admin, Some(&token));

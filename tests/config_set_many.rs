@@ -70,8 +70,7 @@ fn create_operator(c: &mut Client) {
 
 #[test]
 fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     create_operator(&mut c);
     // The request and answer of §8.16, exactly as the spec writes them.
     c.send_line(r#"{"jsonrpc":"2.0","method":"config/set-many","params":{"sets":[{"prop":"users.example.uid","value":1001},{"prop":"users.example.permission_profiles","value":["operator"]}]},"id":2}"#);
@@ -116,8 +115,7 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
 
 #[test]
 fn an_invalid_entry_at_index_1_changes_neither_the_file_nor_the_running_config() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     create_operator(&mut c);
     let cases: Vec<(Sets, &str, Value)> = vec![
         // Step 5: an entry that cannot be applied.
@@ -195,8 +193,7 @@ fn an_invalid_entry_at_index_1_changes_neither_the_file_nor_the_running_config()
 
 #[test]
 fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     let ok_entry = json!({"prop": "daemon.ask_timeout_secs", "value": 7});
 
     // Step 1, `sets` itself: no index, no data.
@@ -363,8 +360,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
 
 #[test]
 fn value_rules_and_later_entries_overriding_earlier_ones() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     let v = set_many(
         &mut c,
         &[
@@ -444,8 +440,7 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
 
 #[test]
 fn config_set_runs_the_same_pipeline_naming_the_prop() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     let v = c.call_frame(
         "config/set",
         json!({"prop": "agents.echo.chunk_chars", "value": 4}),

@@ -8,7 +8,7 @@
 mod common;
 use common::assert::assert_error_exact;
 use common::errors::{not_entitled, session_not_found};
-use common::start::{echo_session, start_echo, Env};
+use common::start::{echo_client, echo_session, Env};
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -151,8 +151,7 @@ fn assert_session_changed(e: &serde_json::Value) {
 
 #[test]
 fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (d, mut c) = echo_client();
     let x = pattern(20, 1000);
 
     // Closed (and not reopened).

@@ -10,7 +10,7 @@ mod common;
 use common::assert::assert_error_exact;
 use common::errors::{file_too_large, session_not_found};
 use common::rpc::next_id;
-use common::start::{config_with, echo_session, start, start_echo};
+use common::start::{config_with, echo_client, echo_session, start};
 use common::wait::eventually;
 
 use std::time::{Duration, Instant};
@@ -387,8 +387,7 @@ fn at_most_four_staged_uploads_per_connection() {
 
 #[test]
 fn an_upload_is_visible_only_to_its_connection() {
-    let d = start_echo();
-    let mut a = d.client();
+    let (d, mut a) = echo_client();
     let mut b = d.client();
     a.new_session("s1", "chat");
     let x = pattern(40, 2000);
@@ -423,8 +422,7 @@ fn charge(size: usize, session: &str, filename: &str, sha: bool) -> usize {
 
 #[test]
 fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads() {
-    let d = start_echo();
-    let mut adm = d.client();
+    let (d, mut adm) = echo_client();
     let sid = "budget";
     adm.new_session(sid, "chat");
     let p = |n: usize| json!({"session_id": sid, "size_bytes": n, "filename": "f"});

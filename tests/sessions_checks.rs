@@ -6,7 +6,8 @@ mod common;
 use common::assert::assert_error_exact;
 use common::errors::{agent_not_configured, session_killed, session_not_found};
 use common::sessions;
-use common::start::{config_with, start, start_echo, Env};
+use common::start::{config_with, echo_client, start, Env};
+use common::values::items;
 
 use serde_json::json;
 use sessions::*;
@@ -17,8 +18,7 @@ fn two_agents() -> Env {
 
 #[test]
 fn parameters_are_checked_before_existence() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     let cases = [
         (
             "session/prompt",
@@ -94,7 +94,7 @@ fn parameters_are_checked_before_existence() {
         "session/list",
         json!({"chat_mode": null, "limit": null, "include_killed": null}),
     );
-    assert_eq!(r["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(items(&r["sessions"]).len(), 1);
     let r = c.ok(
         "session/messages",
         json!({"session_id": "s", "chat_mode": null, "limit": null, "before_index": null}),

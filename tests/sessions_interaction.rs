@@ -7,8 +7,11 @@ mod common;
 use common::assert::assert_error_exact;
 use common::errors::no_active_turn;
 use common::sessions;
-use common::start::{config_with, echo_session, start, start_args, start_echo, ECHO_ONLY};
+use common::start::{
+    config_with, echo_client, echo_session, start, start_args, start_echo, ECHO_ONLY,
+};
 use common::updates::{tool_call_upd, tool_result_upd};
+use common::values::items;
 use common::wait::eventually;
 
 use std::time::Duration;
@@ -64,9 +67,7 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
         );
         // The partial text is history.
         let m = c.ok("session/messages", json!({ "session_id": sid }));
-        let rows: Vec<Value> = m["messages"]
-            .as_array()
-            .unwrap()
+        let rows: Vec<Value> = items(&m["messages"])
             .iter()
             .map(|r| json!([r["role"], r["content"]]))
             .collect();
@@ -86,8 +87,7 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
 
 #[test]
 fn cancel_without_a_running_turn_is_no_active_turn() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     let no_turn = |e: &Value| no_active_turn(e);
     // No session at all.
     no_turn(&c.fails("session/cancel", json!({"session_id": "nope"})));
@@ -234,7 +234,7 @@ fn approval_decisions_shape_the_tool_result() {
     }
     // Approval requests are not history; the tool rows are.
     let m = c.ok("session/messages", json!({"session_id": "s-1", "limit": 4}));
-    let rows = m["messages"].as_array().unwrap();
+    let rows = items(&m["messages"]);
     assert_eq!(rows[1]["kind"], "tool_call");
     assert_eq!(rows[2]["content"], "denied: replaced: use ls");
 }
@@ -356,9 +356,7 @@ fn an_approval_whose_client_went_away_is_denied_unreachable() {
         let m = b.ok("session/messages", json!({"session_id": "s-1"}));
         (m["total"] == 4).then_some(m)
     });
-    let rows: Vec<Value> = m["messages"]
-        .as_array()
-        .unwrap()
+    let rows: Vec<Value> = items(&m["messages"])
         .iter()
         .map(|r| json!([r["kind"], r["content"]]))
         .collect();

@@ -7,7 +7,7 @@ mod common;
 use common::errors::{not_entitled, not_owner};
 use common::sessions;
 use common::start::{start_in, traversable_dir, Env};
-use common::values::pluck;
+use common::values::{items, pluck};
 
 use common::users::{client_as, Accounts, OsGroup, OsUser};
 use common::Client;
@@ -136,7 +136,7 @@ fn a_roster_user_cannot_touch_another_principals_sessions() {
     assert_eq!(st["active_sessions"], 2);
     let all = op.ok("session/list", json!({}));
     assert_eq!(ids(&all), ["a-acp", "a-chat", "op-acp", "op-chat"]);
-    for e in all["sessions"].as_array().unwrap() {
+    for e in items(&all["sessions"]) {
         let owner = if e["session_id"].as_str().unwrap().starts_with("a-") {
             "user:alice"
         } else {

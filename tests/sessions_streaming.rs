@@ -8,6 +8,7 @@ use common::errors::agent_failed;
 use common::sessions;
 use common::start::{config_with, echo_session, start, start_echo, Env};
 use common::updates::tool_call_upd;
+use common::values::items;
 use common::wait::eventually;
 
 use std::time::{Duration, Instant};
@@ -263,7 +264,7 @@ fn tool_big_outputs_are_bounded_in_notifications_and_in_the_transcript() {
     );
     // The transcript keeps 16 KiB of each.
     let m = c.ok("session/messages", json!({"session_id": "s-1"}));
-    let rows = m["messages"].as_array().unwrap();
+    let rows = items(&m["messages"]);
     assert_eq!(m["total"], 6, "{m}");
     let bounded = format!("{}\u{2026}[truncated]", "x".repeat(16_384));
     assert_eq!(rows[2]["content"], bounded);
@@ -340,9 +341,7 @@ fn fail_answers_agent_failed_after_a_failed_turn_complete() {
         let t = c.prompt("s-1", "ok");
         assert_eq!(t.result()["content"], "ok");
         let m = c.ok("session/messages", json!({"session_id": "s-1"}));
-        let rows: Vec<Value> = m["messages"]
-            .as_array()
-            .unwrap()
+        let rows: Vec<Value> = items(&m["messages"])
             .iter()
             .map(|r| json!([r["role"], r["kind"], r["content"]]))
             .collect();

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
-use super::acp::{Rpc, Turn};
+use super::acp::{AcpEnv, Rpc, Turn};
 use super::BIN;
 
 /// `target/debug/examples/acp_test_agent`, built once if `cargo test` did
@@ -67,6 +67,13 @@ pub fn new_acp_session(rpc: &mut Rpc, id: &str, mode: &str) -> Value {
         "session/new",
         json!({"agent_alias": "acp", "session_id": id, "chat_mode": mode}),
     )
+}
+
+/// A client of `env` that opened session `s-1` of agent `acp` in `mode`.
+pub fn acp_client(env: &AcpEnv, mode: &str) -> Rpc {
+    let mut rpc = env.rpc();
+    new_acp_session(&mut rpc, "s-1", mode);
+    rpc
 }
 
 /// The update params of `turn` without `turn_complete`.

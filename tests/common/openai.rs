@@ -1,6 +1,8 @@
 //! Daemons whose agent `m` is `backend = "openai"` against a scripted
 //! [`OpenAiServer`], and the approval round trip of its tool calls.
 
+use std::path::PathBuf;
+
 use serde_json::{json, Value};
 
 use super::openai_server::OpenAiServer;
@@ -35,6 +37,18 @@ pub fn start_in(dir: TestDir, config: &str) -> Env {
         .env(KEY_ENV, KEY)
         .spawn();
     Env { daemon, dir }
+}
+
+/// A scripted server, a daemon whose agent `m` is against it (`extra`
+/// keys), and a client of it that opened session `s-1` of `m` in `mode`;
+/// the last is the session's workspace dir.
+pub fn session(extra: &str, mode: &str) -> (OpenAiServer, Env, Client, PathBuf) {
+    let server = OpenAiServer::start();
+    let d = start(&config(&server, extra));
+    let mut c = d.client();
+    let r = c.new_session_of("m", "s-1", mode);
+    let ws = PathBuf::from(r["workspace_dir"].as_str().expect("a workspace_dir"));
+    (server, d, c, ws)
 }
 
 /// Reads up to the next `approval_request`; returns the frames and its params.
