@@ -138,9 +138,7 @@ fn kill_9_mid_turn_then_recovery_loads_the_agent_session() {
     let _ = rpc.start_prompt("s-1", "say partial\nhang");
     wait_update(&mut rpc, |u| u["text"] == "partial");
     drop(rpc);
-    e.restart();
-
-    let mut rpc = e.rpc();
+    let mut rpc = e.restart();
     let rows = rpc.messages("s-1");
     assert_eq!(markers(&rows, INTERRUPTED), 1, "{rows:?}");
     assert!(rows.iter().any(|r| r["content"] == "partial"), "{rows:?}");
@@ -160,8 +158,7 @@ fn without_load_session_a_new_agent_session_is_recorded_as_a_context_loss() {
     let mut rpc = acp_client(&e, "acp");
     rpc.prompt_ok("s-1", "say first");
     drop(rpc);
-    e.restart();
-    let mut rpc = e.rpc();
+    let mut rpc = e.restart();
     assert_eq!(rpc.prompt_ok("s-1", "history").text(), "history: 0");
     let losses = db_int(
         &e.db(),

@@ -209,9 +209,7 @@ fn notices_are_exact_and_rows_are_never_renumbered() {
 
     // After a crash the latest snapshot is the authority: the context starts
     // with its summary, then the rows after its boundary.
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let got = check_context(&mut rpc, &mut m, sid);
     assert_eq!(got[0]["kind"], "summary", "{got:?}");
     let summary = got[0]["content"].as_str().unwrap();
@@ -248,9 +246,7 @@ fn forced_compact_with_nothing_to_compact_still_writes_a_snapshot() {
             "2|[{\"role\":\"user\",\"kind\":\"message\",\"content\":\"::compact\\nfirst\"},{\"role\":\"assistant\",\"kind\":\"message\",\"content\":\"first\"}]".to_owned()
         ]
     );
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let got = check_context(&mut rpc, &mut m, sid);
     assert!(got.iter().all(|c| c["kind"] != "summary"), "{got:?}");
 }
@@ -275,9 +271,7 @@ fn compact_empty_is_authoritative_after_restart() {
     assert_eq!(rows_before.len(), 8);
 
     // Restart: the empty snapshot wins over the eight rows of transcript.
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let got = check_context(&mut rpc, &mut m, sid);
     assert_eq!(
         got,
@@ -296,9 +290,7 @@ fn compact_empty_is_authoritative_after_restart() {
     // An empty snapshot with nothing after it: the context is empty.
     let t = turn(&mut rpc, &mut m, sid, "::compact-empty", false);
     assert_eq!(t.result()["content"], "");
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let got = check_context(&mut rpc, &mut m, sid);
     assert_eq!(got, vec![ctx("user", "::compact-empty")]);
 }
@@ -340,8 +332,6 @@ fn failed_snapshot_write_sends_no_notice_and_changes_nothing() {
     let t = turn(&mut rpc, &mut m, sid, "p4", false);
     assert_eq!(t.of_type("compaction_notice").len(), 1);
     assert_eq!(snapshots(&env, sid).len(), 1);
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     check_context(&mut rpc, &mut m, sid);
 }

@@ -374,9 +374,7 @@ fn kill9_right_after_the_turn_completes() {
     let outcome = recover_and_check(&env, "done", prompt, prompt, &seen, Path::Messages);
     assert_eq!(outcome, Outcome::Completed);
     // Again right after the ::context turn, then first touched by a prompt.
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let context = rpc.context("done");
     let rows = rpc.messages("done");
     assert_eq!(rows.len(), 6, "{rows:?}");

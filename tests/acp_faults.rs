@@ -13,6 +13,7 @@ use std::time::Duration;
 use common::acp::*;
 use common::assert::assert_error;
 use common::rpc::Frame;
+use common::sessions::update_params;
 use serde_json::{json, Value};
 
 /// A long, slow reply: one character every 50 ms.
@@ -20,6 +21,14 @@ const SLOW: &str = "::delay 50\n::chunk 1\nabcdefghijklmnopqrstuvwxyz0123456789"
 
 fn env() -> AcpEnv {
     AcpEnv::new(&echo_config(""))
+}
+
+/// [`env`] and a client of it with session `sid` open in `mode`.
+fn with_session(sid: &str, mode: &str) -> (AcpEnv, Rpc) {
+    let env = env();
+    let mut rpc = env.rpc();
+    rpc.new_session(sid, mode);
+    (env, rpc)
 }
 
 /// Rows of `table` that belong to session `sid` (through `session_row`).
@@ -88,10 +97,8 @@ fn assert_failed_turn(t: &Turn) {
 
 #[test]
 fn turn_begin_fault_starts_no_turn() {
-    let env = env();
-    let mut rpc = env.rpc();
     let sid = "tb";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
     rpc.prompt_ok(sid, "one");
     let before = dump_all(&env.db());
     rpc.faults(&["turn_begin"]);
@@ -133,10 +140,8 @@ fn turn_begin_fault_starts_no_turn() {
 
 #[test]
 fn checkpoint_append_fault_fails_the_turn_and_leaves_the_checkpoint() {
-    let env = env();
-    let mut rpc = env.rpc();
     let sid = "ca";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
     rpc.prompt_ok(sid, "one");
     rpc.faults(&["checkpoint_append"]);
     let t = rpc.prompt(sid, "two");
@@ -177,11 +182,9 @@ fn checkpoint_append_fault_fails_the_turn_and_leaves_the_checkpoint() {
 
 #[test]
 fn checkpoint_append_fault_mid_turn_keeps_exactly_what_was_sent() {
-    let mut env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "ca-mid";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 3);
     ctl.faults(&["checkpoint_append"]);
@@ -191,9 +194,7 @@ fn checkpoint_append_fault_mid_turn_keeps_exactly_what_was_sent() {
     assert!(sent.len() >= 3, "{sent:?}");
     ctl.faults(&[]);
     // Recovered after a crash: the rows hold exactly the chunks that were sent.
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let rows = rpc.messages(sid);
     assert_eq!(
         shape(&rows),
@@ -214,10 +215,8 @@ fn checkpoint_append_fault_mid_turn_keeps_exactly_what_was_sent() {
 
 #[test]
 fn turn_finalize_fault_fails_the_turn_and_the_next_turn_recovers_it() {
-    let env = env();
-    let mut rpc = env.rpc();
     let sid = "tf";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
     rpc.prompt_ok(sid, "one");
     rpc.faults(&["turn_finalize"]);
     let t = rpc.prompt(sid, "two\n::tool echo {\"k\":1}");
@@ -378,11 +377,9 @@ fn check_killed(env: &AcpEnv, rpc: &mut Rpc, sid: &str, rows: usize) {
 
 #[test]
 fn tombstone_fault_on_a_running_turn_then_kill_retried() {
-    let env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "tomb-run";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     let id = rpc.start_prompt(sid, SLOW);
     let queued = rpc.start_prompt(sid, "queued");
     read_chunks(&mut rpc, sid, 2);
@@ -419,11 +416,9 @@ fn tombstone_fault_on_a_running_turn_then_kill_retried() {
 
 #[test]
 fn tombstone_fault_on_a_running_turn_then_recovered() {
-    let env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "tomb-rec";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["tombstone"]);
@@ -486,11 +481,9 @@ fn check_deleted(env: &AcpEnv, rpc: &mut Rpc, sid: &str, row_id: i64) {
 
 #[test]
 fn acp_delete_fault_on_a_running_turn_keeps_the_row_recoverable() {
-    let env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "del-run";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["acp_delete"]);
@@ -519,10 +512,8 @@ fn acp_delete_fault_on_a_running_turn_keeps_the_row_recoverable() {
 
 #[test]
 fn chat_append_fault_fails_the_turn_and_keeps_history_and_context() {
-    let env = env();
-    let mut rpc = env.rpc();
     let sid = "chat-a";
-    rpc.new_session(sid, "chat");
+    let (_env, mut rpc) = with_session(sid, "chat");
     rpc.prompt_ok(sid, "one");
     rpc.faults(&["chat_append"]);
     let t = rpc.prompt(sid, "two");
@@ -560,11 +551,9 @@ fn chat_delete_fault_keeps_the_session_usable() {
 
 #[test]
 fn kill_of_a_running_turn_answers_killed_and_keeps_history_readable() {
-    let mut env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "kill-run";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     rpc.prompt_ok(sid, "one");
     let id = rpc.start_prompt(sid, SLOW);
     let queued: Vec<Value> = (0..2)
@@ -596,32 +585,20 @@ fn kill_of_a_running_turn_answers_killed_and_keeps_history_readable() {
     check_killed(&env, &mut ctl, sid, 5);
     // A restart changes nothing: a killed row is never recovered or rehydrated.
     drop((rpc, ctl));
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     assert_eq!(shape(&rpc.messages(sid)), s);
     check_killed(&env, &mut rpc, sid, 5);
 }
 
 #[test]
 fn kill_of_a_persisted_row_folds_its_leftover_checkpoint() {
-    let mut env = env();
-    let mut rpc = env.rpc();
     let sid = "kill-persisted";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = with_session(sid, "acp");
     let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 3);
-    let sent = chunk_text(
-        &rpc.stash
-            .iter()
-            .filter(|f| f.is_update())
-            .map(|f| f.params().clone())
-            .collect::<Vec<Value>>(),
-    );
+    let sent = chunk_text(&update_params(&rpc.stash));
     let _ = id;
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     // Killed without being touched first: the kill folds the checkpoint itself.
     rpc.ok("session/kill", json!({"session_id": sid}));
     let rows = rpc.messages(sid);
@@ -635,11 +612,9 @@ fn kill_of_a_persisted_row_folds_its_leftover_checkpoint() {
 
 #[test]
 fn delete_of_a_running_turn_answers_deleted_and_removes_the_rows() {
-    let env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "del-live";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     rpc.prompt_ok(sid, "one");
     let row_id = acp_row_id(&env.db(), sid);
     // Sent as a notification: its end is a failed turn_complete (§3.5, §9.9).

@@ -141,8 +141,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
         "refused attempts changed the store"
     );
     // And again after a crash and restart (startup touches nothing either).
-    env.kill9();
-    env.start();
+    env.restart();
     attempts(&env, "stdio-1");
     assert_eq!(dump_all(&env.db()), before, "a restart changed the store");
 

@@ -46,8 +46,7 @@ fn the_context_bomb_is_bounded_and_the_session_survives_a_restart() {
     assert!(peak < 1024, "peak RSS {peak} MiB");
 
     // Rehydration after a restart stays bounded too.
-    env.restart();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let id = rpc.start_prompt("bomb", "after");
     let t = rpc.finish_turn("bomb", &id, Duration::from_secs(60));
     assert_eq!(t.turn_complete()["outcome"], "completed");

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use common::errors::agent_failed;
 use common::openai::{self, decide, merged, until_approval};
 use common::openai_server::{sse, Reply};
-use common::sessions::{complete, msg, upd};
+use common::sessions::{complete, msg, upd, update_params};
 
 /// One answer asking for these calls: `(index, id, name, argument pieces)`,
 /// every call's first delta first, then the pieces interleaved round-robin.
@@ -255,11 +255,7 @@ fn allow_always_skips_later_requests_for_that_tool() {
     // list_dir is still asked (`always`), write_file not again.
     let (frames, req) = until_approval(&mut c);
     assert_eq!(req["toolName"], "list_dir");
-    let seen: Vec<Value> = frames
-        .iter()
-        .filter(|f| f.is_update())
-        .map(|f| f.params().clone())
-        .collect();
+    let seen = update_params(&frames);
     assert_eq!(
         seen[..4],
         [

@@ -625,12 +625,7 @@ fn cancel_ends_a_turn_waiting_for_an_ask_or_an_approval() {
     c.send("session/cancel", json!({"session_id": "s-1"}));
     let t = c.until_answer(&id);
     assert_eq!(t.result()["stop_reason"], "cancelled");
-    let tc: Vec<Value> = t
-        .frames
-        .iter()
-        .filter(|f| f.is_update())
-        .map(|f| f.params().clone())
-        .collect();
+    let tc = t.updates();
     assert_eq!(
         tc.last().unwrap(),
         &complete("s-1", "cancelled", "", Some("cancelled"))

@@ -116,10 +116,11 @@ impl AcpEnv {
         assert!(st.success(), "graceful shutdown exited with {st:?}");
     }
 
-    /// kill -9, then a new daemon on the same config dir.
-    pub fn restart(&mut self) {
+    /// kill -9, then a new daemon on the same config dir; a new client of it.
+    pub fn restart(&mut self) -> Client {
         self.kill9();
         self.start();
+        self.rpc()
     }
 
     /// A new initialized client of the running daemon.

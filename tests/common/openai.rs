@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::openai_server::OpenAiServer;
-use super::sessions::{Frame, Turn};
+use super::sessions::Frame;
 use super::start::{write_config, Env};
 use super::{Client, DaemonBuilder, TestDir};
 
@@ -69,15 +69,6 @@ pub fn decide(c: &mut Client, sid: &str, req: &Value, decision: &str, edit: Opti
         params["replacement"] = json!(r);
     }
     c.send("session/approve", params)
-}
-
-/// The turn's updates with `session/approve` answers left out.
-pub fn updates_without_acks(t: &Turn) -> Vec<Value> {
-    t.frames
-        .iter()
-        .filter(|f| f.is_update())
-        .map(|f| f.params().clone())
-        .collect()
 }
 
 /// The `role`s and `content`s of a recorded request's messages.

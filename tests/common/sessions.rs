@@ -32,11 +32,7 @@ pub struct Turn {
 impl Turn {
     /// The params of every `session/update` frame, in order.
     pub fn updates(&self) -> Vec<Value> {
-        self.frames
-            .iter()
-            .filter(|f| f.is_update())
-            .map(|f| f.params().clone())
-            .collect()
+        update_params(&self.frames)
     }
 
     /// The same turn with `earlier` frames (read before) in front.
@@ -335,4 +331,13 @@ pub fn process_gone(pid: i32) -> bool {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .is_some_and(|state| state == "Z" || state == "X"),
     }
+}
+
+/// The params of the `session/update` frames among `frames`, in order.
+pub fn update_params<'a>(frames: impl IntoIterator<Item = &'a Frame>) -> Vec<Value> {
+    frames
+        .into_iter()
+        .filter(|f| f.is_update())
+        .map(|f| f.params().clone())
+        .collect()
 }
