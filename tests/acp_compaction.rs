@@ -182,10 +182,8 @@ fn snapshots(env: &AcpEnv, sid: &str) -> Vec<String> {
 
 #[test]
 fn notices_are_exact_and_rows_are_never_renumbered() {
-    let mut env = AcpEnv::new(&config());
-    let mut rpc = env.rpc();
     let sid = "compact-1";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&config(), sid, "acp");
     let mut m = Model::default();
     let mut before = snapshot_rows(&env, &mut rpc, sid, &m);
     for i in 1..=9 {
@@ -230,10 +228,8 @@ fn notices_are_exact_and_rows_are_never_renumbered() {
 
 #[test]
 fn forced_compact_with_nothing_to_compact_still_writes_a_snapshot() {
-    let mut env = AcpEnv::new(&config());
-    let mut rpc = env.rpc();
     let sid = "compact-0";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&config(), sid, "acp");
     let mut m = Model::default();
     // Empty context: a notice with 0 and 0, boundary 0.
     turn(&mut rpc, &mut m, sid, "::compact\nfirst", false);
@@ -253,10 +249,8 @@ fn forced_compact_with_nothing_to_compact_still_writes_a_snapshot() {
 
 #[test]
 fn compact_empty_is_authoritative_after_restart() {
-    let mut env = AcpEnv::new(&config());
-    let mut rpc = env.rpc();
     let sid = "compact-empty";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&config(), sid, "acp");
     let mut m = Model::default();
     for i in 1..=3 {
         turn(&mut rpc, &mut m, sid, &format!("p{i}"), false);
@@ -297,10 +291,8 @@ fn compact_empty_is_authoritative_after_restart() {
 
 #[test]
 fn failed_snapshot_write_sends_no_notice_and_changes_nothing() {
-    let mut env = AcpEnv::new(&config());
-    let mut rpc = env.rpc();
     let sid = "compact-fault";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&config(), sid, "acp");
     let mut m = Model::default();
     for i in 1..=3 {
         turn(&mut rpc, &mut m, sid, &format!("p{i}"), false);

@@ -25,10 +25,7 @@ fn env() -> AcpEnv {
 
 /// [`env`] and a client of it with session `sid` open in `mode`.
 fn with_session(sid: &str, mode: &str) -> (AcpEnv, Rpc) {
-    let env = env();
-    let mut rpc = env.rpc();
-    rpc.new_session(sid, mode);
-    (env, rpc)
+    AcpEnv::with_session(&echo_config(""), sid, mode)
 }
 
 /// Rows of `table` that belong to session `sid` (through `session_row`).

@@ -223,8 +223,7 @@ fn logs_subscribe_streams_other_connections_records_to_an_admin() {
     );
     // Subscribing again is a no-op (one stream per connection).
     c.ok("logs/subscribe", json!({}));
-    let mut other = d.client();
-    other.new_session("s-9", "chat");
+    let _other = d.session_client("s-9", "chat");
     let (_, f) = c.until("the session_created record", |f| {
         f.method() == Some("logs/event") && f.params()["event"]["action"] == "session_created"
     });

@@ -266,10 +266,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
         "permission_profiles.me.allowed_agents",
         json!(["echo", "tiny"]),
     );
-    me.ok(
-        "session/new",
-        json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
-    );
+    me.new_session_of("tiny", "t1", "acp");
     let (chunks, v) = prompt(&mut me, "t1", "abcdefgh");
     assert_eq!(v["result"]["content"], "abcdefgh", "{v}");
     assert_eq!(chunks, ["abc", "def", "gh"]);
@@ -277,10 +274,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
     // A tuning prop the user may write applies to the next turn.
     let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(5))]);
     assert_eq!(v["result"]["set"], true, "{v}");
-    me.ok(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "e1", "chat_mode": "acp"}),
-    );
+    me.new_session_of("echo", "e1", "acp");
     let (chunks, _) = prompt(&mut me, "e1", "abcdefgh");
     assert_eq!(chunks, ["abcde", "fgh"]);
 }

@@ -169,8 +169,7 @@ fn path_mode_is_admin_only() {
         vec![file_result(b"mine", &pm, doc_marker("m.txt", &pm), false)]
     );
     // ... but not to the operator's (ownership, §6.6), and nothing is written.
-    let mut admin = d.client();
-    admin.new_session("theirs", "chat");
+    let mut admin = d.session_client("theirs", "chat");
     let e = err_of(&attach(
         &mut u,
         "theirs",

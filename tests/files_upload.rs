@@ -538,8 +538,7 @@ fn the_idle_sweep_drops_uploads_and_duplicate_chunks_count_as_activity() {
 #[test]
 fn only_accepted_or_duplicate_chunks_count_as_activity() {
     let d = start(&config_with("[daemon]\nupload_idle_secs = 1\n"));
-    let mut c = d.client();
-    c.new_session("s1", "chat");
+    let mut c = d.session_client("s1", "chat");
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 10}));
     chunk_ok(&mut c, &id, 0, b"01234");
     // For 4 s (four idle limits) only refused requests name the upload.

@@ -60,9 +60,7 @@ fn set_budget(c: &mut Client, mib: u64) -> Value {
 }
 
 fn session(d: &Daemon) -> Client {
-    let mut c = d.client();
-    c.new_session("s", "chat");
-    c
+    d.session_client("s", "chat")
 }
 
 #[test]

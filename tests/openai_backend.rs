@@ -229,10 +229,7 @@ fn a_restart_mid_answer_recovers_the_partial_text_into_the_context() {
     drop(daemon);
     let d = openai::start_in(dir, &cfg);
     let mut c = d.client();
-    let r = c.ok(
-        "session/new",
-        json!({"agent_alias": "m", "session_id": "s-1", "chat_mode": "acp"}),
-    );
+    let r = c.new_session_of("m", "s-1", "acp");
     assert_eq!(r["resumed"], true, "{r}");
     server.push(Reply::Stream(sse::answer(&["fine"])));
     let t = c.prompt("s-1", "second");

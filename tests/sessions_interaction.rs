@@ -326,8 +326,7 @@ fn approve_parameter_errors_and_unknown_requests() {
 #[test]
 fn approvals_time_out_as_denied_timed_out_and_late_answers_are_not_acknowledged() {
     let d = start(&config_with("[daemon]\napproval_timeout_secs = 1\n"));
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let mut c = d.session_client("s-1", "acp");
     let (id, _, req) = until_approval(&mut c, "s-1", "::approve rm\nafter");
     assert_eq!(req["timeoutSecs"], 1);
     let t = c.until_answer(&id);
@@ -738,8 +737,7 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
     // answers -32603 storage; a notification prompt hears it through a
     // failed turn_complete.
     let d = start_args(ECHO_ONLY, &["--test-faults"]);
-    let mut c = d.client();
-    c.new_session("a", "acp");
+    let mut c = d.session_client("a", "acp");
     c.new_session("ch", "chat");
     assert_eq!(
         c.ok(

@@ -94,8 +94,7 @@ fn each_queued_prompt_is_answered_before_the_next_turn_streams() {
     let d = start(
         "schema_version = 1\n[agents.echo]\nbackend = \"echo\"\ncontext_max_messages = 1000\n",
     );
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let mut c = d.session_client("s-1", "chat");
     for _round in 0..3 {
         let ids: Vec<Value> = (0..30)
             .map(|k| c.start_prompt("s-1", &queued_prompt(k)))
@@ -225,8 +224,7 @@ fn the_33rd_waiting_prompt_is_queue_full() {
     let d = start(
         "schema_version = 1\n[agents.echo]\nbackend = \"echo\"\ncontext_max_messages = 1000\n",
     );
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let mut c = d.session_client("s-1", "chat");
     let first = c.start_prompt("s-1", "go\n::sleep 3600000");
     c.until_update(|u| u["text"] == "go");
     let waiting: Vec<Value> = (0..32)
@@ -924,8 +922,7 @@ fn big_replies_are_bounded_in_answers_and_pages_stay_within_4_mib() {
 #[test]
 fn idle_sessions_are_reclaimed_and_busy_ones_kept() {
     let d = start(&config_with("[daemon]\nsession_idle_secs = 1\n"));
-    let mut c = d.client();
-    c.new_session("idle-acp", "acp");
+    let mut c = d.session_client("idle-acp", "acp");
     c.prompt("idle-acp", "hi");
     c.new_session("idle-chat", "chat");
     c.new_session("busy", "chat");

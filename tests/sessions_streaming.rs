@@ -134,8 +134,7 @@ fn chunk_changes_the_chunk_size_for_the_rest_of_the_turn() {
         ["abcde", "\n", "x", "y", "\nuv", "wxy", "z"]
     );
     // The next turn starts again from chunk_chars.
-    let mut c = d.client();
-    c.new_session("s-2", "chat");
+    let mut c = d.session_client("s-2", "chat");
     let t = c.prompt("s-2", "::chunk 1\nab");
     assert_eq!(t.chunks(), ["a", "b"]);
     let t = c.prompt("s-2", "abcdefghijklmnopq");
@@ -325,8 +324,7 @@ fn context_after_tool_calls_and_a_failed_turn() {
 fn fail_answers_agent_failed_after_a_failed_turn_complete() {
     let d = start_echo();
     for mode in ["chat", "acp"] {
-        let mut c = d.client();
-        c.new_session("s-1", mode);
+        let mut c = d.session_client("s-1", mode);
         let t = c.prompt("s-1", "partial\n::fail boom: it broke\nnever");
         t.check("s-1");
         assert_eq!(
@@ -467,8 +465,7 @@ fn every_update_of_a_turn_precedes_its_answer() {
     );
     let prompt = "::chunk 1\n::repeat 300 ab\n::tool t {\"k\":1}\n::think th\n::repeat 200 c";
     for mode in ["acp", "chat"] {
-        let mut c = d.client();
-        c.new_session("s-1", mode);
+        let mut c = d.session_client("s-1", mode);
         let t = c.prompt("s-1", prompt);
         t.check("s-1");
         assert_eq!(t.chunks().len(), 600 + 201);
@@ -626,8 +623,7 @@ fn a_turn_completes_and_is_persisted_when_its_connection_is_gone() {
     let d = start_echo();
     for mode in ["chat", "acp"] {
         let sid = format!("gone-{mode}");
-        let mut a = d.client();
-        a.new_session(&sid, mode);
+        let mut a = d.session_client(&sid, mode);
         a.start_prompt(&sid, "::chunk 1\n::delay 20\nabcdef");
         a.until_update(|u| u["text"] == "a");
         drop(a);

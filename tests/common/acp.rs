@@ -51,6 +51,14 @@ impl AcpEnv {
         env
     }
 
+    /// [`AcpEnv::new`] and a client of it with session `sid` open in `mode`.
+    pub fn with_session(config: &str, sid: &str, mode: &str) -> (Self, Client) {
+        let env = Self::new(config);
+        let mut rpc = env.rpc();
+        rpc.new_session(sid, mode);
+        (env, rpc)
+    }
+
     /// Like [`AcpEnv::new`], without starting the daemon.
     pub fn stopped(config: &str) -> Self {
         let dir = TestDir::new();

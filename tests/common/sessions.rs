@@ -169,9 +169,15 @@ impl Client {
     /// The error of `session/new` with the `echo` agent, which must fail.
     #[track_caller]
     pub fn new_session_fails(&mut self, id: &str, mode: &str) -> Value {
+        self.new_session_of_fails("echo", id, mode)
+    }
+
+    /// The error of `session/new` with agent `agent`, which must fail.
+    #[track_caller]
+    pub fn new_session_of_fails(&mut self, agent: &str, id: &str, mode: &str) -> Value {
         self.fails(
             "session/new",
-            json!({"agent_alias": "echo", "session_id": id, "chat_mode": mode}),
+            json!({"agent_alias": agent, "session_id": id, "chat_mode": mode}),
         )
     }
 
@@ -340,4 +346,14 @@ pub fn update_params<'a>(frames: impl IntoIterator<Item = &'a Frame>) -> Vec<Val
         .filter(|f| f.is_update())
         .map(|f| f.params().clone())
         .collect()
+}
+
+impl Daemon {
+    /// An initialized client that opened session `sid` of the `echo` agent in `mode`.
+    #[track_caller]
+    pub fn session_client(&self, sid: &str, mode: &str) -> Client {
+        let mut c = self.client();
+        c.new_session(sid, mode);
+        c
+    }
 }
