@@ -6,8 +6,11 @@
 mod common;
 
 use common::acp::{db_int, db_rows, AcpEnv};
-use common::acp_agent::{acp_config, events, new_acp_session, say, toml_str, wait_update};
+use common::acp_agent::{
+    acp_client, acp_config, events, new_acp_session, say, toml_str, wait_update,
+};
 use common::assert::assert_error_exact;
+use common::errors::agent_failed;
 use serde_json::{json, Value};
 
 fn env(agent_lines: &str, daemon_lines: &str) -> AcpEnv {
@@ -17,8 +20,7 @@ fn env(agent_lines: &str, daemon_lines: &str) -> AcpEnv {
 #[test]
 fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
     let e = env("", "");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     // `plan` sends the six ACP updates forwarded as our extra types, in
     // order, and an image chunk (not forwarded).
     let t = rpc.prompt_ok(
@@ -66,8 +68,7 @@ fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
 #[test]
 fn a_plain_prompt_is_answered_and_the_link_is_in_sqlite() {
     let e = env("", "");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let t = rpc.prompt_ok("s-1", "hi there");
     assert_eq!(events(&t), vec![say("s-1", "you said: hi there")]);
     assert_eq!(
@@ -87,17 +88,14 @@ fn a_plain_prompt_is_answered_and_the_link_is_in_sqlite() {
 #[test]
 fn stop_reasons_become_outcomes() {
     let e = env("", "");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let t = rpc.prompt("s-1", "say x\nstop max_tokens");
     assert_eq!(t.turn_complete()["outcome"], "completed");
     let t = rpc.prompt("s-1", "say x\nstop refusal");
     assert_eq!(t.turn_complete()["outcome"], "failed");
-    assert_error_exact(
+    agent_failed(
         t.error(),
-        -32603,
-        Some("the ACP agent refused the prompt (stop reason refusal)"),
-        Some(json!({"reason": "agent_failed"})),
+        "the ACP agent refused the prompt (stop reason refusal)",
     );
 }
 
@@ -114,8 +112,7 @@ fn approve(rpc: &mut common::acp::Rpc, sid: &str, decision: &str) -> Value {
 #[test]
 fn permission_requests_are_approvals_mapped_onto_the_offered_options() {
     let e = env("", "");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     for (decision, said) in [
         ("allow_once", "permission: yes"),
         ("reject", "permission: no"),
@@ -157,8 +154,7 @@ fn an_unanswered_permission_request_becomes_the_permission_default() {
             &format!("permission_default = {}", toml_str(default)),
             "approval_timeout_secs = 1",
         );
-        let mut rpc = e.rpc();
-        new_acp_session(&mut rpc, "s-1", "chat");
+        let mut rpc = acp_client(&e, "chat");
         let t = rpc.prompt_ok("s-1", "ask f1");
         assert_eq!(t.of_type("approval_request").len(), 1);
         assert_eq!(t.text(), said, "{default}");
@@ -270,22 +266,18 @@ fn authentication_uses_the_agents_env() {
         "env = { ACP_TEST_AUTH = \"1\", ACP_TEST_TOKEN = \"secret\" }",
         "",
     );
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     assert_eq!(rpc.prompt_ok("s-1", "say in").text(), "in");
 
     let e = env(
         "env = { ACP_TEST_AUTH = \"1\", ACP_TEST_TOKEN = \"wrong\" }",
         "",
     );
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let t = rpc.prompt("s-1", "say in");
-    assert_error_exact(
+    agent_failed(
         t.error(),
-        -32603,
-        Some("the ACP agent answered authenticate with error -32000: authentication failed"),
-        Some(json!({"reason": "agent_failed"})),
+        "the ACP agent answered authenticate with error -32000: authentication failed",
     );
 }
 
@@ -317,8 +309,7 @@ fn acp_keys_are_validated_at_staging() {
 #[test]
 fn attachments_reach_the_agent_as_resource_links_into_the_workspace() {
     let e = env("", "");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let id = rpc.send(
         "session/prompt",
         json!({"session_id": "s-1", "prompt": "links",
@@ -336,8 +327,7 @@ fn attachments_reach_the_agent_as_resource_links_into_the_workspace() {
 #[test]
 fn a_changed_command_or_env_restarts_the_agent_and_reloads_its_session() {
     let e = env("", "");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let first = rpc.prompt_ok("s-1", "pid").text();
     assert_eq!(
         rpc.prompt_ok("s-1", "pid").text(),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::acp::{db_int, markers, AcpEnv, INTERRUPTED};
 use common::acp_agent::{
-    acp_config, agent_failed, events, new_acp_session, pid_of, say, wait_update,
+    acp_client, acp_config, events, new_acp_session, pid_of, say, turn_agent_failed, wait_update,
 };
 use serde_json::json;
 
@@ -21,11 +21,10 @@ fn env(agent_lines: &str) -> AcpEnv {
 #[test]
 fn a_crash_mid_turn_fails_the_turn_with_its_status_and_the_next_prompt_restarts_it() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     let first = pid_of(&mut rpc, "s-1");
     let t = rpc.prompt("s-1", "say before\nstderr dying now\ncrash 3");
-    agent_failed(&t, "the ACP agent exited with status 3: dying now");
+    turn_agent_failed(&t, "the ACP agent exited with status 3: dying now");
     assert_eq!(events(&t), vec![say("s-1", "before")]);
     // Restarted on the next prompt, with the session loaded (it remembers
     // the `pid` turn; the replayed history is not sent again).
@@ -44,15 +43,14 @@ fn a_crash_mid_turn_fails_the_turn_with_its_status_and_the_next_prompt_restarts_
 #[test]
 fn garbage_and_invalid_json_rpc_fail_the_turn_and_the_agent_is_replaced() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let t = rpc.prompt("s-1", "say a\ngarbage");
-    agent_failed(
+    turn_agent_failed(
         &t,
         r#"the ACP agent sent invalid JSON-RPC: not JSON: "this is not json""#,
     );
     let t = rpc.prompt("s-1", "badrpc");
-    agent_failed(
+    turn_agent_failed(
         &t,
         r#"the ACP agent sent invalid JSON-RPC: no "jsonrpc": "2.0": "{\"hello\":1}""#,
     );
@@ -64,10 +62,9 @@ fn garbage_and_invalid_json_rpc_fail_the_turn_and_the_agent_is_replaced() {
 #[test]
 fn an_oversized_line_fails_the_turn_with_bounded_memory() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let t = rpc.prompt("s-1", "oversized");
-    agent_failed(&t, "the ACP agent sent a line over 16777216 bytes");
+    turn_agent_failed(&t, "the ACP agent sent a line over 16777216 bytes");
     // At most one line's bound (16 MiB) plus its read buffer is ever held.
     let peak = e.d().peak_rss_kib().expect("VmHWM");
     assert!(peak < 160 * 1024, "peak RSS {peak} KiB");
@@ -77,8 +74,7 @@ fn an_oversized_line_fails_the_turn_with_bounded_memory() {
 #[test]
 fn cancel_reaches_a_hanging_agent_as_session_cancel() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let pid = pid_of(&mut rpc, "s-1");
     let id = rpc.start_prompt("s-1", "say waiting\nhang");
     wait_update(&mut rpc, |u| u["text"] == "waiting");
@@ -148,8 +144,7 @@ fn cancel_ends_a_turn_at_once_when_the_deaf_agents_stdin_queue_is_full() {
 #[test]
 fn an_agent_that_stops_reading_times_out_without_blocking_other_sessions() {
     let e = env("timeout_secs = 3");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     new_acp_session(&mut rpc, "s-2", "chat");
     let id = rpc.start_prompt("s-1", "say deaf now\ndeaf");
     wait_update(&mut rpc, |u| u["text"] == "deaf now");
@@ -157,15 +152,14 @@ fn an_agent_that_stops_reading_times_out_without_blocking_other_sessions() {
     let mut other = e.rpc();
     assert_eq!(other.prompt_ok("s-2", "say other").text(), "other");
     let t = rpc.finish_turn("s-1", &id, Duration::from_secs(20));
-    agent_failed(&t, "the ACP agent did not finish the turn within 3 s");
+    turn_agent_failed(&t, "the ACP agent did not finish the turn within 3 s");
     assert_eq!(rpc.prompt_ok("s-1", "say back").text(), "back");
 }
 
 #[test]
 fn a_flood_of_one_character_chunks_to_a_client_that_does_not_read_is_complete() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     let id = rpc.start_prompt("s-1", "flood 20000");
     // Not reading for a while, so the reader joins the chunks it holds.
     std::thread::sleep(Duration::from_millis(1500));
@@ -253,7 +247,7 @@ fn a_flood_of_the_most_a_turn_may_produce_stalls_the_agent_then_completes() {
 fn a_400_mib_flood_stalls_the_agent_then_fails_at_the_turn_bound_whole() {
     let e = env("");
     let (t, pid) = big_flood_stalls(&e, 6400);
-    agent_failed(&t, "the turn's output exceeds 33554432 bytes");
+    turn_agent_failed(&t, "the turn's output exceeds 33554432 bytes");
     // Everything before the bound was delivered, nothing past it.
     let text = t.text();
     assert_eq!(text.len() as u64, MAX_TURN_OUTPUT);
@@ -266,15 +260,12 @@ fn a_400_mib_flood_stalls_the_agent_then_fails_at_the_turn_bound_whole() {
 #[test]
 fn kill_9_mid_turn_then_recovery_loads_the_agent_session() {
     let mut e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     rpc.prompt_ok("s-1", "say first");
     let _ = rpc.start_prompt("s-1", "say partial\nhang");
     wait_update(&mut rpc, |u| u["text"] == "partial");
     drop(rpc);
-    e.restart();
-
-    let mut rpc = e.rpc();
+    let mut rpc = e.restart();
     let rows = rpc.messages("s-1");
     assert_eq!(markers(&rows, INTERRUPTED), 1, "{rows:?}");
     assert!(rows.iter().any(|r| r["content"] == "partial"), "{rows:?}");
@@ -291,12 +282,10 @@ fn kill_9_mid_turn_then_recovery_loads_the_agent_session() {
 #[test]
 fn without_load_session_a_new_agent_session_is_recorded_as_a_context_loss() {
     let mut e = env("env = { ACP_TEST_NO_LOAD = \"1\" }");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     rpc.prompt_ok("s-1", "say first");
     drop(rpc);
-    e.restart();
-    let mut rpc = e.rpc();
+    let mut rpc = e.restart();
     assert_eq!(rpc.prompt_ok("s-1", "history").text(), "history: 0");
     let losses = db_int(
         &e.db(),
@@ -312,8 +301,7 @@ fn without_load_session_a_new_agent_session_is_recorded_as_a_context_loss() {
 #[test]
 fn the_agent_process_stops_after_a_grace_once_its_session_is_closed() {
     let e = env("");
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let text = pid_of(&mut rpc, "s-1");
     let pid: i32 = text.trim_start_matches("pid: ").parse().expect("a pid");
     rpc.ok("session/close", json!({"session_id": "s-1"}));

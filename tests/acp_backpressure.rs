@@ -41,10 +41,8 @@ fn kernel_buffer_frames(frame: usize) -> usize {
 
 #[test]
 fn a_client_that_stops_reading_stops_the_turn_within_the_write_queue_bound() {
-    let env = AcpEnv::new(&echo_config(""));
-    let mut rpc = env.rpc();
     let sid = "bp";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = AcpEnv::with_session(&echo_config(""), sid, "acp");
     let frame = format!(
         r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{sid}","type":"agent_message_chunk","text":"x"}}}}"#
     )

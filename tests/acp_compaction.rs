@@ -9,6 +9,7 @@
 mod common;
 
 use common::acp::*;
+use common::values::items;
 use serde_json::{json, Value};
 
 const MAX: usize = 6;
@@ -126,7 +127,7 @@ fn check_context(rpc: &mut Rpc, m: &mut Model, sid: &str) -> Vec<Value> {
     };
     let t = turn(rpc, m, sid, "::context", false);
     let doc: Value = serde_json::from_str(t.result()["content"].as_str().unwrap()).unwrap();
-    let got = doc["messages"].as_array().unwrap().clone();
+    let got = items(&doc["messages"]).clone();
     assert_eq!(got, want, "::context");
     got
 }
@@ -181,10 +182,8 @@ fn snapshots(env: &AcpEnv, sid: &str) -> Vec<String> {
 
 #[test]
 fn notices_are_exact_and_rows_are_never_renumbered() {
-    let mut env = AcpEnv::new(&config());
-    let mut rpc = env.rpc();
     let sid = "compact-1";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&config(), sid, "acp");
     let mut m = Model::default();
     let mut before = snapshot_rows(&env, &mut rpc, sid, &m);
     for i in 1..=9 {
@@ -208,9 +207,7 @@ fn notices_are_exact_and_rows_are_never_renumbered() {
 
     // After a crash the latest snapshot is the authority: the context starts
     // with its summary, then the rows after its boundary.
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let got = check_context(&mut rpc, &mut m, sid);
     assert_eq!(got[0]["kind"], "summary", "{got:?}");
     let summary = got[0]["content"].as_str().unwrap();
@@ -231,10 +228,8 @@ fn notices_are_exact_and_rows_are_never_renumbered() {
 
 #[test]
 fn forced_compact_with_nothing_to_compact_still_writes_a_snapshot() {
-    let mut env = AcpEnv::new(&config());
-    let mut rpc = env.rpc();
     let sid = "compact-0";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&config(), sid, "acp");
     let mut m = Model::default();
     // Empty context: a notice with 0 and 0, boundary 0.
     turn(&mut rpc, &mut m, sid, "::compact\nfirst", false);
@@ -247,19 +242,15 @@ fn forced_compact_with_nothing_to_compact_still_writes_a_snapshot() {
             "2|[{\"role\":\"user\",\"kind\":\"message\",\"content\":\"::compact\\nfirst\"},{\"role\":\"assistant\",\"kind\":\"message\",\"content\":\"first\"}]".to_owned()
         ]
     );
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let got = check_context(&mut rpc, &mut m, sid);
     assert!(got.iter().all(|c| c["kind"] != "summary"), "{got:?}");
 }
 
 #[test]
 fn compact_empty_is_authoritative_after_restart() {
-    let mut env = AcpEnv::new(&config());
-    let mut rpc = env.rpc();
     let sid = "compact-empty";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&config(), sid, "acp");
     let mut m = Model::default();
     for i in 1..=3 {
         turn(&mut rpc, &mut m, sid, &format!("p{i}"), false);
@@ -274,9 +265,7 @@ fn compact_empty_is_authoritative_after_restart() {
     assert_eq!(rows_before.len(), 8);
 
     // Restart: the empty snapshot wins over the eight rows of transcript.
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let got = check_context(&mut rpc, &mut m, sid);
     assert_eq!(
         got,
@@ -295,19 +284,15 @@ fn compact_empty_is_authoritative_after_restart() {
     // An empty snapshot with nothing after it: the context is empty.
     let t = turn(&mut rpc, &mut m, sid, "::compact-empty", false);
     assert_eq!(t.result()["content"], "");
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let got = check_context(&mut rpc, &mut m, sid);
     assert_eq!(got, vec![ctx("user", "::compact-empty")]);
 }
 
 #[test]
 fn failed_snapshot_write_sends_no_notice_and_changes_nothing() {
-    let mut env = AcpEnv::new(&config());
-    let mut rpc = env.rpc();
     let sid = "compact-fault";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&config(), sid, "acp");
     let mut m = Model::default();
     for i in 1..=3 {
         turn(&mut rpc, &mut m, sid, &format!("p{i}"), false);
@@ -339,8 +324,6 @@ fn failed_snapshot_write_sends_no_notice_and_changes_nothing() {
     let t = turn(&mut rpc, &mut m, sid, "p4", false);
     assert_eq!(t.of_type("compaction_notice").len(), 1);
     assert_eq!(snapshots(&env, sid).len(), 1);
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     check_context(&mut rpc, &mut m, sid);
 }

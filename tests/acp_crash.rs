@@ -329,9 +329,7 @@ fn kill9_campaign() {
 
 #[test]
 fn kill9_before_any_chunk() {
-    let mut env = AcpEnv::new(&echo_config(""));
-    let mut rpc = env.rpc();
-    rpc.new_session("early", "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&echo_config(""), "early", "acp");
     // The thought is sent after the begin transaction; the first chunk only in 60 s.
     let prompt = "::think pondering\n::delay 60000\nnever sent";
     let id = rpc.start_prompt("early", prompt);
@@ -358,9 +356,7 @@ fn kill9_before_any_chunk() {
 
 #[test]
 fn kill9_right_after_the_turn_completes() {
-    let mut env = AcpEnv::new(&echo_config(""));
-    let mut rpc = env.rpc();
-    rpc.new_session("done", "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&echo_config(""), "done", "acp");
     let prompt = "all of it\nsecond line";
     let t = rpc.prompt_ok("done", prompt);
     assert_eq!(t.result()["content"], prompt);
@@ -374,9 +370,7 @@ fn kill9_right_after_the_turn_completes() {
     let outcome = recover_and_check(&env, "done", prompt, prompt, &seen, Path::Messages);
     assert_eq!(outcome, Outcome::Completed);
     // Again right after the ::context turn, then first touched by a prompt.
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let context = rpc.context("done");
     let rows = rpc.messages("done");
     assert_eq!(rows.len(), 6, "{rows:?}");
@@ -386,9 +380,7 @@ fn kill9_right_after_the_turn_completes() {
 
 #[test]
 fn kill9_in_a_turn_with_tools_keeps_paired_calls_in_context() {
-    let mut env = AcpEnv::new(&echo_config(""));
-    let mut rpc = env.rpc();
-    rpc.new_session("tools", "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&echo_config(""), "tools", "acp");
     let prompt = "before\n::tool echo {\"b\":2,\"a\":[1,2.50]}\n::delay 60000\nafter";
     let id = rpc.start_prompt("tools", prompt);
     let mut seen = Seen::default();
@@ -470,9 +462,7 @@ fn kill9_twice_recovers_each_turn_once() {
 #[test]
 fn sigterm_mid_turn_finalizes_the_partial_turn_without_a_marker() {
     // Graceful shutdown soft-cancels and finalizes (§2.6, §9.3 step 3): no recovery needed.
-    let mut env = AcpEnv::new(&echo_config(""));
-    let mut rpc = env.rpc();
-    rpc.new_session("term", "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&echo_config(""), "term", "acp");
     let prompt = slow_prompt("abcdefghijklmnopqrstuvwxyz", 50);
     let id = rpc.start_prompt("term", &prompt);
     let mut seen = Seen::default();

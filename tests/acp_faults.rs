@@ -7,11 +7,13 @@
 
 mod common;
 
+use common::values::items;
 use std::time::Duration;
 
 use common::acp::*;
 use common::assert::assert_error;
 use common::rpc::Frame;
+use common::sessions::update_params;
 use serde_json::{json, Value};
 
 /// A long, slow reply: one character every 50 ms.
@@ -19,6 +21,11 @@ const SLOW: &str = "::delay 50\n::chunk 1\nabcdefghijklmnopqrstuvwxyz0123456789"
 
 fn env() -> AcpEnv {
     AcpEnv::new(&echo_config(""))
+}
+
+/// [`env`] and a client of it with session `sid` open in `mode`.
+fn with_session(sid: &str, mode: &str) -> (AcpEnv, Rpc) {
+    AcpEnv::with_session(&echo_config(""), sid, mode)
 }
 
 /// Rows of `table` that belong to session `sid` (through `session_row`).
@@ -87,10 +94,8 @@ fn assert_failed_turn(t: &Turn) {
 
 #[test]
 fn turn_begin_fault_starts_no_turn() {
-    let env = env();
-    let mut rpc = env.rpc();
     let sid = "tb";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
     rpc.prompt_ok(sid, "one");
     let before = dump_all(&env.db());
     rpc.faults(&["turn_begin"]);
@@ -132,10 +137,8 @@ fn turn_begin_fault_starts_no_turn() {
 
 #[test]
 fn checkpoint_append_fault_fails_the_turn_and_leaves_the_checkpoint() {
-    let env = env();
-    let mut rpc = env.rpc();
     let sid = "ca";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
     rpc.prompt_ok(sid, "one");
     rpc.faults(&["checkpoint_append"]);
     let t = rpc.prompt(sid, "two");
@@ -176,11 +179,9 @@ fn checkpoint_append_fault_fails_the_turn_and_leaves_the_checkpoint() {
 
 #[test]
 fn checkpoint_append_fault_mid_turn_keeps_exactly_what_was_sent() {
-    let mut env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "ca-mid";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 3);
     ctl.faults(&["checkpoint_append"]);
@@ -190,9 +191,7 @@ fn checkpoint_append_fault_mid_turn_keeps_exactly_what_was_sent() {
     assert!(sent.len() >= 3, "{sent:?}");
     ctl.faults(&[]);
     // Recovered after a crash: the rows hold exactly the chunks that were sent.
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let rows = rpc.messages(sid);
     assert_eq!(
         shape(&rows),
@@ -213,10 +212,8 @@ fn checkpoint_append_fault_mid_turn_keeps_exactly_what_was_sent() {
 
 #[test]
 fn turn_finalize_fault_fails_the_turn_and_the_next_turn_recovers_it() {
-    let env = env();
-    let mut rpc = env.rpc();
     let sid = "tf";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
     rpc.prompt_ok(sid, "one");
     rpc.faults(&["turn_finalize"]);
     let t = rpc.prompt(sid, "two\n::tool echo {\"k\":1}");
@@ -352,17 +349,13 @@ fn check_killed(env: &AcpEnv, rpc: &mut Rpc, sid: &str, rows: usize) {
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     let listed = rpc.ok("session/list-acp", json!({}));
     assert!(
-        !listed["sessions"]
-            .as_array()
-            .unwrap()
+        !items(&listed["sessions"])
             .iter()
             .any(|s| s["session_id"] == sid),
         "{listed}"
     );
     let all = rpc.ok("session/list", json!({"include_killed": true}));
-    let entry = all["sessions"]
-        .as_array()
-        .unwrap()
+    let entry = items(&all["sessions"])
         .iter()
         .find(|s| s["session_id"] == sid && s["chat_mode"] == "acp")
         .unwrap_or_else(|| panic!("{all}"))
@@ -381,11 +374,9 @@ fn check_killed(env: &AcpEnv, rpc: &mut Rpc, sid: &str, rows: usize) {
 
 #[test]
 fn tombstone_fault_on_a_running_turn_then_kill_retried() {
-    let env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "tomb-run";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     let id = rpc.start_prompt(sid, SLOW);
     let queued = rpc.start_prompt(sid, "queued");
     read_chunks(&mut rpc, sid, 2);
@@ -422,11 +413,9 @@ fn tombstone_fault_on_a_running_turn_then_kill_retried() {
 
 #[test]
 fn tombstone_fault_on_a_running_turn_then_recovered() {
-    let env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "tomb-rec";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["tombstone"]);
@@ -489,11 +478,9 @@ fn check_deleted(env: &AcpEnv, rpc: &mut Rpc, sid: &str, row_id: i64) {
 
 #[test]
 fn acp_delete_fault_on_a_running_turn_keeps_the_row_recoverable() {
-    let env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "del-run";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 2);
     ctl.faults(&["acp_delete"]);
@@ -522,10 +509,8 @@ fn acp_delete_fault_on_a_running_turn_keeps_the_row_recoverable() {
 
 #[test]
 fn chat_append_fault_fails_the_turn_and_keeps_history_and_context() {
-    let env = env();
-    let mut rpc = env.rpc();
     let sid = "chat-a";
-    rpc.new_session(sid, "chat");
+    let (_env, mut rpc) = with_session(sid, "chat");
     rpc.prompt_ok(sid, "one");
     rpc.faults(&["chat_append"]);
     let t = rpc.prompt(sid, "two");
@@ -563,11 +548,9 @@ fn chat_delete_fault_keeps_the_session_usable() {
 
 #[test]
 fn kill_of_a_running_turn_answers_killed_and_keeps_history_readable() {
-    let mut env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "kill-run";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     rpc.prompt_ok(sid, "one");
     let id = rpc.start_prompt(sid, SLOW);
     let queued: Vec<Value> = (0..2)
@@ -599,32 +582,20 @@ fn kill_of_a_running_turn_answers_killed_and_keeps_history_readable() {
     check_killed(&env, &mut ctl, sid, 5);
     // A restart changes nothing: a killed row is never recovered or rehydrated.
     drop((rpc, ctl));
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     assert_eq!(shape(&rpc.messages(sid)), s);
     check_killed(&env, &mut rpc, sid, 5);
 }
 
 #[test]
 fn kill_of_a_persisted_row_folds_its_leftover_checkpoint() {
-    let mut env = env();
-    let mut rpc = env.rpc();
     let sid = "kill-persisted";
-    rpc.new_session(sid, "acp");
+    let (mut env, mut rpc) = with_session(sid, "acp");
     let id = rpc.start_prompt(sid, SLOW);
     read_chunks(&mut rpc, sid, 3);
-    let sent = chunk_text(
-        &rpc.stash
-            .iter()
-            .filter(|f| f.is_update())
-            .map(|f| f.params().clone())
-            .collect::<Vec<Value>>(),
-    );
+    let sent = chunk_text(&update_params(&rpc.stash));
     let _ = id;
-    env.kill9();
-    env.start();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     // Killed without being touched first: the kill folds the checkpoint itself.
     rpc.ok("session/kill", json!({"session_id": sid}));
     let rows = rpc.messages(sid);
@@ -638,11 +609,9 @@ fn kill_of_a_persisted_row_folds_its_leftover_checkpoint() {
 
 #[test]
 fn delete_of_a_running_turn_answers_deleted_and_removes_the_rows() {
-    let env = env();
-    let mut rpc = env.rpc();
-    let mut ctl = env.rpc();
     let sid = "del-live";
-    rpc.new_session(sid, "acp");
+    let (env, mut rpc) = with_session(sid, "acp");
+    let mut ctl = env.rpc();
     rpc.prompt_ok(sid, "one");
     let row_id = acp_row_id(&env.db(), sid);
     // Sent as a notification: its end is a failed turn_complete (§3.5, §9.9).

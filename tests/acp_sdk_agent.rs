@@ -10,7 +10,8 @@ mod common;
 
 use common::acp::{db_rows, markers, row, shape, AcpEnv, INTERRUPTED};
 use common::acp_agent::{
-    acp_config_for, agent_failed, events, new_acp_session, pid_of, say, wait_update,
+    acp_client, acp_config_for, events, new_acp_session, pid_of, say, turn_agent_failed,
+    wait_update,
 };
 use common::acp_sdk_agent::sdk_agent_bin;
 use serde_json::json;
@@ -24,8 +25,7 @@ fn env() -> Result<AcpEnv, String> {
 #[test]
 fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
     let e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     let t = rpc.prompt_ok("s-1", "say hello\nthink hmm\ntool t1 read Read foo.rs");
     // The SDK leaves out `status` when it is the default (`pending`).
     let output = r#"{"content":[{"content":{"text":"done","type":"text"},"type":"content"}],"rawOutput":{"ok":true},"status":"completed"}"#;
@@ -56,8 +56,7 @@ fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
 #[test]
 fn a_plan_update_leaves_the_turn_whole() {
     let e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     let t = rpc.prompt_ok("s-1", "say a\nplan\nsay b");
     // `plan` is forwarded as our extra update type, in turn order.
     assert_eq!(
@@ -79,7 +78,7 @@ fn a_crash_mid_turn_fails_the_turn_with_its_status_and_the_next_prompt_restarts_
     new_acp_session(&mut rpc, "s-1", "acp");
     let first = pid_of(&mut rpc, "s-1");
     let t = rpc.prompt("s-1", "say before\ncrash 3");
-    agent_failed(&t, "the ACP agent exited with status 3");
+    turn_agent_failed(&t, "the ACP agent exited with status 3");
     assert_eq!(events(&t), vec![say("s-1", "before")]);
     // A new process, the session loaded (it remembers the `pid` turn).
     assert_ne!(pid_of(&mut rpc, "s-1"), first);
@@ -108,8 +107,7 @@ fn a_flood_to_a_client_that_does_not_read_arrives_whole() {
 #[test]
 fn permission_requests_become_approvals_answered_with_the_chosen_option() {
     let e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     for (decision, said, status) in [
         ("allow_once", "permission: yes", "completed"),
         ("reject", "permission: no", "failed"),
@@ -168,8 +166,7 @@ fn fs_requests_are_served_inside_the_working_directory_only() {
 #[test]
 fn cancel_ends_a_hanging_turn_cancelled_and_the_agent_serves_the_next() {
     let e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "chat");
+    let mut rpc = acp_client(&e, "chat");
     let pid = pid_of(&mut rpc, "s-1");
     let id = rpc.start_prompt("s-1", "say waiting\nhang");
     wait_update(&mut rpc, |u| u["text"] == "waiting");
@@ -183,8 +180,7 @@ fn cancel_ends_a_hanging_turn_cancelled_and_the_agent_serves_the_next() {
 #[test]
 fn kill_9_mid_turn_then_recovery_loads_the_agent_session_without_resending_it() {
     let mut e = ok_or_skip!(env());
-    let mut rpc = e.rpc();
-    new_acp_session(&mut rpc, "s-1", "acp");
+    let mut rpc = acp_client(&e, "acp");
     for p in ["say one", "say two"] {
         rpc.prompt_ok("s-1", p);
     }

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::values::items;
 use std::collections::BTreeMap;
 
 use common::acp::*;
@@ -109,9 +110,7 @@ fn attempts(env: &AcpEnv, sid: &str) {
     }
     assert!(!rpc.live_ids().contains(&sid.to_owned()));
     let listed = rpc.ok("session/list-acp", json!({}));
-    let entry = listed["sessions"]
-        .as_array()
-        .unwrap()
+    let entry = items(&listed["sessions"])
         .iter()
         .find(|s| s["session_id"] == sid)
         .unwrap_or_else(|| panic!("{listed}"))
@@ -142,8 +141,7 @@ fn unsupported_surface_rows_are_refused_read_without_recovery_and_untouched() {
         "refused attempts changed the store"
     );
     // And again after a crash and restart (startup touches nothing either).
-    env.kill9();
-    env.start();
+    env.restart();
     attempts(&env, "stdio-1");
     assert_eq!(dump_all(&env.db()), before, "a restart changed the store");
 

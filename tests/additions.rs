@@ -3,8 +3,8 @@
 //! `config/get` view (issue 12).
 
 mod common;
-use common::start::{config_with, start, start_echo, ECHO_ONLY};
-use common::values::pluck;
+use common::start::{config_with, echo_client, start, ECHO_ONLY};
+use common::values::{items, pluck};
 
 use serde_json::{json, Value};
 
@@ -16,8 +16,7 @@ fn bad_member(e: &Value, member: &str, message: &str) {
 
 #[test]
 fn bad_params_name_the_member() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     let cases: &[(&str, Value, &str, &str)] = &[
         (
             "logs/query",
@@ -93,12 +92,9 @@ fn bad_params_name_the_member() {
 
 #[test]
 fn sections_templates_map_keys_and_list_have_exact_shapes() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     let s = c.ok("config/sections", json!({}));
-    let keys: Vec<(&str, bool, &str, &str)> = s["sections"]
-        .as_array()
-        .unwrap()
+    let keys: Vec<(&str, bool, &str, &str)> = items(&s["sections"])
         .iter()
         .map(|s| {
             (
@@ -202,8 +198,7 @@ fn an_acp_agents_env_reads_masked_and_a_command_agents_as_written() {
 
 #[test]
 fn agents_status_counts_live_and_persisted_sessions() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     let empty = c.ok("agents/status", json!({}));
     assert_eq!(
         empty,
@@ -220,8 +215,7 @@ fn agents_status_counts_live_and_persisted_sessions() {
 
 #[test]
 fn health_and_git_branch_outside_a_repository() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     let h = c.ok("health", json!({}));
     let keys: Vec<&String> = h.as_object().unwrap().keys().collect();
     assert_eq!(
@@ -247,8 +241,7 @@ fn health_and_git_branch_outside_a_repository() {
 
 #[test]
 fn logs_subscribe_streams_other_connections_records_to_an_admin() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (d, mut c) = echo_client();
     let r = c.ok("logs/subscribe", json!({}));
     assert_eq!(
         r,
@@ -256,8 +249,7 @@ fn logs_subscribe_streams_other_connections_records_to_an_admin() {
     );
     // Subscribing again is a no-op (one stream per connection).
     c.ok("logs/subscribe", json!({}));
-    let mut other = d.client();
-    other.new_session("s-9", "chat");
+    let _other = d.session_client("s-9", "chat");
     let (_, f) = c.until("the session_created record", |f| {
         f.method() == Some("logs/event") && f.params()["event"]["action"] == "session_created"
     });
@@ -300,8 +292,7 @@ fn config_get_shows_each_agents_effective_workspace() {
 
 #[test]
 fn a_subscriber_that_stops_reading_loses_the_oldest_records_and_is_told() {
-    let d = start_echo();
-    let mut slow = d.client();
+    let (d, mut slow) = echo_client();
     slow.ok("logs/subscribe", json!({}));
     // `slow` reads nothing while 600 other connections come and go (three
     // records each): its socket buffer, its write queue and then its 256
@@ -358,7 +349,7 @@ fn a_non_admin_sees_its_agents_and_its_own_records_only() {
     c.until_answer(&id);
     let id = c.send("logs/query", json!({"limit": 2048}));
     let page = c.until_answer(&id).result().clone();
-    let events = page["events"].as_array().unwrap();
+    let events = items(&page["events"]);
     let actions: Vec<&str> = events
         .iter()
         .map(|e| e["event"]["action"].as_str().unwrap())

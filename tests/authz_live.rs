@@ -6,8 +6,10 @@
 
 #[macro_use]
 mod common;
-use common::assert::{assert_error_exact, err_of};
-use common::errors::{credential_rejected, missing_grant, not_initialized, revoked};
+use common::assert::err_of;
+use common::errors::{
+    credential_rejected, missing_grant, not_admin, not_entitled, not_initialized, revoked,
+};
 use common::start::{start, Env};
 
 use common::users::{config_bytes, digest, get, initialize, new_token, set_many, ADMIN_TOKEN};
@@ -71,12 +73,7 @@ fn an_untrusted_daemon_uid_is_a_roster_user_held_to_its_grants() {
         "session/new",
     );
     for m in ["pairing/list", "pairing/create"] {
-        assert_error_exact(
-            &me.fails(m, json!({})),
-            -32012,
-            Some(&format!("Principal is not an admin (required by {m})")),
-            Some(json!({"reason": "admin_only"})),
-        );
+        not_admin(&me.fails(m, json!({})), m);
     }
     // Without --test-faults the method does not exist at all (§8.20).
     let v = me.call_frame("debug/set-faults", json!({"faults": []}));
@@ -159,8 +156,7 @@ fn a_notification_after_a_revocation_drops_the_binding_silently() {
 
 #[test]
 fn turning_trust_daemon_uid_off_revokes_the_shared_operator_of_the_daemon_uid() {
-    let d = Daemon::start();
-    let mut uid_admin = d.client();
+    let (d, mut uid_admin) = Daemon::with_client();
     let token = new_token(&mut uid_admin);
     let mut token_admin = d.connect();
     let v = initialize(&mut token_admin, Some(&token));
@@ -265,20 +261,12 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
         "session/new",
         json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
     );
-    assert_error_exact(
-        &err_of(&v),
-        -32012,
-        Some("Principal is not entitled to agent tiny"),
-        Some(json!({"reason": "agent", "agent": "tiny"})),
-    );
+    not_entitled(&err_of(&v), "tiny");
     admin.config_set(
         "permission_profiles.me.allowed_agents",
         json!(["echo", "tiny"]),
     );
-    me.ok(
-        "session/new",
-        json!({"agent_alias": "tiny", "session_id": "t1", "chat_mode": "acp"}),
-    );
+    me.new_session_of("tiny", "t1", "acp");
     let (chunks, v) = prompt(&mut me, "t1", "abcdefgh");
     assert_eq!(v["result"]["content"], "abcdefgh", "{v}");
     assert_eq!(chunks, ["abc", "def", "gh"]);
@@ -286,10 +274,7 @@ fn agents_created_by_set_many_run_at_once_behind_the_agent_selector() {
     // A tuning prop the user may write applies to the next turn.
     let v = set_many(&mut me, &[("agents.echo.chunk_chars", json!(5))]);
     assert_eq!(v["result"]["set"], true, "{v}");
-    me.ok(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "e1", "chat_mode": "acp"}),
-    );
+    me.new_session_of("echo", "e1", "acp");
     let (chunks, _) = prompt(&mut me, "e1", "abcdefgh");
     assert_eq!(chunks, ["abcde", "fgh"]);
 }
@@ -323,12 +308,7 @@ fn an_admin_profile_makes_a_roster_user_admin_until_it_is_taken_away() {
     assert_eq!(me.ok("status", json!({}))["principal_id"], "user:me");
 
     admin.config_set("permission_profiles.boss.admin", json!(false));
-    assert_error_exact(
-        &me.fails("pairing/list", json!({})),
-        -32012,
-        Some("Principal is not an admin (required by pairing/list)"),
-        Some(json!({"reason": "admin_only"})),
-    );
+    not_admin(&me.fails("pairing/list", json!({})), "pairing/list");
     let v = set_many(&mut me, &[("gateway.port", json!(4001))]);
     assert_eq!(v["error"]["data"]["reason"], "config_path", "{v}");
     assert_eq!(get(&mut me, "gateway.port"), 4000);

@@ -28,8 +28,7 @@ fn is_token(t: &str) -> bool {
 
 #[test]
 fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator() {
-    let d = Daemon::start();
-    let mut admin = d.client();
+    let (d, mut admin) = Daemon::with_client();
     let created = admin.ok("pairing/create", json!({}));
     let token = created["token"].as_str().unwrap().to_owned();
     assert!(is_token(&token), "{created}");
@@ -93,8 +92,7 @@ fn a_created_token_is_stored_as_its_digest_masked_and_binds_the_shared_operator(
 
 #[test]
 fn revoking_a_token_fails_the_next_request_of_its_connections() {
-    let d = Daemon::start();
-    let mut admin = d.client();
+    let (d, mut admin) = Daemon::with_client();
     let token = new_token(&mut admin);
     let other = new_token(&mut admin);
     let mut t1 = d.connect();
@@ -163,8 +161,7 @@ fn revoking_a_token_fails_the_next_request_of_its_connections() {
 
 #[test]
 fn bad_credentials_are_rejected_without_falling_back_to_the_uid() {
-    let d = Daemon::start();
-    let mut admin = d.client();
+    let (d, mut admin) = Daemon::with_client();
     let token = new_token(&mut admin);
     let cases: [(Value, &str, &str); 4] = [
         (

@@ -11,9 +11,7 @@ use common::tty::available;
 
 #[test]
 fn a_streamed_turn_then_ctrl_d_leaves() {
-    let Some((_env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (_env, t) = ok_or_skip!(new_echo_chat());
     t.wait_for("> ");
     echo_round(&t, "hello tty");
     assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
@@ -22,9 +20,7 @@ fn a_streamed_turn_then_ctrl_d_leaves() {
 /// Ctrl-C on a line with text clears it; on the empty line it leaves.
 #[test]
 fn ctrl_c_clears_a_typed_line_and_leaves_at_an_empty_one() {
-    let Some((_env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (_env, t) = ok_or_skip!(new_echo_chat());
     t.wait_for("> ");
     t.type_text("not this");
     t.wait_for("> not this");
@@ -36,9 +32,7 @@ fn ctrl_c_clears_a_typed_line_and_leaves_at_an_empty_one() {
 
 #[test]
 fn approval_and_choice_are_answered() {
-    let Some((_env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (_env, t) = ok_or_skip!(new_echo_chat());
     t.line("::approve rm {\"f\":1}");
     t.wait_for("approve rm {\"f\":1}? [a]llow once");
     t.wait_for(" s left): ");
@@ -58,9 +52,7 @@ fn approval_and_choice_are_answered() {
 
 #[test]
 fn ctrl_c_cancels_the_turn_and_a_resize_is_harmless() {
-    let Some((_env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (_env, t) = ok_or_skip!(new_echo_chat());
     t.line("before\\");
     t.wait_for("> before\\\n> ");
     t.line("::sleep 30000\\");
@@ -96,9 +88,7 @@ fn resume_shows_the_last_messages() {
 /// Up recalls the previous prompt from the line editor's history.
 #[test]
 fn up_recalls_the_previous_prompt() {
-    let Some((env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (env, t) = ok_or_skip!(new_echo_chat());
     let sid = common::chat_tty::session_id(&t);
     echo_round(&t, "remember me");
     t.keys(&["Up"]);
@@ -115,9 +105,7 @@ fn up_recalls_the_previous_prompt() {
 /// `/upload FILE` on a terminal draws its progress as one refreshed line.
 #[test]
 fn an_upload_shows_its_progress_on_the_terminal() {
-    let Some((env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (env, t) = ok_or_skip!(new_echo_chat());
     let file = env.dir.path().join("big.bin");
     let size = 2 * 1024 * 1024 + 512 * 1024;
     std::fs::write(&file, vec![7u8; size]).expect("writing the upload");

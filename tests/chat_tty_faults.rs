@@ -16,9 +16,7 @@ use common::{DaemonBuilder, TestDir};
 
 #[test]
 fn a_resize_mid_stream_keeps_the_answer_whole() {
-    let Some((env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (env, t) = ok_or_skip!(new_echo_chat());
     let sid = session_id(&t);
     let answer = "abcdefghijklmnopqrstuvwxyz0123456789";
     prompt_lines(&t, &["::chunk 1", "::delay 30", answer]);
@@ -39,9 +37,7 @@ fn a_resize_mid_stream_keeps_the_answer_whole() {
 
 #[test]
 fn a_non_utf8_paste_is_refused_and_the_session_goes_on() {
-    let Some((env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (env, t) = ok_or_skip!(new_echo_chat());
     let sid = session_id(&t);
     // "café ok" and Enter from a Latin-1 terminal, arriving at once as a
     // paste does: the é (0xe9) is not UTF-8, nor is any of it a prompt.
@@ -56,9 +52,7 @@ fn a_non_utf8_paste_is_refused_and_the_session_goes_on() {
 
 #[test]
 fn a_paste_over_the_limit_is_refused_without_a_hang() {
-    let Some((env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (env, t) = ok_or_skip!(new_echo_chat());
     let sid = session_id(&t);
     // 3 MiB, not 10: the editor takes a paste in linear time, about a
     // second per MiB in a debug build on a busy machine (10 MiB by hand in

@@ -12,9 +12,7 @@ use common::chat_tty::{
 
 #[test]
 fn keys_typed_during_a_turn_are_the_next_prompts() {
-    let Some((env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (env, t) = ok_or_skip!(new_echo_chat());
     let sid = session_id(&t);
     prompt_lines(&t, &["started", "::sleep 1500", "done"]);
     // The turn runs (its first line shows); type ahead of it.
@@ -46,9 +44,7 @@ fn keys_typed_during_a_turn_are_the_next_prompts() {
 /// answer; before, a typed-ahead "a" approved the tool.
 #[test]
 fn keys_typed_ahead_never_answer_an_approval() {
-    let Some((_env, t)) = new_echo_chat() else {
-        return;
-    };
+    let (_env, t) = ok_or_skip!(new_echo_chat());
     prompt_lines(&t, &["started", "::sleep 1500", "::approve rm {\"f\":1}"]);
     t.wait_for("\nstarted");
     t.line("a");

@@ -71,8 +71,7 @@ fn which_on_disk(cfg: &Path) -> (u32, u32) {
 #[test]
 fn batches_of_two_clients_serialize_without_interleaving() {
     const BATCHES: u32 = 40;
-    let d = Daemon::start();
-    let mut first = d.client();
+    let (d, mut first) = Daemon::with_client();
     let v = set_many(&mut first, &batch(0, 0));
     assert_eq!(v["result"]["set"], true, "{v}");
 

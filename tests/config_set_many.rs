@@ -6,6 +6,7 @@
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};
+use common::errors::{bad_entry, invalid_config};
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -69,8 +70,7 @@ fn create_operator(c: &mut Client) {
 
 #[test]
 fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     create_operator(&mut c);
     // The request and answer of §8.16, exactly as the spec writes them.
     c.send_line(r#"{"jsonrpc":"2.0","method":"config/set-many","params":{"sets":[{"prop":"users.example.uid","value":1001},{"prop":"users.example.permission_profiles","value":["operator"]}]},"id":2}"#);
@@ -105,28 +105,17 @@ fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
             json!({"prop": "users.other.uid", "value": 1002}),
         )
     });
-    assert_error_exact(
-        &err_of(&v),
-        -32602,
-        Some("invalid configuration: users.other.permission_profiles: required"),
-        Some(json!({"path": "users.other.permission_profiles"})),
-    );
+    invalid_config(&err_of(&v), "users.other.permission_profiles", "required");
     // Nor a one-entry set-many: the failing path is not an entry's prop.
     let v = unchanged(&d, &mut c, |c| {
         set_many(c, &[("users.other.uid", json!(1002))])
     });
-    assert_error_exact(
-        &err_of(&v),
-        -32602,
-        Some("invalid configuration: users.other.permission_profiles: required"),
-        Some(json!({"path": "users.other.permission_profiles"})),
-    );
+    invalid_config(&err_of(&v), "users.other.permission_profiles", "required");
 }
 
 #[test]
 fn an_invalid_entry_at_index_1_changes_neither_the_file_nor_the_running_config() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     create_operator(&mut c);
     let cases: Vec<(Sets, &str, Value)> = vec![
         // Step 5: an entry that cannot be applied.
@@ -204,8 +193,7 @@ fn an_invalid_entry_at_index_1_changes_neither_the_file_nor_the_running_config()
 
 #[test]
 fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     let ok_entry = json!({"prop": "daemon.ask_timeout_secs", "value": 7});
 
     // Step 1, `sets` itself: no index, no data.
@@ -259,12 +247,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
         let v = unchanged(&d, &mut c, |c| {
             set_many_raw(c, json!([ok_entry.clone(), entry.clone()]))
         });
-        assert_error_exact(
-            &err_of(&v),
-            -32602,
-            Some(&format!("sets[1]: {why}")),
-            Some(json!({"index": 1})),
-        );
+        bad_entry(&err_of(&v), 1, why);
     }
     // The shape of every entry is checked before any is staged: a malformed
     // entry 2 is reported although entry 0 names an unknown prop.
@@ -274,12 +257,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
             json!([{"prop": "nope", "value": 1}, ok_entry.clone(), 3]),
         )
     });
-    assert_error_exact(
-        &err_of(&v),
-        -32602,
-        Some("sets[2]: must be an object"),
-        Some(json!({"index": 2})),
-    );
+    bad_entry(&err_of(&v), 2, "must be an object");
 
     // Step 5: entries that cannot be applied carry index and prop.
     const U32: &str = "expected an integer in 0..=4294967295";
@@ -382,8 +360,7 @@ fn every_shape_and_entry_error_of_set_many_has_its_exact_data() {
 
 #[test]
 fn value_rules_and_later_entries_overriding_earlier_ones() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     let v = set_many(
         &mut c,
         &[
@@ -463,8 +440,7 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
 
 #[test]
 fn config_set_runs_the_same_pipeline_naming_the_prop() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     let v = c.call_frame(
         "config/set",
         json!({"prop": "agents.echo.chunk_chars", "value": 4}),

@@ -107,8 +107,7 @@ fn an_injected_commit_fault_fails_every_writer_with_storage_and_changes_nothing(
 
 #[test]
 fn a_config_toml_edited_behind_the_daemon_is_never_overwritten() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     let v = set_many(&mut c, &[("agents.echo.chunk_chars", json!(3))]);
     assert_eq!(v["result"]["set"], true, "{v}");
     let committed = config_bytes(&d.config_dir);

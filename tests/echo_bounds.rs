@@ -20,9 +20,7 @@ fn peak_mib(d: &common::Daemon) -> u64 {
 
 #[test]
 fn the_context_bomb_is_bounded_and_the_session_survives_a_restart() {
-    let mut env = AcpEnv::new(&echo_config(""));
-    let mut rpc = env.rpc();
-    rpc.new_session("bomb", "acp");
+    let (mut env, mut rpc) = AcpEnv::with_session(&echo_config(""), "bomb", "acp");
     let mut longest = 0;
     for turn in 1..=14 {
         let id = rpc.start_prompt("bomb", "::chunk 65536\n::context");
@@ -46,8 +44,7 @@ fn the_context_bomb_is_bounded_and_the_session_survives_a_restart() {
     assert!(peak < 1024, "peak RSS {peak} MiB");
 
     // Rehydration after a restart stays bounded too.
-    env.restart();
-    let mut rpc = env.rpc();
+    let mut rpc = env.restart();
     let id = rpc.start_prompt("bomb", "after");
     let t = rpc.finish_turn("bomb", &id, Duration::from_secs(60));
     assert_eq!(t.turn_complete()["outcome"], "completed");
@@ -58,9 +55,7 @@ fn the_context_bomb_is_bounded_and_the_session_survives_a_restart() {
 
 #[test]
 fn one_16_mb_repeat_turn_peaks_under_240_mib_and_gives_memory_back() {
-    let env = AcpEnv::new(&echo_config(""));
-    let mut rpc = env.rpc();
-    rpc.new_session("rep", "acp");
+    let (env, mut rpc) = AcpEnv::with_session(&echo_config(""), "rep", "acp");
     let id = rpc.start_prompt("rep", "::chunk 65536\n::repeat 16000000 y");
     let t = rpc.finish_turn("rep", &id, Duration::from_secs(60));
     assert_eq!(t.turn_complete()["outcome"], "completed");

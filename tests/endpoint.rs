@@ -480,8 +480,7 @@ fn every_frame_rejected_event_has_a_line_len() {
 
 #[test]
 fn the_client_count_in_status_follows_connections() {
-    let d = Daemon::start();
-    let mut a = d.client();
+    let (d, mut a) = Daemon::with_client();
     assert_eq!(a.status()["connections"], 1);
     let b = d.connect();
     let mut c = d.client();

@@ -166,8 +166,7 @@ fn starting_on_a_full_file_system_exits_1_says_why_and_changes_nothing() {
     // A restart with state, once the disk is full again: SQLite cannot
     // create its shared-memory file. The database is left as it was.
     let mut d = DaemonBuilder::new().config_dir(cfg).spawn();
-    let mut rpc = d.client();
-    rpc.new_session("a1", "acp");
+    let mut rpc = d.session_client("a1", "acp");
     rpc.prompt_ok("a1", "hello");
     drop(rpc);
     d.wait_for_handler(libc::SIGTERM);

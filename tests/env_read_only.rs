@@ -65,10 +65,7 @@ fn a_read_only_data_dir_fails_cleanly_and_recovers_without_a_restart() {
     assert_read_only(&upload(&mut rpc, "a1", b"second upload").unwrap_err());
     assert_read_only(&attach(&mut rpc, "a1", b"attached").unwrap_err());
     // A session of an agent whose workspace does not exist yet.
-    let e = rpc.fails(
-        "session/new",
-        json!({"agent_alias": "two", "session_id": "t1", "chat_mode": "acp"}),
-    );
+    let e = rpc.new_session_of_fails("two", "t1", "acp");
     assert_read_only(&e);
 
     // What needs no new file keeps working: new connections, reads, and the
@@ -102,10 +99,7 @@ fn a_read_only_data_dir_fails_cleanly_and_recovers_without_a_restart() {
     assert!(text.contains("ask_timeout_secs = 78"), "{text}");
     upload(&mut rpc, "a1", b"second upload").unwrap();
     attach(&mut rpc, "a1", b"attached").unwrap();
-    rpc.ok(
-        "session/new",
-        json!({"agent_alias": "two", "session_id": "t1", "chat_mode": "acp"}),
-    );
+    rpc.new_session_of("two", "t1", "acp");
     rpc.prompt_ok("t1", "fresh");
     assert_eq!(env.d().pid, before.pid);
 }

@@ -8,7 +8,9 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::errors::{invalid_params, not_owner, session_not_found, storage_failed};
+use common::errors::{
+    file_too_large, invalid_params, not_owner, path_admin_only, session_not_found, storage_failed,
+};
 use common::start::{echo_session, Env};
 
 use std::os::unix::fs::MetadataExt;
@@ -149,22 +151,12 @@ fn path_mode_is_admin_only() {
         json!([entry(b"first", Some("first.txt")), {"path": file}]),
     ] {
         let e = err_of(&attach(&mut u, "mine", files));
-        assert_error_exact(
-            &e,
-            -32012,
-            Some("Parameter path is admin-only"),
-            Some(json!({"reason": "admin_only"})),
-        );
+        path_admin_only(&e);
         assert!(tree(&d.uploads()).is_empty(), "{:?}", tree(&d.uploads()));
     }
     // The same entry as a prompt attachment: refused, the prompt does not run.
     let p = prompt(&mut u, "mine", "hello", Some(json!([{"path": file}])));
-    assert_error_exact(
-        &err_of(&p.answer),
-        -32012,
-        Some("Parameter path is admin-only"),
-        Some(json!({"reason": "admin_only"})),
-    );
+    path_admin_only(&err_of(&p.answer));
     assert!(p.before.is_empty(), "{:?}", p.before);
     assert!(tree(&d.uploads()).is_empty());
     assert!(transcript(&mut u, "mine").is_empty());
@@ -177,8 +169,7 @@ fn path_mode_is_admin_only() {
         vec![file_result(b"mine", &pm, doc_marker("m.txt", &pm), false)]
     );
     // ... but not to the operator's (ownership, §6.6), and nothing is written.
-    let mut admin = d.client();
-    admin.new_session("theirs", "chat");
+    let mut admin = d.session_client("theirs", "chat");
     let e = err_of(&attach(
         &mut u,
         "theirs",
@@ -222,12 +213,7 @@ fn size_limits_are_checked_on_the_whole_request_before_anything_is_stored() {
         "s1",
         json!([entry(&small, Some("small.txt")), {"path": over}]),
     ));
-    assert_error_exact(
-        &e,
-        -32602,
-        Some("File exceeds 10 MB limit (10485761 bytes)"),
-        Some(json!({"reason": "file_too_large", "max_bytes": MAX_FILE})),
-    );
+    file_too_large(&e, 10485761);
     assert!(tree(&d.uploads()).is_empty());
 
     // Per request: 6 + 6 + 6 MiB would fit, the 3 MiB data entry after them does not.

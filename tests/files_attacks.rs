@@ -7,8 +7,8 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::errors::session_not_found;
-use common::start::{echo_session, start_echo, Env};
+use common::errors::{not_entitled, session_not_found};
+use common::start::{echo_client, echo_session, Env};
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -151,8 +151,7 @@ fn assert_session_changed(e: &serde_json::Value) {
 
 #[test]
 fn a_session_closed_killed_deleted_or_recreated_after_begin_fails_the_commit() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (d, mut c) = echo_client();
     let x = pattern(20, 1000);
 
     // Closed (and not reopened).
@@ -266,29 +265,14 @@ fn an_agent_permission_revoked_between_begin_and_commit_stores_nothing() {
     // files:create stays: the gate lets the commit through, the store step refuses it.
     admin.config_set("permission_profiles.uploader.allowed_agents", json!([]));
     let e = err_of(&commit(&mut u, &id));
-    assert_error_exact(
-        &e,
-        -32012,
-        Some("Principal is not entitled to agent echo"),
-        Some(json!({"reason": "agent", "agent": "echo"})),
-    );
+    not_entitled(&e, "echo");
     let e = err_of(&attach(&mut u, "mine", json!([entry(&x, None)])));
-    assert_error_exact(
-        &e,
-        -32012,
-        Some("Principal is not entitled to agent echo"),
-        Some(json!({"reason": "agent", "agent": "echo"})),
-    );
+    not_entitled(&e, "echo");
     let e = err_of(&begin(
         &mut u,
         json!({"session_id": "mine", "size_bytes": 1}),
     ));
-    assert_error_exact(
-        &e,
-        -32012,
-        Some("Principal is not entitled to agent echo"),
-        Some(json!({"reason": "agent", "agent": "echo"})),
-    );
+    not_entitled(&e, "echo");
     assert!(tree(&d.uploads()).is_empty());
 }
 

@@ -6,8 +6,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error_exact;
-use common::errors::{invalid_params, missing_grant, storage_failed};
+use common::errors::{file_too_large, invalid_params, missing_grant, storage_failed};
 use common::start::{echo_session, start_echo};
 
 use common::files::*;
@@ -126,12 +125,7 @@ fn a_failing_attachment_stops_the_prompt_and_keeps_what_was_stored() {
         "never runs",
         Some(json!([entry(&fresh, None), {"path": over}])),
     );
-    assert_error_exact(
-        &err_of(&p.answer),
-        -32602,
-        Some("File exceeds 10 MB limit (10485761 bytes)"),
-        Some(json!({"reason": "file_too_large", "max_bytes": MAX_FILE})),
-    );
+    file_too_large(&err_of(&p.answer), 10485761);
     assert!(p.before.is_empty());
     assert_eq!(tree(&d.uploads()), before);
     assert!(transcript(&mut c, "s1").is_empty());

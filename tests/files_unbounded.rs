@@ -6,7 +6,7 @@
 
 #[macro_use]
 mod common;
-use common::assert::assert_error_exact;
+use common::errors::file_too_large;
 use common::start::echo_session;
 
 use common::files::*;
@@ -14,22 +14,16 @@ use serde_json::json;
 
 const PAGEMAP: &str = "/proc/self/pagemap";
 
-fn assert_too_large(e: &serde_json::Value) {
-    assert_error_exact(
-        e,
-        -32602,
-        Some("File exceeds 10 MB limit (10485761 bytes)"),
-        Some(json!({"reason": "file_too_large", "max_bytes": MAX_FILE})),
-    );
-}
-
 #[test]
 fn an_endless_file_that_claims_size_0_is_file_too_large() {
     if std::fs::metadata(PAGEMAP).map(|m| m.len()).ok() != Some(0) {
         skip_test!("{PAGEMAP} is not a size-0 regular file here");
     }
     let (d, mut c) = echo_session("s1", "chat");
-    assert_too_large(&err_of(&attach(&mut c, "s1", json!([{ "path": PAGEMAP }]))));
+    file_too_large(
+        &err_of(&attach(&mut c, "s1", json!([{ "path": PAGEMAP }]))),
+        10485761,
+    );
     assert!(tree(&d.uploads()).is_empty());
 
     // As a prompt attachment: refused before the turn.
@@ -37,7 +31,7 @@ fn an_endless_file_that_claims_size_0_is_file_too_large() {
         "session/prompt",
         json!({"session_id": "s1", "prompt": "hi", "attachments": [{"path": PAGEMAP}]}),
     );
-    assert_too_large(&err_of(&v));
+    file_too_large(&err_of(&v), 10485761);
 
     // Still small, still serving.
     let rss = d.rss_kib().unwrap_or(0);

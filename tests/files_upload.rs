@@ -8,9 +8,9 @@
 #[macro_use]
 mod common;
 use common::assert::assert_error_exact;
-use common::errors::session_not_found;
+use common::errors::{file_too_large, session_not_found};
 use common::rpc::next_id;
-use common::start::{config_with, echo_session, start, start_echo};
+use common::start::{config_with, echo_client, echo_session, start};
 use common::wait::eventually;
 
 use std::time::{Duration, Instant};
@@ -213,12 +213,7 @@ fn begin_validates_its_params() {
     let (d, mut c) = echo_session("s1", "chat");
     for n in [MAX_FILE as u64 + 1, u64::MAX] {
         let e = err_of(&begin(&mut c, json!({"session_id": "s1", "size_bytes": n})));
-        assert_error_exact(
-            &e,
-            -32602,
-            Some(&format!("File exceeds 10 MB limit ({n} bytes)")),
-            Some(json!({"reason": "file_too_large", "max_bytes": MAX_FILE})),
-        );
+        file_too_large(&e, n);
     }
     let sha = sha256_hex(b"x");
     for (what, params) in [
@@ -392,8 +387,7 @@ fn at_most_four_staged_uploads_per_connection() {
 
 #[test]
 fn an_upload_is_visible_only_to_its_connection() {
-    let d = start_echo();
-    let mut a = d.client();
+    let (d, mut a) = echo_client();
     let mut b = d.client();
     a.new_session("s1", "chat");
     let x = pattern(40, 2000);
@@ -428,8 +422,7 @@ fn charge(size: usize, session: &str, filename: &str, sha: bool) -> usize {
 
 #[test]
 fn the_staged_budget_is_exact_freed_by_closing_and_reclaimed_from_idle_uploads() {
-    let d = start_echo();
-    let mut adm = d.client();
+    let (d, mut adm) = echo_client();
     let sid = "budget";
     adm.new_session(sid, "chat");
     let p = |n: usize| json!({"session_id": sid, "size_bytes": n, "filename": "f"});
@@ -545,8 +538,7 @@ fn the_idle_sweep_drops_uploads_and_duplicate_chunks_count_as_activity() {
 #[test]
 fn only_accepted_or_duplicate_chunks_count_as_activity() {
     let d = start(&config_with("[daemon]\nupload_idle_secs = 1\n"));
-    let mut c = d.client();
-    c.new_session("s1", "chat");
+    let mut c = d.session_client("s1", "chat");
     let id = begin_ok(&mut c, json!({"session_id": "s1", "size_bytes": 10}));
     chunk_ok(&mut c, &id, 0, b"01234");
     // For 4 s (four idle limits) only refused requests name the upload.

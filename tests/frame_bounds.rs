@@ -17,8 +17,7 @@ fn bounded_x(n: usize) -> String {
 
 #[test]
 fn an_8_mib_unknown_method_is_answered_with_its_name_bounded() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
     let mut frame = sized_frame(r#"{"jsonrpc":"2.0","method":"@PAD@","id":7}"#, MAX_FRAME);
     frame.push(b'\n');
     c.send_raw(&frame);
@@ -40,8 +39,7 @@ fn an_8_mib_unknown_method_is_answered_with_its_name_bounded() {
 
 #[test]
 fn an_id_too_long_to_echo_is_an_invalid_request_answered_with_a_null_id() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (_d, mut c) = Daemon::with_client();
     let expected = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: id longer than 4096 bytes","data":{"reason":"invalid_envelope"}},"id":null}"#;
     // ~8 MiB string id on a valid method: no result, no 8 MiB error either.
     let mut frame = sized_frame(
@@ -70,8 +68,7 @@ fn an_id_too_long_to_echo_is_an_invalid_request_answered_with_a_null_id() {
 
 #[test]
 fn an_agent_failure_text_of_7_mib_is_bounded_in_the_answer() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (_d, mut c) = Daemon::with_client();
     let v = c.call(
         "session/new",
         json!({"agent_alias": "echo", "session_id": "fb1"}),
@@ -97,8 +94,7 @@ fn an_agent_failure_text_of_7_mib_is_bounded_in_the_answer() {
 
 #[test]
 fn a_lone_surrogate_method_is_told_what_is_wrong() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (_d, mut c) = Daemon::with_client();
     c.send_line(r#"{"jsonrpc":"2.0","method":"\ud800","id":3}"#);
     assert_eq!(
         c.recv_line(),

@@ -99,8 +99,7 @@ fn final_frame_without_newline_is_processed_at_end_of_stream() {
 
 #[test]
 fn frame_of_exactly_8_mib_is_accepted() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (_d, mut c) = Daemon::with_client();
     let mut frame = sized_frame(STATUS_TEMPLATE, MAX_FRAME);
     assert_eq!(frame.len(), 8_388_608);
     frame.push(b'\n');
@@ -116,8 +115,7 @@ fn frame_of_exactly_8_mib_is_accepted() {
 
 #[test]
 fn frame_over_8_mib_gets_frame_too_large_and_the_connection_stays_usable() {
-    let d = Daemon::start();
-    let mut c = d.client();
+    let (d, mut c) = Daemon::with_client();
 
     // 8 MiB + 1 byte.
     let mut frame = sized_frame(STATUS_TEMPLATE, MAX_FRAME + 1);

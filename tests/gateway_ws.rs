@@ -8,6 +8,7 @@
 mod common;
 mod gateway_support;
 
+use common::values::items;
 use std::time::Duration;
 
 use futures_util::SinkExt;
@@ -40,9 +41,7 @@ async fn initialize_needs_a_paired_token_and_binds_the_shared_operator() {
     let r = &v["result"];
     assert_eq!(r["principalId"], "shared-operator", "{v}");
     assert_eq!(r["transport"], "wss", "{v}");
-    let caps: Vec<&str> = r["capabilities"]
-        .as_array()
-        .unwrap()
+    let caps: Vec<&str> = items(&r["capabilities"])
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();

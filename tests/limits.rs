@@ -52,8 +52,7 @@ fn the_257th_connection_is_refused_with_the_exact_frame_and_never_counted() {
             open_files_limit()
         );
     }
-    let d = Daemon::start();
-    let mut first = d.client();
+    let (d, mut first) = Daemon::with_client();
     let mut held = Vec::with_capacity(255);
     for _ in 0..255 {
         held.push(d.connect());

@@ -6,14 +6,13 @@ mod common;
 
 use common::chat::Chat;
 use common::rpc;
-use common::start::{start_echo, write_config, ECHO_ONLY};
+use common::start::{echo_client, write_config, ECHO_ONLY};
 use common::{run_cli, TestDir};
 use serde_json::json;
 
 #[test]
 fn shows_recent_records_readably() {
-    let env = start_echo();
-    let mut c = env.client();
+    let (env, mut c) = echo_client();
     rpc::ok(
         &mut c,
         "session/new",

@@ -92,8 +92,7 @@ fn over_the_budget_new_work_is_refused_with_memory_and_admitted_again_after() {
     }
     let _ = ids_a;
     // Everything given back: new work is admitted again.
-    let mut c = d.client();
-    c.new_session("after", "chat");
+    let mut c = d.session_client("after", "chat");
     assert_eq!(c.prompt("after", "ok").result()["content"], "ok");
 }
 
@@ -101,8 +100,7 @@ fn over_the_budget_new_work_is_refused_with_memory_and_admitted_again_after() {
 fn every_memory_attack_under_ulimit_v_2_gib_leaves_the_daemon_up() {
     let d = daemon(None);
     // 1. The ::context bomb (bounded at 16 MiB an item, compacted by bytes).
-    let mut c = d.client();
-    c.new_session("bomb", "acp");
+    let mut c = d.session_client("bomb", "acp");
     for _ in 0..16 {
         let v = big_turn(&mut c, "bomb", "::chunk 65536\n::context");
         assert_eq!(v["result"]["stop_reason"], "end_turn", "{}", v["error"]);
@@ -127,8 +125,7 @@ fn every_memory_attack_under_ulimit_v_2_gib_leaves_the_daemon_up() {
         })
         .collect();
     // 5. A client that never reads, flooding.
-    let mut stalled = d.client();
-    stalled.new_session("flood", "chat");
+    let mut stalled = d.session_client("flood", "chat");
     stalled.start_prompt("flood", "::chunk 1000\n::repeat 16000000 z");
 
     // Still up and answering everyone else.
@@ -151,8 +148,7 @@ fn every_memory_attack_under_ulimit_v_2_gib_leaves_the_daemon_up() {
 #[test]
 fn seven_queued_8_mib_prompts_cost_about_their_frames() {
     let d = daemon(None);
-    let mut c = d.client();
-    c.new_session("q", "chat");
+    let mut c = d.session_client("q", "chat");
     c.start_prompt("q", "::sleep 600000");
     assert!(c.status().is_object());
     let before = d.rss_kib().unwrap();

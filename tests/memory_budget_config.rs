@@ -6,7 +6,7 @@
 //! refusal of an upload chunk.
 
 mod common;
-use common::assert::assert_error_exact;
+use common::errors::{invalid_config, memory_exceeded};
 use common::files::*;
 use common::rpc::{call, ok};
 use common::start::{config_with, start, write_config, Env};
@@ -42,12 +42,7 @@ fn three_mib_fit(c: &mut Client) {
 
 #[track_caller]
 fn assert_memory(v: &Value, mib: u64) {
-    assert_error_exact(
-        &err_of(v),
-        -32004,
-        Some("memory exceeded"),
-        Some(json!({"limit": "memory", "max": mib * MIB})),
-    );
+    memory_exceeded(&err_of(v), mib * MIB);
 }
 
 /// `daemon.memory_budget_mib` as `config/get` reads it.
@@ -65,9 +60,7 @@ fn set_budget(c: &mut Client, mib: u64) -> Value {
 }
 
 fn session(d: &Daemon) -> Client {
-    let mut c = d.client();
-    c.new_session("s", "chat");
-    c
+    d.session_client("s", "chat")
 }
 
 #[test]
@@ -98,11 +91,10 @@ fn out_of_range_values_are_refused_by_config_set_and_at_startup() {
             "config/set",
             json!({"prop": "daemon.memory_budget_mib", "value": bad}),
         );
-        assert_error_exact(
+        invalid_config(
             &err_of(&v),
-            -32602,
-            Some("invalid configuration: daemon.memory_budget_mib: must be 1-1048576 (MiB)"),
-            Some(json!({"path": "daemon.memory_budget_mib"})),
+            "daemon.memory_budget_mib",
+            "must be 1-1048576 (MiB)",
         );
     }
     assert_eq!(budget_key(&mut c), 1024);

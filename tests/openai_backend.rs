@@ -6,6 +6,7 @@
 #[macro_use]
 mod common;
 
+use common::values::items;
 use serde_json::{json, Value};
 
 use common::openai::{self, config, merged, KEY};
@@ -22,10 +23,7 @@ const TOOLS: [&str; 5] = [
 
 #[test]
 fn a_plain_turn_streams_the_answer_and_sends_the_context() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, "system_prompt = \"be brief\""));
-    let mut c = d.client();
-    c.new_session_of("m", "s-1", "acp");
+    let (server, _d, mut c, _) = openai::session("system_prompt = \"be brief\"", "acp");
     server.push(Reply::Stream(sse::answer(&["Hel", "lo ", "wörld"])));
     let t = c.prompt("s-1", "hi");
     t.check("s-1");
@@ -57,9 +55,7 @@ fn a_plain_turn_streams_the_answer_and_sends_the_context() {
         r.body["messages"],
         json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
     );
-    let names: Vec<&str> = r.body["tools"]
-        .as_array()
-        .unwrap()
+    let names: Vec<&str> = items(&r.body["tools"])
         .iter()
         .map(|t| {
             assert_eq!(t["type"], "function");
@@ -101,9 +97,7 @@ fn sampling_keys_and_the_tool_subset_are_sent_as_configured() {
     let body = &server.wait_requests(1)[0].body;
     assert_eq!(body["temperature"], 0.25);
     assert_eq!(body["max_tokens"], 77);
-    let names: Vec<&Value> = body["tools"]
-        .as_array()
-        .unwrap()
+    let names: Vec<&Value> = items(&body["tools"])
         .iter()
         .map(|t| &t["function"]["name"])
         .collect();
@@ -114,10 +108,7 @@ fn sampling_keys_and_the_tool_subset_are_sent_as_configured() {
 
 #[test]
 fn reasoning_deltas_of_vllm_and_ollama_become_thoughts() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, ""));
-    let mut c = d.client();
-    c.new_session_of("m", "s-1", "acp");
+    let (server, _d, mut c, _) = openai::session("", "acp");
     server.push(Reply::Stream(vec![
         sse::role(),
         sse::reasoning_content("vllm thinks"),
@@ -238,10 +229,7 @@ fn a_restart_mid_answer_recovers_the_partial_text_into_the_context() {
     drop(daemon);
     let d = openai::start_in(dir, &cfg);
     let mut c = d.client();
-    let r = c.ok(
-        "session/new",
-        json!({"agent_alias": "m", "session_id": "s-1", "chat_mode": "acp"}),
-    );
+    let r = c.new_session_of("m", "s-1", "acp");
     assert_eq!(r["resumed"], true, "{r}");
     server.push(Reply::Stream(sse::answer(&["fine"])));
     let t = c.prompt("s-1", "second");

@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 
+use common::values::items;
 use std::io::Write;
 use std::net::TcpListener;
 
@@ -169,9 +170,7 @@ fn a_stream_cut_mid_answer_keeps_the_partial_text() {
     let m = failed(&t, json!({"reason": "provider_protocol"}), "partial");
     assert!(m.starts_with("stream cut: "), "{m}");
     let rows = c.ok("session/messages", json!({"session_id": "s-1"}));
-    let rows: Vec<(Value, Value)> = rows["messages"]
-        .as_array()
-        .unwrap()
+    let rows: Vec<(Value, Value)> = items(&rows["messages"])
         .iter()
         .map(|r| (r["role"].clone(), r["content"].clone()))
         .collect();

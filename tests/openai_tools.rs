@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use common::openai::{self, config, decide, merged, until_approval};
-use common::openai_server::{sse, OpenAiServer, Reply};
-use common::sessions::{complete, msg, upd};
-use common::Client;
+use common::errors::agent_failed;
+use common::openai::{self, decide, merged, until_approval};
+use common::openai_server::{sse, Reply};
+use common::sessions::{complete, msg, upd, update_params};
 
 /// One answer asking for these calls: `(index, id, name, argument pieces)`,
 /// every call's first delta first, then the pieces interleaved round-robin.
@@ -60,17 +60,9 @@ fn api_call(id: &str, name: &str, arguments: &str) -> Value {
 }
 
 /// A session `s-1` of agent `m`; its working directory.
-fn session(c: &mut Client) -> std::path::PathBuf {
-    let r = c.new_session_of("m", "s-1", "acp");
-    std::path::PathBuf::from(r["workspace_dir"].as_str().unwrap())
-}
-
 #[test]
 fn one_call_with_split_arguments_runs_and_goes_back_to_the_model() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, ""));
-    let mut c = d.client();
-    let ws = session(&mut c);
+    let (server, _d, mut c, ws) = openai::session("", "acp");
     std::fs::write(ws.join("notes.txt"), "hello\n").unwrap();
     server.push(calls(
         "",
@@ -117,10 +109,7 @@ fn one_call_with_split_arguments_runs_and_goes_back_to_the_model() {
 
 #[test]
 fn interleaved_calls_run_in_index_order_after_the_text() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, ""));
-    let mut c = d.client();
-    let ws = session(&mut c);
+    let (server, _d, mut c, ws) = openai::session("", "acp");
     std::fs::create_dir(ws.join("src")).unwrap();
     std::fs::write(ws.join("src/a.rs"), "fn main() {}\n").unwrap();
     server.push(calls(
@@ -169,10 +158,7 @@ fn interleaved_calls_run_in_index_order_after_the_text() {
 
 #[test]
 fn write_file_waits_for_approval_allow_reject_and_reject_with_edit() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, ""));
-    let mut c = d.client();
-    let ws = session(&mut c);
+    let (server, _d, mut c, ws) = openai::session("", "acp");
     let cases = [
         ("allow_once", None, "wrote 2 bytes to out.txt"),
         ("reject", None, "denied: rejected"),
@@ -242,10 +228,7 @@ fn write_file_waits_for_approval_allow_reject_and_reject_with_edit() {
 
 #[test]
 fn allow_always_skips_later_requests_for_that_tool() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, "approval = \"always\""));
-    let mut c = d.client();
-    let ws = session(&mut c);
+    let (server, _d, mut c, ws) = openai::session("approval = \"always\"", "acp");
     server.push(calls(
         "",
         &[
@@ -272,11 +255,7 @@ fn allow_always_skips_later_requests_for_that_tool() {
     // list_dir is still asked (`always`), write_file not again.
     let (frames, req) = until_approval(&mut c);
     assert_eq!(req["toolName"], "list_dir");
-    let seen: Vec<Value> = frames
-        .iter()
-        .filter(|f| f.is_update())
-        .map(|f| f.params().clone())
-        .collect();
+    let seen = update_params(&frames);
     assert_eq!(
         seen[..4],
         [
@@ -314,10 +293,7 @@ fn allow_always_skips_later_requests_for_that_tool() {
 
 #[test]
 fn the_tool_round_limit_fails_the_turn_keeping_what_ran() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, "max_tool_rounds = 1"));
-    let mut c = d.client();
-    session(&mut c);
+    let (server, _d, mut c, _) = openai::session("max_tool_rounds = 1", "acp");
     server.push(calls("a", &[(0, "c1", "list_dir", &["{}"])]));
     server.push(calls("b", &[(0, "c2", "list_dir", &["{}"])]));
     let t = c.prompt("s-1", "loop");
@@ -332,21 +308,13 @@ fn the_tool_round_limit_fails_the_turn_keeping_what_ran() {
             complete("s-1", "failed", "ab", Some(m)),
         ]
     );
-    common::assert::assert_error_exact(
-        t.error(),
-        -32603,
-        Some(m),
-        Some(json!({"reason": "agent_failed"})),
-    );
+    agent_failed(t.error(), m);
     assert_eq!(server.requests().len(), 2);
 }
 
 #[test]
 fn unknown_tools_bad_arguments_and_escapes_go_back_as_tool_errors() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, "tools = [\"read_file\", \"list_dir\"]"));
-    let mut c = d.client();
-    session(&mut c);
+    let (server, _d, mut c, _) = openai::session("tools = [\"read_file\", \"list_dir\"]", "acp");
     server.push(calls(
         "",
         &[
@@ -401,10 +369,7 @@ fn unknown_tools_bad_arguments_and_escapes_go_back_as_tool_errors() {
 
 #[test]
 fn shell_runs_in_the_working_directory_without_the_api_key() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, "approval = \"never\""));
-    let mut c = d.client();
-    let ws = session(&mut c);
+    let (server, _d, mut c, ws) = openai::session("approval = \"never\"", "acp");
     let line = format!("{{\"command\":\"pwd; echo key=${}\"}}", openai::KEY_ENV);
     server.push(calls("", &[(0, "c1", "shell", &[&line])]));
     server.push(calls(
@@ -435,10 +400,7 @@ fn shell_runs_in_the_working_directory_without_the_api_key() {
 
 #[test]
 fn cancel_during_a_shell_call_kills_its_process_group() {
-    let server = OpenAiServer::start();
-    let d = openai::start(&config(&server, "approval = \"never\""));
-    let mut c = d.client();
-    let ws = session(&mut c);
+    let (server, _d, mut c, ws) = openai::session("approval = \"never\"", "acp");
     // The shell writes its pid and its child's, then waits on the child.
     let line = "{\"command\":\"sleep 30 & echo $$ $! > pids; wait\"}";
     server.push(calls("", &[(0, "c1", "shell", &[line])]));

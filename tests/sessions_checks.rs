@@ -4,9 +4,10 @@
 
 mod common;
 use common::assert::assert_error_exact;
-use common::errors::{agent_not_configured, session_not_found};
+use common::errors::{agent_not_configured, session_killed, session_not_found};
 use common::sessions;
-use common::start::{config_with, start, start_echo, Env};
+use common::start::{config_with, echo_client, start, Env};
+use common::values::items;
 
 use serde_json::json;
 use sessions::*;
@@ -17,8 +18,7 @@ fn two_agents() -> Env {
 
 #[test]
 fn parameters_are_checked_before_existence() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     let cases = [
         (
             "session/prompt",
@@ -94,7 +94,7 @@ fn parameters_are_checked_before_existence() {
         "session/list",
         json!({"chat_mode": null, "limit": null, "include_killed": null}),
     );
-    assert_eq!(r["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(items(&r["sessions"]).len(), 1);
     let r = c.ok(
         "session/messages",
         json!({"session_id": "s", "chat_mode": null, "limit": null, "before_index": null}),
@@ -105,25 +105,18 @@ fn parameters_are_checked_before_existence() {
 #[test]
 fn a_refused_session_new_leaves_the_live_session_and_its_turn_alone() {
     let d = two_agents();
-    let mut c = d.client();
-    c.new_session("s", "chat");
+    let mut c = d.session_client("s", "chat");
     let running = c.start_prompt("s", "a\n::sleep 3600000");
     c.until_update(|u| u["text"] == "a");
     // Another agent for the chat history: refused before anything is closed.
-    let e = c.fails(
-        "session/new",
-        json!({"agent_alias": "other", "session_id": "s", "chat_mode": "chat"}),
-    );
+    let e = c.new_session_of_fails("other", "s", "chat");
     assert_error_exact(
         &e,
         -32602,
         Some("Chat session belongs to a different agent"),
         None,
     );
-    let e = c.fails(
-        "session/new",
-        json!({"agent_alias": "nope", "session_id": "s", "chat_mode": "chat"}),
-    );
+    let e = c.new_session_of_fails("nope", "s", "chat");
     agent_not_configured(&e, "nope");
     c.expect_nothing_before_probe();
     // The turn still runs and is ours to cancel.
@@ -143,10 +136,7 @@ fn a_refused_session_new_leaves_the_live_session_and_its_turn_alone() {
     c.new_session("x", "acp");
     c.prompt("x", "hi");
     c.ok("session/close", json!({"session_id": "x"}));
-    let e = c.fails(
-        "session/new",
-        json!({"agent_alias": "other", "session_id": "x", "chat_mode": "acp"}),
-    );
+    let e = c.new_session_of_fails("other", "x", "acp");
     assert_error_exact(
         &e,
         -32602,
@@ -165,8 +155,7 @@ fn the_other_mode_of_an_id_does_not_block_session_new() {
     // A same-id record of the other mode is ignored (§8.3 step 6); the live
     // session of the other mode is replaced.
     let d = two_agents();
-    let mut c = d.client();
-    c.new_session("s", "chat");
+    let mut c = d.session_client("s", "chat");
     c.prompt("s", "chat");
     let running = c.start_prompt("s", "b\n::sleep 3600000");
     c.until_update(|u| u["text"] == "b");
@@ -200,20 +189,11 @@ fn the_other_mode_of_an_id_does_not_block_session_new() {
 #[test]
 fn killed_acp_rows_refuse_resume_whatever_the_agent() {
     let d = two_agents();
-    let mut c = d.client();
-    c.new_session("k", "acp");
+    let mut c = d.session_client("k", "acp");
     c.ok("session/kill", json!({"session_id": "k"}));
     for agent in ["echo", "other"] {
-        let e = c.fails(
-            "session/new",
-            json!({"agent_alias": agent, "session_id": "k", "chat_mode": "acp"}),
-        );
-        assert_error_exact(
-            &e,
-            -32000,
-            Some("Session killed"),
-            Some(json!({"reason": "killed"})),
-        );
+        let e = c.new_session_of_fails(agent, "k", "acp");
+        session_killed(&e);
     }
     // Deleting the tombstoned row frees the id.
     assert_eq!(

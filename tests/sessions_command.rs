@@ -3,7 +3,7 @@
 //! and the quick test of §14, verbatim.
 
 mod common;
-use common::assert::assert_error_exact;
+use common::errors::agent_failed;
 use common::sessions;
 use common::start::{config_with, start, start_echo, Env};
 use common::wait::eventually;
@@ -184,23 +184,13 @@ fn a_non_zero_exit_fails_the_turn_with_the_last_stderr_line() {
                 complete(&sid, "failed", "out\n", Some(message)),
             ]
         );
-        assert_error_exact(
-            t.error(),
-            -32603,
-            Some(message),
-            Some(json!({"reason": "agent_failed"})),
-        );
+        agent_failed(t.error(), message);
     }
     // Without stderr: just the status.
     let d = with_script("exit 7", "");
     let (mut c, _) = cmd_client(&d, "s-1");
     let t = c.prompt("s-1", "x");
-    assert_error_exact(
-        t.error(),
-        -32603,
-        Some("agent command exited with status 7"),
-        Some(json!({"reason": "agent_failed"})),
-    );
+    agent_failed(t.error(), "agent command exited with status 7");
 }
 
 #[test]
@@ -243,12 +233,7 @@ fn timeout_secs_fails_a_turn_that_runs_too_long() {
             complete("s-1", "failed", "started\n", Some(message)),
         ]
     );
-    assert_error_exact(
-        t.error(),
-        -32603,
-        Some(message),
-        Some(json!({"reason": "agent_failed"})),
-    );
+    agent_failed(t.error(), message);
 }
 
 #[test]

@@ -5,9 +5,13 @@
 
 mod common;
 use common::assert::assert_error_exact;
+use common::errors::no_active_turn;
 use common::sessions;
-use common::start::{config_with, echo_session, start, start_args, start_echo, ECHO_ONLY};
+use common::start::{
+    config_with, echo_client, echo_session, start, start_args, start_echo, ECHO_ONLY,
+};
 use common::updates::{tool_call_upd, tool_result_upd};
+use common::values::items;
 use common::wait::eventually;
 
 use std::time::Duration;
@@ -63,9 +67,7 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
         );
         // The partial text is history.
         let m = c.ok("session/messages", json!({ "session_id": sid }));
-        let rows: Vec<Value> = m["messages"]
-            .as_array()
-            .unwrap()
+        let rows: Vec<Value> = items(&m["messages"])
             .iter()
             .map(|r| json!([r["role"], r["content"]]))
             .collect();
@@ -79,27 +81,14 @@ fn cancel_mid_turn_answers_cancelled_with_the_partial_content() {
         );
         // Nothing is running any more.
         let e = c.fails("session/cancel", json!({ "session_id": sid }));
-        assert_error_exact(
-            &e,
-            -32000,
-            Some("No active turn for this session"),
-            Some(json!({"reason": "no_active_turn"})),
-        );
+        no_active_turn(&e);
     }
 }
 
 #[test]
 fn cancel_without_a_running_turn_is_no_active_turn() {
-    let d = start_echo();
-    let mut c = d.client();
-    let no_turn = |e: &Value| {
-        assert_error_exact(
-            e,
-            -32000,
-            Some("No active turn for this session"),
-            Some(json!({"reason": "no_active_turn"})),
-        )
-    };
+    let (_d, mut c) = echo_client();
+    let no_turn = |e: &Value| no_active_turn(e);
     // No session at all.
     no_turn(&c.fails("session/cancel", json!({"session_id": "nope"})));
     // An idle session, before and after a turn.
@@ -245,7 +234,7 @@ fn approval_decisions_shape_the_tool_result() {
     }
     // Approval requests are not history; the tool rows are.
     let m = c.ok("session/messages", json!({"session_id": "s-1", "limit": 4}));
-    let rows = m["messages"].as_array().unwrap();
+    let rows = items(&m["messages"]);
     assert_eq!(rows[1]["kind"], "tool_call");
     assert_eq!(rows[2]["content"], "denied: replaced: use ls");
 }
@@ -337,8 +326,7 @@ fn approve_parameter_errors_and_unknown_requests() {
 #[test]
 fn approvals_time_out_as_denied_timed_out_and_late_answers_are_not_acknowledged() {
     let d = start(&config_with("[daemon]\napproval_timeout_secs = 1\n"));
-    let mut c = d.client();
-    c.new_session("s-1", "acp");
+    let mut c = d.session_client("s-1", "acp");
     let (id, _, req) = until_approval(&mut c, "s-1", "::approve rm\nafter");
     assert_eq!(req["timeoutSecs"], 1);
     let t = c.until_answer(&id);
@@ -367,9 +355,7 @@ fn an_approval_whose_client_went_away_is_denied_unreachable() {
         let m = b.ok("session/messages", json!({"session_id": "s-1"}));
         (m["total"] == 4).then_some(m)
     });
-    let rows: Vec<Value> = m["messages"]
-        .as_array()
-        .unwrap()
+    let rows: Vec<Value> = items(&m["messages"])
         .iter()
         .map(|r| json!([r["kind"], r["content"]]))
         .collect();
@@ -638,12 +624,7 @@ fn cancel_ends_a_turn_waiting_for_an_ask_or_an_approval() {
     c.send("session/cancel", json!({"session_id": "s-1"}));
     let t = c.until_answer(&id);
     assert_eq!(t.result()["stop_reason"], "cancelled");
-    let tc: Vec<Value> = t
-        .frames
-        .iter()
-        .filter(|f| f.is_update())
-        .map(|f| f.params().clone())
-        .collect();
+    let tc = t.updates();
     assert_eq!(
         tc.last().unwrap(),
         &complete("s-1", "cancelled", "", Some("cancelled"))
@@ -756,8 +737,7 @@ fn storage_failures_of_a_turn_reach_prompts_sent_either_way() {
     // answers -32603 storage; a notification prompt hears it through a
     // failed turn_complete.
     let d = start_args(ECHO_ONLY, &["--test-faults"]);
-    let mut c = d.client();
-    c.new_session("a", "acp");
+    let mut c = d.session_client("a", "acp");
     c.new_session("ch", "chat");
     assert_eq!(
         c.ok(

@@ -4,10 +4,13 @@
 
 mod common;
 use common::assert::assert_error_exact;
-use common::errors::{agent_not_configured, session_closed, session_not_found};
+use common::errors::{
+    agent_not_configured, session_closed, session_deleted, session_killed, session_limit,
+    session_not_found,
+};
 use common::sessions;
-use common::start::{config_with, echo_session, start, start_echo};
-use common::values::pluck;
+use common::start::{config_with, echo_client, echo_session, start, start_echo};
+use common::values::{items, pluck};
 use common::wait::eventually;
 
 use common::Client;
@@ -91,8 +94,7 @@ fn each_queued_prompt_is_answered_before_the_next_turn_streams() {
     let d = start(
         "schema_version = 1\n[agents.echo]\nbackend = \"echo\"\ncontext_max_messages = 1000\n",
     );
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let mut c = d.session_client("s-1", "chat");
     for _round in 0..3 {
         let ids: Vec<Value> = (0..30)
             .map(|k| c.start_prompt("s-1", &queued_prompt(k)))
@@ -222,8 +224,7 @@ fn the_33rd_waiting_prompt_is_queue_full() {
     let d = start(
         "schema_version = 1\n[agents.echo]\nbackend = \"echo\"\ncontext_max_messages = 1000\n",
     );
-    let mut c = d.client();
-    c.new_session("s-1", "chat");
+    let mut c = d.session_client("s-1", "chat");
     let first = c.start_prompt("s-1", "go\n::sleep 3600000");
     c.until_update(|u| u["text"] == "go");
     let waiting: Vec<Value> = (0..32)
@@ -267,8 +268,7 @@ fn the_33rd_waiting_prompt_is_queue_full() {
 
 #[test]
 fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     let mut incarnations = Vec::new();
     for k in 0..64 {
         let mode = if k % 2 == 0 { "chat" } else { "acp" };
@@ -282,12 +282,7 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
     assert_eq!(c.status()["active_sessions"], 64);
     for mode in ["chat", "acp"] {
         let e = c.new_session_fails("s64", mode);
-        assert_error_exact(
-            &e,
-            -32001,
-            Some("Session limit reached"),
-            Some(json!({"max": 64})),
-        );
+        session_limit(&e);
     }
     let e = c.fails("session/new", json!({"agent_alias": "echo"}));
     assert_eq!(e["code"], -32001);
@@ -305,12 +300,7 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
         "session/prompt",
         json!({"session_id": "s3", "prompt": "hi"}),
     );
-    assert_error_exact(
-        &e,
-        -32001,
-        Some("Session limit reached"),
-        Some(json!({"max": 64})),
-    );
+    session_limit(&e);
     // With room again, the prompt rehydrates it.
     c.ok("session/close", json!({"session_id": "extra"}));
     let t = c.prompt("s3", "hi");
@@ -320,8 +310,7 @@ fn the_65th_live_session_is_refused_and_replacement_makes_a_new_incarnation() {
 
 #[test]
 fn replacing_a_session_fails_its_queued_prompts_with_closed() {
-    let d = start_echo();
-    let mut a = d.client();
+    let (d, mut a) = echo_client();
     let mut b = d.client();
     let r = a.new_session("s-1", "acp");
     let old = r["incarnation"].as_u64().unwrap();
@@ -418,8 +407,7 @@ fn close_waits_for_the_running_turn_and_keeps_the_history() {
 
 #[test]
 fn an_acp_session_closed_is_rehydrated_by_a_prompt() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     let r = c.new_session("s-1", "acp");
     let first = r["incarnation"].as_u64().unwrap();
     c.prompt("s-1", "hi");
@@ -454,19 +442,8 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
         "{:#?}",
         all.iter().map(|f| &f.raw).collect::<Vec<_>>()
     );
-    let killed = Some(json!({"reason": "killed"}));
-    assert_error_exact(
-        all[answer_index(&all, &running)].error(),
-        -32000,
-        Some("Session killed"),
-        killed.clone(),
-    );
-    assert_error_exact(
-        all[answer_index(&all, &queued)].error(),
-        -32000,
-        Some("Session killed"),
-        killed.clone(),
-    );
+    session_killed(all[answer_index(&all, &running)].error());
+    session_killed(all[answer_index(&all, &queued)].error());
     assert_eq!(
         all[answer_index(&all, &kill)].result(),
         &json!({"session_id": "k", "killed": true})
@@ -474,9 +451,9 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
     c.expect_nothing_before_probe();
     // Never rehydrated again.
     let e = c.new_session_fails("k", "acp");
-    assert_error_exact(&e, -32000, Some("Session killed"), killed.clone());
+    session_killed(&e);
     let e = c.fails("session/prompt", json!({"session_id": "k", "prompt": "x"}));
-    assert_error_exact(&e, -32000, Some("Session killed"), killed.clone());
+    session_killed(&e);
     // The history stays readable, the killed turn's progress folded in.
     let m = c.ok("session/messages", json!({"session_id": "k"}));
     assert_eq!(
@@ -493,7 +470,7 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
     let l = c.ok("session/list", json!({}));
     assert_eq!(l["sessions"], json!([]));
     let l = c.ok("session/list", json!({"include_killed": true}));
-    assert_eq!(l["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(items(&l["sessions"]).len(), 1);
     assert_eq!(l["sessions"][0]["state"], "killed");
     assert_eq!(c.ok("session/list-acp", json!({}))["sessions"], json!([]));
     // Nothing left to kill; a new chat session may take the id.
@@ -505,8 +482,7 @@ fn kill_mid_turn_answers_killed_and_tombstones_the_session() {
 
 #[test]
 fn kill_of_an_idle_or_persisted_session() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (_d, mut c) = echo_client();
     // A persisted ACP row with no live session.
     c.new_session("p", "acp");
     c.prompt("p", "hi");
@@ -545,12 +521,7 @@ fn delete_mid_turn_answers_deleted_then_reports_nothing_left() {
         let all = c.until_all(&[running.clone(), queued.clone(), del.clone()]);
         assert!(all.iter().all(|f| !f.is_update()));
         for id in [&running, &queued] {
-            assert_error_exact(
-                all[answer_index(&all, id)].error(),
-                -32000,
-                Some("Session deleted"),
-                Some(json!({"reason": "deleted"})),
-            );
+            session_deleted(all[answer_index(&all, id)].error());
         }
         assert_eq!(
             all[answer_index(&all, &del)].result(),
@@ -601,9 +572,7 @@ fn chat_and_acp_stores_of_one_id_stay_isolated() {
     assert_eq!(m["chat_mode"], "acp");
     // Both are listed, with their keys.
     let l = c.ok("session/list", json!({}));
-    let mut keys: Vec<(Value, Value, Value)> = l["sessions"]
-        .as_array()
-        .unwrap()
+    let mut keys: Vec<(Value, Value, Value)> = items(&l["sessions"])
         .iter()
         .map(|s| {
             (
@@ -678,7 +647,7 @@ fn session_list_entries_states_and_limit() {
     c.ok("session/close", json!({"session_id": "d-chat-closed"}));
 
     let l = c.ok("session/list", json!({}));
-    let entries = l["sessions"].as_array().unwrap();
+    let entries = items(&l["sessions"]);
     assert_eq!(entries.len(), 4, "{l}");
     let find = |id: &str| -> Value {
         entries
@@ -742,22 +711,19 @@ fn session_list_entries_states_and_limit() {
     let mut ids = pluck(&acp["sessions"], "session_id");
     ids.sort();
     assert_eq!(ids, ["b-acp", "c-closed"]);
-    assert!(acp["sessions"].as_array().unwrap().contains(&find("b-acp")));
+    assert!(items(&acp["sessions"]).contains(&find("b-acp")));
 
     // limit.
     for n in [1, 3] {
         let l = c.ok("session/list", json!({ "limit": n }));
-        assert_eq!(l["sessions"].as_array().unwrap().len(), n);
+        assert_eq!(items(&l["sessions"]).len(), n);
     }
     for bad in [json!(0), json!(1001), json!(-1), json!("x")] {
         let e = c.fails("session/list", json!({ "limit": bad }));
         assert_eq!(e["code"], -32602, "limit {bad}: {e}");
     }
     assert_eq!(
-        c.ok("session/list", json!({"limit": 1000}))["sessions"]
-            .as_array()
-            .unwrap()
-            .len(),
+        items(&c.ok("session/list", json!({"limit": 1000}))["sessions"]).len(),
         4
     );
     let e = c.fails("session/list", json!({"chat_mode": "other"}));
@@ -788,9 +754,7 @@ fn session_messages_pages_from_the_newest_rows() {
             (all["total"].clone(), all["start"].clone()),
             (json!(6), json!(0))
         );
-        let seqs: Vec<Value> = all["messages"]
-            .as_array()
-            .unwrap()
+        let seqs: Vec<Value> = items(&all["messages"])
             .iter()
             .map(|r| r["seq"].clone())
             .collect();
@@ -837,10 +801,7 @@ fn session_messages_pages_from_the_newest_rows() {
             assert_eq!(e["code"], -32602, "limit {bad}: {e}");
         }
         assert_eq!(
-            page(&mut c, json!({"limit": 1000}))["messages"]
-                .as_array()
-                .unwrap()
-                .len(),
+            items(&page(&mut c, json!({"limit": 1000}))["messages"]).len(),
             6
         );
     }
@@ -859,8 +820,7 @@ fn session_messages_pages_from_the_newest_rows() {
 
 #[test]
 fn session_new_validation() {
-    let d = start_echo();
-    let mut c = d.client();
+    let (d, mut c) = echo_client();
     let e = c.fails("session/new", json!({"agent_alias": "nope"}));
     agent_not_configured(&e, "nope");
     let e = c.fails("session/new", json!({}));
@@ -928,7 +888,7 @@ fn big_replies_are_bounded_in_answers_and_pages_stay_within_4_mib() {
         let f = c.call_alone("session/messages", p);
         let r = f.result();
         assert_eq!(r["total"], 8);
-        let msgs = r["messages"].as_array().unwrap();
+        let msgs = items(&r["messages"]);
         assert!(!msgs.is_empty());
         assert!(
             serde_json::to_string(msgs).unwrap().len() <= 4 * 1_048_576,
@@ -962,8 +922,7 @@ fn big_replies_are_bounded_in_answers_and_pages_stay_within_4_mib() {
 #[test]
 fn idle_sessions_are_reclaimed_and_busy_ones_kept() {
     let d = start(&config_with("[daemon]\nsession_idle_secs = 1\n"));
-    let mut c = d.client();
-    c.new_session("idle-acp", "acp");
+    let mut c = d.session_client("idle-acp", "acp");
     c.prompt("idle-acp", "hi");
     c.new_session("idle-chat", "chat");
     c.new_session("busy", "chat");
@@ -982,9 +941,7 @@ fn idle_sessions_are_reclaimed_and_busy_ones_kept() {
         r#"{"messages":[{"role":"user","kind":"message","content":"hi"},{"role":"assistant","kind":"message","content":"hi"}]}"#
     );
     let l = probe.ok("session/list", json!({"chat_mode": "chat"}));
-    let states: Vec<(Value, Value)> = l["sessions"]
-        .as_array()
-        .unwrap()
+    let states: Vec<(Value, Value)> = items(&l["sessions"])
         .iter()
         .map(|e| (e["session_id"].clone(), e["state"].clone()))
         .filter(|(id, _)| id == "idle-chat")

@@ -4,11 +4,10 @@
 //! skipped with a printed message otherwise.
 
 mod common;
-use common::assert::assert_error_exact;
-use common::errors::not_owner;
+use common::errors::{not_entitled, not_owner};
 use common::sessions;
 use common::start::{start_in, traversable_dir, Env};
-use common::values::pluck;
+use common::values::{items, pluck};
 
 use common::users::{client_as, Accounts, OsGroup, OsUser};
 use common::Client;
@@ -137,7 +136,7 @@ fn a_roster_user_cannot_touch_another_principals_sessions() {
     assert_eq!(st["active_sessions"], 2);
     let all = op.ok("session/list", json!({}));
     assert_eq!(ids(&all), ["a-acp", "a-chat", "op-acp", "op-chat"]);
-    for e in all["sessions"].as_array().unwrap() {
+    for e in items(&all["sessions"]) {
         let owner = if e["session_id"].as_str().unwrap().starts_with("a-") {
             "user:alice"
         } else {
@@ -162,12 +161,7 @@ fn a_roster_user_is_held_to_its_agents_and_parameters() {
         "session/new",
         json!({"agent_alias": "other", "session_id": "x"}),
     );
-    assert_error_exact(
-        &e,
-        -32012,
-        Some("Principal is not entitled to agent other"),
-        Some(json!({"reason": "agent", "agent": "other"})),
-    );
+    not_entitled(&e, "other");
     let e = a.fails(
         "session/new",
         json!({"agent_alias": "echo", "session_id": "x", "cwd": "/tmp"}),

@@ -4,10 +4,11 @@
 //! the snake_case dialect.
 
 mod common;
-use common::assert::assert_error_exact;
+use common::errors::agent_failed;
 use common::sessions;
 use common::start::{config_with, echo_session, start, start_echo, Env};
 use common::updates::tool_call_upd;
+use common::values::items;
 use common::wait::eventually;
 
 use std::time::{Duration, Instant};
@@ -133,8 +134,7 @@ fn chunk_changes_the_chunk_size_for_the_rest_of_the_turn() {
         ["abcde", "\n", "x", "y", "\nuv", "wxy", "z"]
     );
     // The next turn starts again from chunk_chars.
-    let mut c = d.client();
-    c.new_session("s-2", "chat");
+    let mut c = d.session_client("s-2", "chat");
     let t = c.prompt("s-2", "::chunk 1\nab");
     assert_eq!(t.chunks(), ["a", "b"]);
     let t = c.prompt("s-2", "abcdefghijklmnopq");
@@ -263,7 +263,7 @@ fn tool_big_outputs_are_bounded_in_notifications_and_in_the_transcript() {
     );
     // The transcript keeps 16 KiB of each.
     let m = c.ok("session/messages", json!({"session_id": "s-1"}));
-    let rows = m["messages"].as_array().unwrap();
+    let rows = items(&m["messages"]);
     assert_eq!(m["total"], 6, "{m}");
     let bounded = format!("{}\u{2026}[truncated]", "x".repeat(16_384));
     assert_eq!(rows[2]["content"], bounded);
@@ -324,8 +324,7 @@ fn context_after_tool_calls_and_a_failed_turn() {
 fn fail_answers_agent_failed_after_a_failed_turn_complete() {
     let d = start_echo();
     for mode in ["chat", "acp"] {
-        let mut c = d.client();
-        c.new_session("s-1", mode);
+        let mut c = d.session_client("s-1", mode);
         let t = c.prompt("s-1", "partial\n::fail boom: it broke\nnever");
         t.check("s-1");
         assert_eq!(
@@ -335,19 +334,12 @@ fn fail_answers_agent_failed_after_a_failed_turn_complete() {
                 complete("s-1", "failed", "partial", Some("boom: it broke")),
             ]
         );
-        assert_error_exact(
-            t.error(),
-            -32603,
-            Some("boom: it broke"),
-            Some(json!({"reason": "agent_failed"})),
-        );
+        agent_failed(t.error(), "boom: it broke");
         // The session goes on.
         let t = c.prompt("s-1", "ok");
         assert_eq!(t.result()["content"], "ok");
         let m = c.ok("session/messages", json!({"session_id": "s-1"}));
-        let rows: Vec<Value> = m["messages"]
-            .as_array()
-            .unwrap()
+        let rows: Vec<Value> = items(&m["messages"])
             .iter()
             .map(|r| json!([r["role"], r["kind"], r["content"]]))
             .collect();
@@ -473,8 +465,7 @@ fn every_update_of_a_turn_precedes_its_answer() {
     );
     let prompt = "::chunk 1\n::repeat 300 ab\n::tool t {\"k\":1}\n::think th\n::repeat 200 c";
     for mode in ["acp", "chat"] {
-        let mut c = d.client();
-        c.new_session("s-1", mode);
+        let mut c = d.session_client("s-1", mode);
         let t = c.prompt("s-1", prompt);
         t.check("s-1");
         assert_eq!(t.chunks().len(), 600 + 201);
@@ -632,8 +623,7 @@ fn a_turn_completes_and_is_persisted_when_its_connection_is_gone() {
     let d = start_echo();
     for mode in ["chat", "acp"] {
         let sid = format!("gone-{mode}");
-        let mut a = d.client();
-        a.new_session(&sid, mode);
+        let mut a = d.session_client(&sid, mode);
         a.start_prompt(&sid, "::chunk 1\n::delay 20\nabcdef");
         a.until_update(|u| u["text"] == "a");
         drop(a);

@@ -22,9 +22,7 @@ fn mib(kib: u64) -> f64 {
 
 #[test]
 fn one_16_mb_acp_turn_peaks_under_8x_its_content_and_keeps_under_4x() {
-    let env = AcpEnv::new(&echo_config(""));
-    let mut rpc = env.rpc();
-    rpc.new_session("rep", "acp");
+    let (env, mut rpc) = AcpEnv::with_session(&echo_config(""), "rep", "acp");
     let id = rpc.start_prompt("rep", "::chunk 65536\n::repeat 16000000 y");
     let t = rpc.finish_turn("rep", &id, Duration::from_secs(120));
     assert_eq!(t.turn_complete()["outcome"], "completed");

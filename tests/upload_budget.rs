@@ -6,6 +6,7 @@
 
 mod common;
 use common::assert::assert_error_exact;
+use common::errors::memory_exceeded;
 use common::files::*;
 use common::start::{write_config, Env, ECHO_ONLY};
 use common::wait::eventually;
@@ -29,12 +30,7 @@ fn with_budget(mib: usize) -> Env {
 
 #[track_caller]
 fn assert_memory(v: &serde_json::Value, mib: usize) {
-    assert_error_exact(
-        &err_of(v),
-        -32004,
-        Some("memory exceeded"),
-        Some(json!({"limit": "memory", "max": mib * MIB})),
-    );
+    memory_exceeded(&err_of(v), (mib * MIB) as u64);
 }
 
 #[test]
@@ -42,8 +38,7 @@ fn staged_chunks_count_against_the_memory_budget_until_commit_or_close() {
     // 4 MiB: two staged 1 MiB chunks, the ~1.4 MiB frame of a third and its
     // decoded 1 MiB do not fit (the frame is charged while in flight).
     let d = with_budget(4);
-    let mut s = d.client();
-    s.new_session("s", "chat");
+    let _s = d.session_client("s", "chat");
     let x = pattern(7, 3 * CHUNK);
     let mut a = d.client();
     let ua = begin_ok(&mut a, json!({"session_id": "s", "size_bytes": x.len()}));

@@ -6,6 +6,7 @@
 //!
 //! Every wait is bounded (the client's waits by [`super::RECV_TIMEOUT`]).
 
+use super::values::items;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -48,6 +49,14 @@ impl AcpEnv {
         let mut env = Self::stopped(config);
         env.start();
         env
+    }
+
+    /// [`AcpEnv::new`] and a client of it with session `sid` open in `mode`.
+    pub fn with_session(config: &str, sid: &str, mode: &str) -> (Self, Client) {
+        let env = Self::new(config);
+        let mut rpc = env.rpc();
+        rpc.new_session(sid, mode);
+        (env, rpc)
     }
 
     /// Like [`AcpEnv::new`], without starting the daemon.
@@ -115,10 +124,11 @@ impl AcpEnv {
         assert!(st.success(), "graceful shutdown exited with {st:?}");
     }
 
-    /// kill -9, then a new daemon on the same config dir.
-    pub fn restart(&mut self) {
+    /// kill -9, then a new daemon on the same config dir; a new client of it.
+    pub fn restart(&mut self) -> Client {
         self.kill9();
         self.start();
+        self.rpc()
     }
 
     /// A new initialized client of the running daemon.
@@ -148,9 +158,7 @@ impl Client {
     /// `debug/set-faults`; checks the echo.
     pub fn faults(&mut self, points: &[&str]) {
         let r = self.ok("debug/set-faults", json!({ "faults": points }));
-        let mut got: Vec<String> = r["faults"]
-            .as_array()
-            .unwrap()
+        let mut got: Vec<String> = items(&r["faults"])
             .iter()
             .map(|v| v.as_str().unwrap().to_owned())
             .collect();
@@ -166,7 +174,7 @@ impl Client {
         let t = self.prompt_ok(sid, "::context");
         let doc: Value = serde_json::from_str(t.result()["content"].as_str().unwrap())
             .unwrap_or_else(|e| panic!("::context reply is not JSON ({e}): {}", t.result()));
-        doc["messages"].as_array().unwrap().clone()
+        items(&doc["messages"]).clone()
     }
 
     /// Every transcript row through `session/messages` (paging back to the start).
@@ -188,7 +196,7 @@ impl Client {
                 p["before_index"] = json!(b);
             }
             let page = self.request("session/messages", p)?;
-            let mut msgs = page["messages"].as_array().unwrap().clone();
+            let mut msgs = items(&page["messages"]).clone();
             let start = page["start"].as_u64().unwrap();
             msgs.append(&mut rows);
             rows = msgs;
@@ -203,9 +211,7 @@ impl Client {
     /// The session ids `status` reports live.
     pub fn live_ids(&mut self) -> Vec<String> {
         let s = self.ok("status", json!({}));
-        s["session_ids"]
-            .as_array()
-            .unwrap()
+        items(&s["session_ids"])
             .iter()
             .map(|v| v.as_str().unwrap().to_owned())
             .collect()

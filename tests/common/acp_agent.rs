@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
-use super::acp::{Rpc, Turn};
+use super::acp::{AcpEnv, Rpc, Turn};
 use super::BIN;
 
 /// `target/debug/examples/acp_test_agent`, built once if `cargo test` did
@@ -69,6 +69,13 @@ pub fn new_acp_session(rpc: &mut Rpc, id: &str, mode: &str) -> Value {
     )
 }
 
+/// A client of `env` that opened session `s-1` of agent `acp` in `mode`.
+pub fn acp_client(env: &AcpEnv, mode: &str) -> Rpc {
+    let mut rpc = env.rpc();
+    new_acp_session(&mut rpc, "s-1", mode);
+    rpc
+}
+
 /// The update params of `turn` without `turn_complete`.
 pub fn events(turn: &Turn) -> Vec<Value> {
     turn.updates()
@@ -108,13 +115,8 @@ pub fn wait_update(rpc: &mut Rpc, pred: impl Fn(&Value) -> bool) -> Value {
 /// Asserts that `turn` failed `agent_failed` with exactly `message` (its
 /// error and its `turn_complete`).
 #[track_caller]
-pub fn agent_failed(turn: &Turn, message: &str) {
-    super::assert::assert_error_exact(
-        turn.error(),
-        -32603,
-        Some(message),
-        Some(json!({"reason": "agent_failed"})),
-    );
+pub fn turn_agent_failed(turn: &Turn, message: &str) {
+    super::errors::agent_failed(turn.error(), message);
     assert_eq!(turn.turn_complete()["outcome"], "failed");
     assert_eq!(turn.turn_complete()["reason"], message);
 }

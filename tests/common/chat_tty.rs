@@ -84,16 +84,15 @@ pub fn leave(t: &Tty) {
     assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
 }
 
-/// `zeroclaw chat --new` in tmux against a new echo daemon, or `None` (with
-/// a `SKIPPED` line) where tmux is not installed.
-pub fn new_echo_chat() -> Option<(super::start::Env, Tty)> {
+/// `zeroclaw chat --new` in tmux against a new echo daemon, or why not
+/// (tmux is not installed; for `ok_or_skip!`).
+pub fn new_echo_chat() -> Result<(super::start::Env, Tty), String> {
     if !super::tty::available() {
-        super::skip("tmux is not installed");
-        return None;
+        return Err("tmux is not installed".into());
     }
     let env = super::start::start_echo();
     let t = chat_tty(&env, &["--new"]);
-    Some((env, t))
+    Ok((env, t))
 }
 
 /// Sends `text` as a prompt and waits for the echo agent's answer and the

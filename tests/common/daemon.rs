@@ -264,6 +264,14 @@ impl Daemon {
         DaemonBuilder::new().spawn()
     }
 
+    /// A daemon with no config file (the built-in defaults) and an
+    /// initialized client of it.
+    pub fn with_client() -> (Self, Client) {
+        let d = Self::start();
+        let c = d.client();
+        (d, c)
+    }
+
     pub fn builder() -> DaemonBuilder {
         DaemonBuilder::new()
     }

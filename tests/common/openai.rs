@@ -1,10 +1,12 @@
 //! Daemons whose agent `m` is `backend = "openai"` against a scripted
 //! [`OpenAiServer`], and the approval round trip of its tool calls.
 
+use std::path::PathBuf;
+
 use serde_json::{json, Value};
 
 use super::openai_server::OpenAiServer;
-use super::sessions::{Frame, Turn};
+use super::sessions::Frame;
 use super::start::{write_config, Env};
 use super::{Client, DaemonBuilder, TestDir};
 
@@ -37,6 +39,18 @@ pub fn start_in(dir: TestDir, config: &str) -> Env {
     Env { daemon, dir }
 }
 
+/// A scripted server, a daemon whose agent `m` is against it (`extra`
+/// keys), and a client of it that opened session `s-1` of `m` in `mode`;
+/// the last is the session's workspace dir.
+pub fn session(extra: &str, mode: &str) -> (OpenAiServer, Env, Client, PathBuf) {
+    let server = OpenAiServer::start();
+    let d = start(&config(&server, extra));
+    let mut c = d.client();
+    let r = c.new_session_of("m", "s-1", mode);
+    let ws = PathBuf::from(r["workspace_dir"].as_str().expect("a workspace_dir"));
+    (server, d, c, ws)
+}
+
 /// Reads up to the next `approval_request`; returns the frames and its params.
 pub fn until_approval(c: &mut Client) -> (Vec<Frame>, Value) {
     let frames = c.until_update(|u| u["type"] == "approval_request");
@@ -55,15 +69,6 @@ pub fn decide(c: &mut Client, sid: &str, req: &Value, decision: &str, edit: Opti
         params["replacement"] = json!(r);
     }
     c.send("session/approve", params)
-}
-
-/// The turn's updates with `session/approve` answers left out.
-pub fn updates_without_acks(t: &Turn) -> Vec<Value> {
-    t.frames
-        .iter()
-        .filter(|f| f.is_update())
-        .map(|f| f.params().clone())
-        .collect()
 }
 
 /// The `role`s and `content`s of a recorded request's messages.

@@ -32,11 +32,7 @@ pub struct Turn {
 impl Turn {
     /// The params of every `session/update` frame, in order.
     pub fn updates(&self) -> Vec<Value> {
-        self.frames
-            .iter()
-            .filter(|f| f.is_update())
-            .map(|f| f.params().clone())
-            .collect()
+        update_params(&self.frames)
     }
 
     /// The same turn with `earlier` frames (read before) in front.
@@ -173,9 +169,15 @@ impl Client {
     /// The error of `session/new` with the `echo` agent, which must fail.
     #[track_caller]
     pub fn new_session_fails(&mut self, id: &str, mode: &str) -> Value {
+        self.new_session_of_fails("echo", id, mode)
+    }
+
+    /// The error of `session/new` with agent `agent`, which must fail.
+    #[track_caller]
+    pub fn new_session_of_fails(&mut self, agent: &str, id: &str, mode: &str) -> Value {
         self.fails(
             "session/new",
-            json!({"agent_alias": "echo", "session_id": id, "chat_mode": mode}),
+            json!({"agent_alias": agent, "session_id": id, "chat_mode": mode}),
         )
     }
 
@@ -334,5 +336,24 @@ pub fn process_gone(pid: i32) -> bool {
             .rsplit_once(')')
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+/// The params of the `session/update` frames among `frames`, in order.
+pub fn update_params<'a>(frames: impl IntoIterator<Item = &'a Frame>) -> Vec<Value> {
+    frames
+        .into_iter()
+        .filter(|f| f.is_update())
+        .map(|f| f.params().clone())
+        .collect()
+}
+
+impl Daemon {
+    /// An initialized client that opened session `sid` of the `echo` agent in `mode`.
+    #[track_caller]
+    pub fn session_client(&self, sid: &str, mode: &str) -> Client {
+        let mut c = self.client();
+        c.new_session(sid, mode);
+        c
     }
 }

@@ -42,12 +42,18 @@ pub fn start_echo() -> Env {
     start(ECHO_ONLY)
 }
 
+/// A daemon with the default config and an initialized client of it.
+pub fn echo_client() -> (Env, Client) {
+    let env = start_echo();
+    let c = env.client();
+    (env, c)
+}
+
 /// A daemon with the default config and a client of it that opened
 /// session `sid` in `mode` (`chat` or `acp`) with the `echo` agent.
 #[track_caller]
 pub fn echo_session(sid: &str, mode: &str) -> (Env, Client) {
-    let env = start_echo();
-    let mut c = env.client();
+    let (env, mut c) = echo_client();
     c.new_session(sid, mode);
     (env, c)
 }

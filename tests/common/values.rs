@@ -18,3 +18,10 @@ pub fn pluck<'a>(list: &'a Value, member: &str) -> Vec<&'a str> {
         })
         .collect()
 }
+
+/// The elements of `list`; panics with `list` when it is not an array.
+#[track_caller]
+pub fn items(list: &Value) -> &Vec<Value> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not an array: {list}"))
+}
