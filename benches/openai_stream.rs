@@ -241,7 +241,8 @@ mod imp {
             };
             let start = (text.as_ptr() as usize).checked_sub(data.as_ptr() as usize)?;
             let end = start + text.len();
-            let quoted = start > 0 && data.get(start - 1) == Some(&b'"') && data.get(end) == Some(&b'"');
+            let quoted =
+                start > 0 && data.get(start - 1) == Some(&b'"') && data.get(end) == Some(&b'"');
             (alone && quoted && !text.is_empty()).then(|| Shape {
                 before: data[..start].to_vec(),
                 after: data[end..].to_vec(),
