@@ -449,6 +449,31 @@ mod tests {
             gone,
             (INVALID_PARAMS, "unknown terminal \"term-1\"".to_owned())
         );
+        // The turn's deadline ends a wait (the command is left to the turn's end).
+        let late = Turn {
+            cwd: &cwd,
+            cancel: &cancel,
+            deadline: Instant::now(),
+        };
+        let waited = t.serve("terminal/wait_for_exit", &by2, late).await;
+        assert_eq!(waited, Ok(json!({"exitCode": null, "signal": "SIGKILL"})));
+        let sleeper = t
+            .serve(
+                "terminal/create",
+                &json!({"command": "sleep", "args": ["30"]}),
+                turn(),
+            )
+            .await
+            .unwrap();
+        let by3 = json!({"terminalId": sleeper["terminalId"]});
+        let late = Turn {
+            cwd: &cwd,
+            cancel: &cancel,
+            deadline: Instant::now(),
+        };
+        let waited = t.serve("terminal/wait_for_exit", &by3, late).await;
+        let why = "the turn's deadline passed while waiting".to_owned();
+        assert_eq!(waited, Err((INTERNAL, why)));
         t.close_all().await;
         assert!(t.held.is_empty());
     }
