@@ -1,5 +1,6 @@
-//! The ACP test agent of tests/acp_backend*.rs and benches/acp_agent.rs: an
-//! Agent Client Protocol (v1) agent over stdio whose prompts are directives,
+//! The ACP test agent of tests/acp_backend*.rs, tests/acp_terminal.rs and
+//! benches/acp_agent.rs: an Agent Client Protocol (v1) agent over stdio
+//! whose prompts are directives,
 //! one per line, so a test says exactly what the agent does:
 //!
 //! - `say TEXT` / `think TEXT`: one message / thought chunk;
@@ -11,6 +12,8 @@
 //! - `read PATH` / `write PATH TEXT`: `fs/*`; says `read: <content>`,
 //!   `wrote` or `fs error <code>`;
 //! - `unknown`: a `terminal/create` request; says `terminal error <code>`;
+//! - `term JSON` / `termleave JSON` / `termout ID`: `terminal/*` (examples/acp_test_agent/
+//!   terminal.rs); `caps`: says `terminal: <clientCapabilities.terminal>`;
 //! - `flood N`: N message chunks `.`; `floodbig N SIZE`: N message chunks
 //!   of SIZE `x`s, each line flushed, then the text bytes written so far put
 //!   in `<cwd>/floodbig.written` (written whole, renamed into place), so a
@@ -46,6 +49,9 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
+#[path = "acp_test_agent/terminal.rs"]
+mod terminal;
+
 struct Agent {
     out: BufWriter<std::io::Stdout>,
     lines: std::io::Lines<std::io::StdinLock<'static>>,
@@ -55,6 +61,8 @@ struct Agent {
     state_dir: Option<PathBuf>,
     /// A `session/cancel` arrived for the current prompt.
     cancelled: bool,
+    /// The client's `clientCapabilities.terminal` at `initialize`.
+    client_terminal: Value,
 }
 
 type Reply = Result<Value, (i64, String)>;
@@ -68,6 +76,7 @@ fn main() {
         authenticated: std::env::var("ACP_TEST_AUTH").is_err(),
         state_dir: std::env::var_os("ACP_TEST_STATE_DIR").map(PathBuf::from),
         cancelled: false,
+        client_terminal: Value::Null,
     };
     while let Some(Ok(line)) = agent.lines.next() {
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
@@ -141,6 +150,7 @@ impl Agent {
 
     fn initialize(&mut self, params: Value) -> Reply {
         let version = params["protocolVersion"].clone();
+        self.client_terminal = params["clientCapabilities"]["terminal"].clone();
         let load = std::env::var("ACP_TEST_NO_LOAD").is_err();
         let auth = if std::env::var("ACP_TEST_AUTH").is_ok() {
             json!([{"id": "test-token", "name": "Test token"}])
@@ -255,6 +265,10 @@ impl Agent {
                     let code = r.map(|r| r["error"]["code"].clone()).unwrap_or(Value::Null);
                     Some(format!("terminal error {code}"))
                 }
+                "term" | "termleave" | "termout" => {
+                    Some(terminal::directive(self, &session, word, rest))
+                }
+                "caps" => Some(format!("terminal: {}", self.client_terminal)),
                 "flood" => {
                     for _ in 0..rest.parse::<u64>().unwrap_or(0) {
                         self.chunk(&session, "agent_message_chunk", ".");

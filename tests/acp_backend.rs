@@ -286,11 +286,26 @@ fn acp_keys_are_validated_at_staging() {
     let e = env("", "");
     let mut rpc = e.rpc();
     for (prop, value, message) in [
-        ("agents.acp.load_session", json!("sometimes"), r#"invalid configuration: agents.acp.load_session: unknown load_session "sometimes" (expected "auto" or "never")"#),
-        ("agents.acp.permission_default", json!("allow_always"), r#"invalid configuration: agents.acp.permission_default: unknown permission_default "allow_always" (expected "reject" or "allow_once")"#),
-        ("agents.acp.fs", json!("all"), r#"invalid configuration: agents.acp.fs: unknown fs "all" (expected "workspace" or "off")"#),
-        ("agents.acp.terminal", json!(true), "invalid configuration: agents.acp.terminal: terminal/* is not supported yet (only false)"),
-        ("agents.acp.command", json!([]), r#"invalid configuration: agents.acp.command: required and non-empty for backend "acp""#),
+        (
+            "agents.acp.load_session",
+            json!("sometimes"),
+            r#"invalid configuration: agents.acp.load_session: unknown load_session "sometimes" (expected "auto" or "never")"#,
+        ),
+        (
+            "agents.acp.permission_default",
+            json!("allow_always"),
+            r#"invalid configuration: agents.acp.permission_default: unknown permission_default "allow_always" (expected "reject" or "allow_once")"#,
+        ),
+        (
+            "agents.acp.fs",
+            json!("all"),
+            r#"invalid configuration: agents.acp.fs: unknown fs "all" (expected "workspace" or "off")"#,
+        ),
+        (
+            "agents.acp.command",
+            json!([]),
+            r#"invalid configuration: agents.acp.command: required and non-empty for backend "acp""#,
+        ),
     ] {
         let err = rpc.fails("config/set", json!({"prop": prop, "value": value}));
         assert_error_exact(&err, -32602, Some(message), Some(json!({"path": prop})));
@@ -303,6 +318,10 @@ fn acp_keys_are_validated_at_staging() {
     rpc.ok(
         "config/set",
         json!({"prop": "agents.acp.load_session", "value": "never"}),
+    );
+    rpc.ok(
+        "config/set",
+        json!({"prop": "agents.acp.terminal", "value": true}),
     );
 }
 

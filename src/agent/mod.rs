@@ -85,6 +85,8 @@ pub struct AcpSettings {
     pub permission_default: PermissionDefault,
     /// `fs = "workspace"`: serve `fs/*` inside the working directory.
     pub fs: bool,
+    /// `terminal = true`: serve `terminal/*` (commands in the working directory).
+    pub terminal: bool,
 }
 
 impl Default for AcpSettings {
@@ -93,6 +95,7 @@ impl Default for AcpSettings {
             load_session: true,
             permission_default: PermissionDefault::Reject,
             fs: true,
+            terminal: false,
         }
     }
 }

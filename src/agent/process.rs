@@ -102,6 +102,22 @@ pub fn agent_command(
     command
 }
 
+/// The command of a tool the agent runs (the `shell` tool, ACP `terminal/*`):
+/// argv without a shell, in `cwd`, stdin closed, killed on drop, leading its
+/// own process group (Unix) so [`GroupGuard`] reaches whatever it spawns.
+/// The caller sets stdout and stderr.
+pub fn tool_command(program: &str, args: &[String], cwd: &Path) -> Command {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    command
+}
+
 /// Kills the child's process group when dropped, unless disarmed.
 pub struct GroupGuard {
     pgid: Option<i32>,
@@ -151,6 +167,12 @@ impl GroupGuard {
         }
         self.signal(Signal::Kill);
         self.disarm();
+    }
+
+    /// `SIGKILL` to the group (nothing once disarmed); the leader is the
+    /// caller's to reap.
+    pub fn kill_group(&self) {
+        self.signal(Signal::Kill);
     }
 
     /// `SIGKILL` to the group and the leader, then reaps the leader.

@@ -132,7 +132,7 @@ pub struct AgentConfig {
     pub permission_default: String,
     /// ACP: `"workspace"` (serve `fs/*` inside the working directory) or `"off"`.
     pub fs: String,
-    /// ACP: serve `terminal/*`; only `false` is supported.
+    /// ACP: serve `terminal/*` (commands run in the working directory).
     pub terminal: bool,
     // --- backend = "openai" (issue 17, docs/config.md): all optional and
     // omitted when unset, so other agents' entries are unchanged; defaults

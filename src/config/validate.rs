@@ -212,10 +212,6 @@ fn check_acp_keys(r: &mut Report, p: &str, a: &AgentConfig) {
         &["reject", "allow_once"],
     );
     one_of(r, "fs", &a.fs, &["workspace", "off"]);
-    if a.terminal {
-        let reason = "terminal/* is not supported yet (only false)";
-        r.fail(format!("{p}.terminal"), reason);
-    }
 }
 
 /// The `backend = "openai"` keys, checked whenever set (whatever the

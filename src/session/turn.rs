@@ -154,6 +154,7 @@ fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
                 PermissionDefault::Reject
             },
             fs: agent.fs == "workspace",
+            terminal: agent.terminal,
         },
         openai: OpenAiSettings::from_config(agent),
     };

@@ -24,10 +24,14 @@ pub fn agent_bin() -> PathBuf {
                 .expect("target dir")
                 .join("examples")
                 .join("acp_test_agent");
-            let source =
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/acp_test_agent.rs");
+            let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
             let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-            if modified(&path) < modified(&source) {
+            let newest = ["acp_test_agent.rs", "acp_test_agent/terminal.rs"]
+                .iter()
+                .map(|s| modified(&examples.join(s)))
+                .max()
+                .flatten();
+            if modified(&path) < newest {
                 let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
                 let st = Command::new(cargo)
                     .args(["build", "--example", "acp_test_agent"])

@@ -6,7 +6,8 @@
 //! on it is resolved (the file itself for reads and for writes over an
 //! existing file, the deepest existing ancestor for new files). Writes are
 //! atomic: a temporary file in the target's directory, fsynced, renamed
-//! over the target.
+//! over the target. [`confined_dir`] applies the same confinement to the
+//! working directory of `terminal/create` (see [`super::terminal`]).
 
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
@@ -49,6 +50,25 @@ pub async fn serve(method: &str, params: &Value, cwd: &Path) -> Result<Value, Fs
     tokio::task::spawn_blocking(job)
         .await
         .unwrap_or_else(|e| Err((INTERNAL, format!("the file operation failed: {e}"))))
+}
+
+/// A directory the agent names (`terminal/create`'s `cwd`), confined as
+/// files are: absolute, no `..`, under `cwd` lexically and once resolved
+/// through symlinks. Returns the resolved directory.
+pub fn confined_dir(cwd: &Path, dir: &Path) -> Result<PathBuf, FsError> {
+    lexically_inside(cwd, dir)?;
+    let root = canonical_cwd(cwd)?;
+    let real = dir
+        .canonicalize()
+        .map_err(|e| (INVALID_PARAMS, format!("{}: {e}", dir.display())))?;
+    resolved_inside(&root, &real, dir)?;
+    if !real.is_dir() {
+        return Err((
+            INVALID_PARAMS,
+            format!("{}: not a directory", dir.display()),
+        ));
+    }
+    Ok(real)
 }
 
 /// The lexical checks: absolute, no `..`, under `cwd`.

@@ -42,12 +42,16 @@ pub struct Spawn<'a> {
     pub argv: &'a [String],
     pub env: &'a std::collections::BTreeMap<String, String>,
     pub cwd: &'a std::path::Path,
+    /// `terminal/*` advertised at `initialize` (a change restarts the agent).
+    pub terminal: bool,
 }
 
 impl Spawn<'_> {
     /// What tells two spawns apart.
     pub fn fingerprint(&self) -> String {
-        format!("{:?}|{:?}|{}", self.argv, self.env, self.cwd.display())
+        let (argv, env, cwd) = (self.argv, self.env, self.cwd.display());
+        let terminal = if self.terminal { "|terminal" } else { "" };
+        format!("{argv:?}|{env:?}|{cwd}{terminal}")
     }
 }
 
@@ -412,12 +416,12 @@ async fn read_line_capped<R: tokio::io::AsyncBufRead + Unpin>(
 }
 
 /// Our `initialize` params (protocol version 1).
-pub fn initialize_params(fs: bool) -> Value {
+pub fn initialize_params(fs: bool, terminal: bool) -> Value {
     json!({
         "protocolVersion": 1,
         "clientCapabilities": {
             "fs": {"readTextFile": fs, "writeTextFile": fs},
-            "terminal": false
+            "terminal": terminal
         },
         "clientInfo": {"name": "zeroclaw", "version": env!("CARGO_PKG_VERSION")}
     })
@@ -431,14 +435,18 @@ mod tests {
     fn initialize_params_are_the_protocols_v1_shape() {
         let version = env!("CARGO_PKG_VERSION");
         assert_eq!(
-            initialize_params(true).to_string(),
+            initialize_params(true, false).to_string(),
             format!(
                 r#"{{"clientCapabilities":{{"fs":{{"readTextFile":true,"writeTextFile":true}},"terminal":false}},"clientInfo":{{"name":"zeroclaw","version":"{version}"}},"protocolVersion":1}}"#
             )
         );
         assert_eq!(
-            initialize_params(false)["clientCapabilities"]["fs"]["readTextFile"],
+            initialize_params(false, false)["clientCapabilities"]["fs"]["readTextFile"],
             false
+        );
+        assert_eq!(
+            initialize_params(true, true)["clientCapabilities"]["terminal"],
+            true
         );
     }
 

@@ -11,7 +11,8 @@
 //! - [`open`]: `initialize`, `authenticate`, `session/new` / `session/load`;
 //! - [`turn`]: `session/prompt` and everything until its answer;
 //! - [`prompt`]: the prompt's content blocks (attachments as resource links);
-//! - [`mapping`], [`permission`], [`fs`]: what the agent sends, served.
+//! - [`mapping`], [`permission`], [`fs`], [`terminal`]: what the agent
+//!   sends, served.
 //!
 //! Framing, dispatch and the few message types are ours, not the official
 //! SDK's: docs/decisions.md says precisely why.
@@ -27,6 +28,7 @@ mod permission;
 mod prompt;
 mod reader;
 mod schema;
+mod terminal;
 mod turn;
 mod wire;
 

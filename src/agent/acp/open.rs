@@ -29,6 +29,7 @@ pub async fn ready_host(
         argv: &settings.command,
         env: &settings.env,
         cwd: input.cwd,
+        terminal: settings.acp.terminal,
     };
     if let Some(mut host) = hosts.take(input.session_id) {
         let same = host.spawned_with == spec.fingerprint();
@@ -41,7 +42,11 @@ pub async fn ready_host(
     let started = Instant::now();
     let mut host = Host::spawn(&spec)?;
     let init = host
-        .call("initialize", &initialize_params(settings.acp.fs), deadline)
+        .call(
+            "initialize",
+            &initialize_params(settings.acp.fs, settings.acp.terminal),
+            deadline,
+        )
         .await
         .map_err(|e| e.describe("initialize"))?;
     let init: InitializeResponse = serde_json::from_value(init)

@@ -2,8 +2,10 @@
 //! agent until its answer, in the order the agent sent them.
 //!
 //! Updates go to the sink (which commits then notifies: each await is the
-//! backpressure that reaches the agent's pipe); permission and `fs/*`
-//! requests are answered in line; every other request gets a JSON-RPC error.
+//! backpressure that reaches the agent's pipe); permission, `fs/*` and (when
+//! enabled) `terminal/*` requests are answered in line; every other request
+//! gets a JSON-RPC error. The turn's terminals are killed and released when
+//! it ends, whatever its outcome.
 //! Our cancel sends `session/cancel` once and keeps reading until the agent
 //! answers (the runtime aborts the turn after its grace if it never does,
 //! which stops the process). A connection that broke is never reused.
@@ -19,6 +21,7 @@ use super::mapping::{self, Tools};
 use super::open::ready_host;
 use super::permission::{self, Ask};
 use super::schema::PromptResponse;
+use super::terminal::{self, Terminals};
 use super::wire;
 use super::{fs, hosts::AcpHosts, prompt};
 use crate::agent::coalesce::Coalesce;
@@ -50,7 +53,9 @@ pub async fn run<S: EventSink>(
             return TurnOutcome::Failed(why);
         }
     };
-    let outcome = prompt(&mut host, input, sink, cancel, deadline).await;
+    let mut terminals = Terminals::default();
+    let outcome = prompt(&mut host, input, sink, cancel, deadline, &mut terminals).await;
+    terminals.close_all().await;
     if let TurnOutcome::Failed(why) = &outcome {
         tracing::warn!(event = "acp_turn_failed", session_id = %input.session_id, pid = ?host.pid, reason = %why);
     }
@@ -64,6 +69,7 @@ async fn prompt<S: EventSink>(
     sink: &mut S,
     cancel: &CancellationToken,
     deadline: Instant,
+    terminals: &mut Terminals,
 ) -> TurnOutcome {
     let session = host.agent_session.clone().unwrap_or_default();
     let params = json!({"sessionId": session, "prompt": prompt::blocks(input.prompt)});
@@ -170,6 +176,17 @@ async fn prompt<S: EventSink>(
                     }
                     "fs/read_text_file" | "fs/write_text_file" if input.settings.acp.fs => {
                         match fs::serve(&method, &params, input.cwd).await {
+                            Ok(result) => wire::response(&rid, &result),
+                            Err((code, text)) => wire::error_response(&rid, code, &text),
+                        }
+                    }
+                    m if m.starts_with("terminal/") && input.settings.acp.terminal => {
+                        let turn = terminal::Turn {
+                            cwd: input.cwd,
+                            cancel,
+                            deadline,
+                        };
+                        match terminals.serve(m, &params, turn).await {
                             Ok(result) => wire::response(&rid, &result),
                             Err((code, text)) => wire::error_response(&rid, code, &text),
                         }

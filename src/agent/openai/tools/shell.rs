@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::process::GroupGuard;
+use crate::agent::process::{tool_command, GroupGuard};
 use crate::limits::TOOL_OUTPUT_MAX;
 
 const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -56,19 +56,11 @@ pub async fn run(
             }
         },
     };
-    let mut command = tokio::process::Command::new(&argv[0]);
-    command
-        .args(&argv[1..])
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    let mut command = tool_command(&argv[0], &argv[1..], cwd);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
     if let Some(name) = hidden_env {
         command.env_remove(name);
     }
-    #[cfg(unix)]
-    command.process_group(0);
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => return Some(Err(format!("cannot run {:?}: {e}", argv[0]))),
