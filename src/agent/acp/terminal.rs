@@ -40,6 +40,9 @@ pub const MAX_TERMINALS: usize = 16;
 /// How long, after the command exited, the rest of its output may take to
 /// arrive (a background child holding the pipe open is not waited for).
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
+/// The least a terminal's buffer holds before its dropped beginning is
+/// compacted away.
+const COMPACT_MIN: usize = 64 * 1024;
 
 const INVALID_PARAMS: i64 = -32602;
 const INTERNAL: i64 = -32603;
@@ -53,18 +56,34 @@ struct Output {
 }
 
 impl Output {
-    /// Appends `data`, dropping the oldest bytes beyond the limit at a
-    /// character boundary (never inside a UTF-8 sequence).
+    /// Appends `data`. What lies beyond the limit is dropped from the
+    /// beginning once the buffer holds twice the limit (at least
+    /// [`COMPACT_MIN`]): a command flooding its output costs one move per
+    /// limit's worth of bytes, not one per read; [`Output::kept`] is the view.
     fn push(&mut self, data: &[u8]) {
         self.bytes.extend_from_slice(data);
         if self.bytes.len() > self.limit {
-            let mut cut = self.bytes.len() - self.limit;
-            while cut < self.bytes.len() && self.bytes[cut] & 0xC0 == 0x80 {
-                cut += 1;
-            }
-            self.bytes.drain(..cut);
             self.truncated = true;
+            if self.bytes.len() > self.limit.saturating_mul(2).max(COMPACT_MIN) {
+                let cut = self.cut();
+                self.bytes.drain(..cut);
+            }
         }
+    }
+
+    /// Where the kept output starts: at most `limit` bytes from the end, at a
+    /// character boundary (never inside a UTF-8 sequence).
+    fn cut(&self) -> usize {
+        let mut cut = self.bytes.len().saturating_sub(self.limit);
+        while cut < self.bytes.len() && self.bytes[cut] & 0xC0 == 0x80 {
+            cut += 1;
+        }
+        cut
+    }
+
+    /// The output kept: the last `limit` bytes at most.
+    fn kept(&self) -> &[u8] {
+        &self.bytes[self.cut()..]
     }
 }
 
@@ -107,7 +126,7 @@ impl Terminal {
     fn output(&self) -> Value {
         let out = self.output.lock().map_or_else(
             |_| json!({"output": "", "truncated": false}),
-            |o| json!({"output": String::from_utf8_lossy(&o.bytes), "truncated": o.truncated}),
+            |o| json!({"output": String::from_utf8_lossy(o.kept()), "truncated": o.truncated}),
         );
         match self.status {
             Some(st) => {
@@ -376,14 +395,27 @@ mod tests {
         // abcd, then `é` (2 bytes) and `€` (3): the last 4 bytes start
         // inside `é`, so the cut moves past it and 3 bytes are kept.
         o.push("dé€".as_bytes());
-        assert_eq!(o.bytes, "€".as_bytes());
+        assert_eq!(o.kept(), "€".as_bytes());
         assert!(o.truncated);
         let mut o = Output {
             limit: 0,
             ..Output::default()
         };
         o.push(b"xyz");
-        assert!(o.bytes.is_empty());
+        assert!(o.kept().is_empty());
+        // A flood: the buffer stays within twice the limit (or the
+        // compaction minimum), and the view is the exact tail.
+        let mut o = Output {
+            limit: 100_000,
+            ..Output::default()
+        };
+        for i in 0..100u8 {
+            o.push(&[b'a' + i % 26; 8192]);
+            assert!(o.bytes.len() <= 200_000 + 8192, "{}", o.bytes.len());
+        }
+        let tail: Vec<u8> = (0..100u8).flat_map(|i| [b'a' + i % 26; 8192]).collect();
+        assert_eq!(o.kept(), &tail[tail.len() - 100_000..]);
+        assert!(o.truncated);
     }
 
     #[tokio::test]
