@@ -422,11 +422,13 @@ mod tests {
     async fn runs_waits_kills_and_refuses() {
         let cwd = std::env::temp_dir().canonicalize().unwrap();
         let cancel = CancellationToken::new();
-        let turn = || Turn {
+        let ending_in = |secs| Turn {
             cwd: &cwd,
             cancel: &cancel,
-            deadline: Instant::now() + Duration::from_secs(30),
+            deadline: Instant::now() + Duration::from_secs(secs),
         };
+        let turn = || ending_in(30);
+        let sleep_30 = json!({"command": "sleep", "args": ["30"]});
         let mut t = Terminals::default();
         let id = t
             .serve(
@@ -448,14 +450,7 @@ mod tests {
             out,
             json!({"output": "out\nerr\n", "truncated": false, "exitStatus": st})
         );
-        let sleeper = t
-            .serve(
-                "terminal/create",
-                &json!({"command": "sleep", "args": ["30"]}),
-                turn(),
-            )
-            .await
-            .unwrap();
+        let sleeper = t.serve("terminal/create", &sleep_30, turn()).await.unwrap();
         let by2 = json!({"terminalId": sleeper["terminalId"]});
         assert!(t
             .serve("terminal/output", &by2, turn())
@@ -482,28 +477,11 @@ mod tests {
             (INVALID_PARAMS, "unknown terminal \"term-1\"".to_owned())
         );
         // The turn's deadline ends a wait (the command is left to the turn's end).
-        let late = Turn {
-            cwd: &cwd,
-            cancel: &cancel,
-            deadline: Instant::now(),
-        };
-        let waited = t.serve("terminal/wait_for_exit", &by2, late).await;
+        let waited = t.serve("terminal/wait_for_exit", &by2, ending_in(0)).await;
         assert_eq!(waited, Ok(json!({"exitCode": null, "signal": "SIGKILL"})));
-        let sleeper = t
-            .serve(
-                "terminal/create",
-                &json!({"command": "sleep", "args": ["30"]}),
-                turn(),
-            )
-            .await
-            .unwrap();
+        let sleeper = t.serve("terminal/create", &sleep_30, turn()).await.unwrap();
         let by3 = json!({"terminalId": sleeper["terminalId"]});
-        let late = Turn {
-            cwd: &cwd,
-            cancel: &cancel,
-            deadline: Instant::now(),
-        };
-        let waited = t.serve("terminal/wait_for_exit", &by3, late).await;
+        let waited = t.serve("terminal/wait_for_exit", &by3, ending_in(0)).await;
         let why = "the turn's deadline passed while waiting".to_owned();
         assert_eq!(waited, Err((INTERNAL, why)));
         t.close_all().await;
