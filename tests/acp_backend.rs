@@ -7,7 +7,7 @@ mod common;
 
 use common::acp::{db_int, db_rows, AcpEnv};
 use common::acp_agent::{
-    acp_client, acp_config, events, new_acp_session, say, toml_str, wait_update,
+    acp_client, acp_config, events, new_acp_session, plan_step, say, toml_str, wait_update,
 };
 use common::assert::assert_error_exact;
 use common::errors::agent_failed;
@@ -32,8 +32,7 @@ fn chunks_thoughts_and_tool_calls_are_mapped_exactly() {
         events(&t),
         vec![
             say("s-1", "hello"),
-            json!({"sessionId": "s-1", "type": "plan",
-                   "entries": [{"content": "step", "priority": "high", "status": "pending"}]}),
+            plan_step("s-1"),
             json!({"sessionId": "s-1", "type": "available_commands",
                    "availableCommands": [{"description": "Search", "input": {"hint": "query"}, "name": "web"}]}),
             json!({"sessionId": "s-1", "type": "current_mode", "currentModeId": "ask"}),

@@ -10,7 +10,7 @@ mod common;
 
 use common::acp::{db_rows, markers, row, shape, AcpEnv, INTERRUPTED};
 use common::acp_agent::{
-    acp_client, acp_config_for, events, new_acp_session, pid_of, say, turn_agent_failed,
+    acp_client, acp_config_for, events, new_acp_session, pid_of, plan_step, say, turn_agent_failed,
     wait_update,
 };
 use common::acp_sdk_agent::sdk_agent_bin;
@@ -61,12 +61,7 @@ fn a_plan_update_leaves_the_turn_whole() {
     // `plan` is forwarded as our extra update type, in turn order.
     assert_eq!(
         events(&t),
-        vec![
-            say("s-1", "a"),
-            json!({"sessionId": "s-1", "type": "plan",
-                   "entries": [{"content": "step", "priority": "high", "status": "pending"}]}),
-            say("s-1", "b"),
-        ]
+        vec![say("s-1", "a"), plan_step("s-1"), say("s-1", "b"),]
     );
     assert_eq!(t.result()["content"], "ab");
 }

@@ -213,6 +213,17 @@ pub fn prop_paths(keys: impl Fn(&str) -> Vec<String>) -> Vec<PropInfo> {
     out
 }
 
+/// An environment variable a program can be given: a non-empty name without `=` or NUL, a
+/// value without NUL (an agent's `env`, an ACP `terminal/create`'s `env`).
+pub fn is_env_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['=', '\0'])
+}
+
+/// See [`is_env_name`].
+pub fn is_env_value(value: &str) -> bool {
+    !value.contains('\0')
+}
+
 /// Agent aliases, user names, profile names and principal ids: `[A-Za-z0-9][A-Za-z0-9_-]{0,63}`.
 pub fn is_valid_name(name: &str) -> bool {
     let b = name.as_bytes();

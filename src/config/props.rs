@@ -167,13 +167,11 @@ fn mask_secrets(tree: &mut Value) {
     }
     let agents = tree.get_mut("agents").and_then(Value::as_object_mut);
     for agent in agents.into_iter().flat_map(|a| a.values_mut()) {
-        let secret = env_is_secret(agent);
+        if !env_is_secret(agent) {
+            continue;
+        }
         let env = agent.get_mut("env").and_then(Value::as_object_mut);
-        for value in env
-            .into_iter()
-            .flat_map(|e| e.values_mut())
-            .filter(|_| secret)
-        {
+        for value in env.into_iter().flat_map(|e| e.values_mut()) {
             *value = Value::String(MASK.to_owned());
         }
     }

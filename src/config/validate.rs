@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::error::ConfigError;
 use super::grant::{Resource, Verb};
-use super::paths::{self, is_valid_name, Kind, Node};
+use super::paths::{self, is_env_name, is_env_value, is_valid_name, Kind, Node};
 use super::schema::{AgentConfig, Config, OPENAI_APPROVALS, OPENAI_TOOLS};
 
 /// One failing check: the path it is about and why.
@@ -170,11 +170,10 @@ fn check_agents(r: &mut Report, config: &Config) {
             );
             r.fail(format!("{p}.compact_keep_messages"), reason);
         }
-        let bad_key = |k: &String| k.is_empty() || k.contains(['=', '\0']);
-        if let Some(k) = a.env.keys().find(|k| bad_key(k)) {
+        if let Some(k) = a.env.keys().find(|k| !is_env_name(k)) {
             r.fail(format!("{p}.env"), format!("invalid variable name {k:?}"));
         }
-        if let Some((k, _)) = a.env.iter().find(|(_, v)| v.contains('\0')) {
+        if let Some((k, _)) = a.env.iter().find(|(_, v)| !is_env_value(v)) {
             r.fail(format!("{p}.env"), format!("value of {k:?} contains NUL"));
         }
     }

@@ -93,6 +93,12 @@ pub fn say(sid: &str, text: &str) -> Value {
     json!({"sessionId": sid, "type": "agent_message_chunk", "text": text})
 }
 
+/// The `plan` update both test agents send for their `plan` directive.
+pub fn plan_step(sid: &str) -> Value {
+    json!({"sessionId": sid, "type": "plan",
+           "entries": [{"content": "step", "priority": "high", "status": "pending"}]})
+}
+
 /// Reads frames (stashing them) until a `session/update` whose params
 /// satisfy `pred`; returns those params.
 pub fn wait_update(rpc: &mut Rpc, pred: impl Fn(&Value) -> bool) -> Value {

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::fs::{self, FsError};
 use crate::agent::process::{tool_command, GroupGuard};
+use crate::config::{is_env_name, is_env_value};
 
 /// The most output kept per terminal, and the default (1 MiB).
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -321,7 +322,7 @@ fn env_of(params: &Value) -> Result<Vec<(String, String)>, FsError> {
             .map(|v| {
                 let name = v.get("name").and_then(Value::as_str).ok_or_else(bad)?;
                 let value = v.get("value").and_then(Value::as_str).ok_or_else(bad)?;
-                if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
+                if !is_env_name(name) || !is_env_value(value) {
                     return Err((
                         INVALID_PARAMS,
                         format!("invalid environment variable {name:?}"),
