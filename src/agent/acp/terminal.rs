@@ -235,11 +235,14 @@ impl Terminals {
             Some(_) => return bad("\"args\" must be an array of strings"),
         };
         let env = env_of(params)?;
-        let dir = match params.get("cwd") {
-            None | Some(Value::Null) => cwd.to_owned(),
-            Some(Value::String(d)) => fs::confined_dir(cwd, Path::new(d))?,
+        // Held open until the spawn: the child changes into the directory
+        // the kernel resolved beneath the working directory.
+        let opened = match params.get("cwd") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(d)) => Some(fs::confined_dir(cwd, Path::new(d))?),
             Some(_) => return bad("\"cwd\" must be a string"),
         };
+        let dir = opened.as_ref().map_or_else(|| cwd.to_owned(), |d| d.path());
         let limit = match params.get("outputByteLimit") {
             None | Some(Value::Null) => MAX_OUTPUT_BYTES,
             Some(v) => match v.as_u64() {

@@ -1,0 +1,134 @@
+//! The confinement where `openat2`/`openat` are not available (non-Unix):
+//! paths resolved through `canonicalize` and checked to stay under the
+//! working directory before use. A race with a concurrent rename is not
+//! defended against here.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::{Error, Rel};
+
+/// The working directory.
+#[derive(Debug)]
+pub struct Root {
+    dir: PathBuf,
+}
+
+/// A directory beneath the root.
+#[derive(Debug)]
+pub struct Dir {
+    path: PathBuf,
+}
+
+impl Dir {
+    pub fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+}
+
+/// What an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Other,
+}
+
+/// One entry of a listed directory.
+#[derive(Debug)]
+pub struct Entry {
+    pub name: std::ffi::OsString,
+    pub kind: Kind,
+}
+
+impl Root {
+    pub fn open(dir: &Path) -> Result<Root, Error> {
+        Ok(Root {
+            dir: dir.canonicalize()?,
+        })
+    }
+
+    /// `rel` resolved; its deepest existing part must stay inside.
+    fn real(&self, rel: &Rel) -> Result<PathBuf, Error> {
+        let joined = self.dir.join(rel.as_path());
+        let mut existing = joined.as_path();
+        loop {
+            if let Ok(r) = existing.canonicalize() {
+                return if r.starts_with(&self.dir) {
+                    Ok(r.join(joined.strip_prefix(existing).unwrap_or(Path::new(""))))
+                } else {
+                    Err(Error::Escapes)
+                };
+            }
+            existing = existing.parent().ok_or(Error::Escapes)?;
+        }
+    }
+
+    pub fn read_whole(&self, rel: &Rel, max: u64, _follow_last: bool) -> Result<Vec<u8>, Error> {
+        let bytes = read_regular(&self.real(rel)?, max.saturating_add(1))?;
+        if bytes.len() as u64 > max {
+            return Err(Error::TooLarge { max });
+        }
+        Ok(bytes)
+    }
+
+    pub fn read_prefix(&self, rel: &Rel, n: u64) -> Result<Vec<u8>, Error> {
+        read_regular(&self.real(rel)?, n)
+    }
+
+    pub fn write(&self, rel: &Rel, bytes: &[u8]) -> Result<(), Error> {
+        let path = self.real(rel)?;
+        let dir = path.parent().ok_or(Error::NotRegular)?;
+        std::fs::create_dir_all(dir)?;
+        let mut raw = [0u8; 8];
+        getrandom::fill(&mut raw).map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?;
+        let tmp = dir.join(format!(".zc-{:016x}.tmp", u64::from_ne_bytes(raw)));
+        let mut f = File::options().write(true).create_new(true).open(&tmp)?;
+        let written = f
+            .write_all(bytes)
+            .and_then(|()| f.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    pub fn open_dir(&self, rel: &Rel) -> Result<Dir, Error> {
+        let path = self.real(rel)?;
+        if !path.is_dir() {
+            return Err(Error::NotDir);
+        }
+        Ok(Dir { path })
+    }
+
+    pub fn list(&self, rel: &Rel, _follow_last: bool) -> Result<Vec<Entry>, Error> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(self.real(rel)?)? {
+            let entry = entry?;
+            let kind = match entry.file_type() {
+                Ok(t) if t.is_dir() => Kind::Dir,
+                Ok(t) if t.is_file() => Kind::File,
+                _ => Kind::Other,
+            };
+            out.push(Entry {
+                name: entry.file_name(),
+                kind,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// At most the first `n` bytes of the regular file at `path`.
+pub fn read_regular(path: &Path, n: u64) -> Result<Vec<u8>, Error> {
+    let file = File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(Error::NotRegular);
+    }
+    let mut bytes = Vec::new();
+    file.take(n).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}

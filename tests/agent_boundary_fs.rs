@@ -1,0 +1,307 @@
+//! The agent boundary on the file system (issue 23 items 1-3), over the real
+//! socket: a FIFO read by ACP `fs/read_text_file`, the openai `read_file`
+//! tool or `session/git_branch` answers at once (no unbounded read, no
+//! blocking thread held); a symlink planted at the old predictable
+//! temporary names, or a directory on the way that leads outside, never
+//! gets a byte written outside the working directory.
+
+#[macro_use]
+mod common;
+
+use std::ffi::CString;
+use std::io::Write as _;
+use std::os::unix::fs::{symlink, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use common::acp_agent::{acp_config, new_acp_session};
+use common::openai::{self, merged};
+use common::openai_server::{sse, Reply};
+use common::sessions::upd;
+use common::start::write_config;
+use common::{Client, Daemon, DaemonBuilder, TestDir};
+
+/// How long an answer about a FIFO may take (it used to be forever).
+const PROMPT: Duration = Duration::from_secs(5);
+
+fn mkfifo(path: &Path) {
+    let c = CString::new(path.as_os_str().as_encoded_bytes()).expect("a path without NUL");
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+        0,
+        "mkfifo {path:?}"
+    );
+}
+
+/// A daemon hosting the test ACP agent as `acp` (under `RLIMIT_AS = cap`
+/// when given), a client, and the workspace of its session `s-1`.
+fn acp(cap: Option<u64>) -> (TestDir, Daemon, Client, PathBuf) {
+    let dir = TestDir::new();
+    write_config(&dir.config_dir(), &acp_config("", ""));
+    let mut b = DaemonBuilder::new().config_dir(dir.config_dir());
+    if let Some(bytes) = cap {
+        b = b.address_space_limit(bytes);
+    }
+    let d = b.spawn();
+    let mut c = d.client();
+    let ws = new_acp_session(&mut c, "s-1", "chat")["workspace_dir"]
+        .as_str()
+        .expect("a workspace_dir")
+        .into();
+    (dir, d, c, ws)
+}
+
+/// The text of a turn that must end within [`PROMPT`].
+#[track_caller]
+fn prompt_text(c: &mut Client, prompt: &str) -> String {
+    let id = c.start_prompt("s-1", prompt);
+    let t = c.finish_turn("s-1", &id, PROMPT);
+    t.result();
+    t.text()
+}
+
+/// Writes into the FIFO at `path` whenever it has a reader, until dropped.
+struct Feeder(Arc<AtomicBool>);
+
+impl Feeder {
+    fn start(path: PathBuf) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            let chunk = vec![b'x'; 1 << 20];
+            while !flag.load(Ordering::Relaxed) {
+                let open = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(&path);
+                let Ok(mut pipe) = open else {
+                    // No reader yet (ENXIO).
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                while !flag.load(Ordering::Relaxed) {
+                    match pipe.write(&chunk) {
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        Err(_) => break, // the reader is gone (EPIPE)
+                    }
+                }
+            }
+        });
+        Feeder(stop)
+    }
+}
+
+impl Drop for Feeder {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn acp_read_of_a_fed_fifo_is_refused_at_once_with_bounded_memory() {
+    let (_dir, d, mut c, ws) = acp(Some(1 << 30));
+    let fifo = ws.join("feed");
+    mkfifo(&fifo);
+    let _feeder = Feeder::start(fifo.clone());
+    let before = d.peak_rss_kib().expect("VmHWM");
+    let started = Instant::now();
+    let text = prompt_text(&mut c, &format!("read {}", fifo.display()));
+    assert_eq!(text, "fs error -32602");
+    assert!(started.elapsed() < PROMPT, "{:?}", started.elapsed());
+    let peak = d.peak_rss_kib().expect("VmHWM");
+    assert!(
+        peak < before + 32 * 1024,
+        "peak RSS {peak} KiB, {before} KiB before the read"
+    );
+    // Still serving, the same session included.
+    assert_eq!(prompt_text(&mut c, "say fine"), "fine");
+}
+
+#[test]
+fn a_fifo_without_a_writer_answers_at_once_over_acp_and_the_daemon_still_serves() {
+    let (_dir, d, mut c, ws) = acp(None);
+    let fifo = ws.join("pipe");
+    mkfifo(&fifo);
+    // A FIFO read, twice (each used to hold a blocking thread forever).
+    for _ in 0..2 {
+        let text = prompt_text(&mut c, &format!("read {}", fifo.display()));
+        assert_eq!(text, "fs error -32602");
+    }
+    let mut other = d.client();
+    let id = other.send("status", json!({}));
+    other.wait_within(&id, PROMPT).expect("status answers");
+}
+
+#[test]
+fn the_openai_read_file_tool_on_a_fifo_answers_an_error_at_once() {
+    let (server, _d, mut c, ws) = openai::session("", "acp");
+    mkfifo(&ws.join("pipe"));
+    server.push(Reply::Stream(vec![
+        sse::role(),
+        sse::tool_start(0, "c1", "read_file"),
+        sse::tool_args(0, r#"{"path":"pipe"}"#),
+        sse::finish("tool_calls"),
+        sse::done(),
+    ]));
+    server.push(Reply::Stream(sse::answer(&["ok"])));
+    let id = c.start_prompt("s-1", "read the pipe");
+    let t = c.finish_turn("s-1", &id, PROMPT);
+    t.result();
+    let results: Vec<_> = merged(t.updates())
+        .into_iter()
+        .filter(|u| u["type"] == "tool_result")
+        .collect();
+    assert_eq!(
+        results,
+        vec![upd(
+            "s-1",
+            "tool_result",
+            json!({"toolCallId": "c1", "name": "read_file",
+                "rawOutput": "error: pipe: not a regular file"})
+        )]
+    );
+}
+
+/// An echo session `s-1` whose workspace has a `.git` with `HEAD` a FIFO.
+fn fifo_head_session(d: &Daemon) -> Client {
+    let mut c = d.client();
+    let r = c.ok(
+        "session/new",
+        json!({"agent_alias": "echo", "session_id": "s-1"}),
+    );
+    let ws = PathBuf::from(r["workspace_dir"].as_str().expect("a workspace_dir"));
+    std::fs::create_dir_all(ws.join(".git/refs/heads")).expect("mkdir .git");
+    mkfifo(&ws.join(".git/HEAD"));
+    c
+}
+
+#[test]
+fn git_branch_with_a_fifo_head_answers_nulls_at_once() {
+    let (_dir, d, _c, _ws) = acp(None);
+    let mut c = fifo_head_session(&d);
+    let id = c.send("session/git_branch", json!({"session_id": "s-1"}));
+    let got = c.wait_within(&id, PROMPT).expect("git_branch answers");
+    assert_eq!(got, json!({"branch": null, "hash": null}));
+}
+
+#[test]
+fn six_hundred_pipelined_git_branch_calls_starve_nobody() {
+    let (_dir, d, _c, _ws) = acp(None);
+    let mut c = fifo_head_session(&d);
+    let ids: Vec<_> = (0..600)
+        .map(|_| c.send("session/git_branch", json!({"session_id": "s-1"})))
+        .collect();
+    // Another connection's blocking work (a config save) is answered.
+    let mut other = d.client();
+    let started = Instant::now();
+    let id = other.send(
+        "config/set",
+        json!({"prop": "agents.acp.timeout_secs", "value": 120}),
+    );
+    other
+        .wait_within(&id, Duration::from_secs(10))
+        .expect("config/set answers");
+    let id = other.send("status", json!({}));
+    other.wait_within(&id, PROMPT).expect("status answers");
+    eprintln!("config/set and status after {:?}", started.elapsed());
+    // And every pipelined call is answered: nulls, or a limit refusal.
+    for id in ids {
+        match c.wait_within(&id, Duration::from_secs(20)) {
+            Ok(v) => assert_eq!(v, json!({"branch": null, "hash": null})),
+            Err(e) => assert_eq!(e["code"], -32004, "{e}"),
+        }
+    }
+}
+
+/// An outside file, and symlinks to it at both old predictable temporary
+/// names of `name` in `dir` (`.NAME.zeroclaw-<pid>.tmp` of ACP,
+/// `.NAME.zc-tmp-<pid>` of the tools; the daemon's pid is the agent's
+/// parent pid).
+fn plant(outside_dir: &Path, dir: &Path, name: &str, pid: u32) -> PathBuf {
+    let outside = outside_dir.join("secret.txt");
+    std::fs::write(&outside, "secret").expect("writing the outside file");
+    for tmp in [
+        format!(".{name}.zeroclaw-{pid}.tmp"),
+        format!(".{name}.zc-tmp-{pid}"),
+    ] {
+        symlink(&outside, dir.join(tmp)).expect("planting a symlink");
+    }
+    outside
+}
+
+#[test]
+fn acp_writes_never_follow_a_symlink_planted_at_a_temporary_name() {
+    let (dir, d, mut c, ws) = acp(None);
+    let outside = plant(dir.path(), &ws, "t.txt", d.pid);
+    let text = prompt_text(&mut c, &format!("write {}/t.txt evil", ws.display()));
+    assert_eq!(text, "wrote");
+    assert_eq!(std::fs::read(&outside).unwrap(), b"secret");
+    let written = ws.join("t.txt");
+    assert!(!written.is_symlink(), "a regular file is written");
+    assert_eq!(std::fs::read(&written).unwrap(), b"evil");
+}
+
+#[test]
+fn acp_writes_through_a_directory_that_leads_outside_are_refused() {
+    let (dir, _d, mut c, ws) = acp(None);
+    let outside = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("kept"), "kept").unwrap();
+    symlink(&outside, ws.join("sub")).unwrap();
+    for name in ["sub/new", "sub/kept", "sub/deeper/new"] {
+        let text = prompt_text(&mut c, &format!("write {}/{name} evil", ws.display()));
+        assert_eq!(text, "fs error -32602", "{name}");
+    }
+    let mut left: Vec<_> = std::fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["kept"]);
+    assert_eq!(std::fs::read(outside.join("kept")).unwrap(), b"kept");
+}
+
+#[test]
+fn the_openai_write_file_tool_never_writes_outside() {
+    let (server, d, mut c, ws) = openai::session("approval = \"never\"", "acp");
+    let outside_dir = d.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&outside_dir).unwrap();
+    let outside = plant(&outside_dir, &ws, "t.txt", d.pid);
+    symlink(&outside_dir, ws.join("sub")).unwrap();
+    server.push(Reply::Stream(vec![
+        sse::role(),
+        sse::tool_start(0, "c1", "write_file"),
+        sse::tool_start(1, "c2", "write_file"),
+        sse::tool_args(0, r#"{"path":"t.txt","content":"evil"}"#),
+        sse::tool_args(1, r#"{"path":"sub/new.txt","content":"evil"}"#),
+        sse::finish("tool_calls"),
+        sse::done(),
+    ]));
+    server.push(Reply::Stream(sse::answer(&["ok"])));
+    let id = c.start_prompt("s-1", "write");
+    let t = c.finish_turn("s-1", &id, PROMPT);
+    t.result();
+    let outputs: Vec<_> = merged(t.updates())
+        .into_iter()
+        .filter(|u| u["type"] == "tool_result")
+        .map(|u| u["rawOutput"].clone())
+        .collect();
+    assert_eq!(
+        outputs,
+        [
+            json!("wrote 4 bytes to t.txt"),
+            json!("error: path is outside the working directory")
+        ]
+    );
+    assert_eq!(std::fs::read(&outside).unwrap(), b"secret");
+    assert!(!outside_dir.join("new.txt").exists());
+    assert_eq!(std::fs::read(ws.join("t.txt")).unwrap(), b"evil");
+}
