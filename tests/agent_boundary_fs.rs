@@ -170,23 +170,17 @@ fn the_openai_read_file_tool_on_a_fifo_answers_an_error_at_once() {
     );
 }
 
-/// An echo session `s-1` whose workspace has a `.git` with `HEAD` a FIFO.
-fn fifo_head_session(d: &Daemon) -> Client {
-    let mut c = d.client();
-    let r = c.ok(
-        "session/new",
-        json!({"agent_alias": "echo", "session_id": "s-1"}),
-    );
-    let ws = PathBuf::from(r["workspace_dir"].as_str().expect("a workspace_dir"));
+/// Makes the workspace a repository whose `.git/HEAD` is a FIFO (as an
+/// agent can).
+fn fifo_head(ws: &Path) {
     std::fs::create_dir_all(ws.join(".git/refs/heads")).expect("mkdir .git");
     mkfifo(&ws.join(".git/HEAD"));
-    c
 }
 
 #[test]
 fn git_branch_with_a_fifo_head_answers_nulls_at_once() {
-    let (_dir, d, _c, _ws) = acp(None);
-    let mut c = fifo_head_session(&d);
+    let (_dir, _d, mut c, ws) = acp(None);
+    fifo_head(&ws);
     let id = c.send("session/git_branch", json!({"session_id": "s-1"}));
     let got = c.wait_within(&id, PROMPT).expect("git_branch answers");
     assert_eq!(got, json!({"branch": null, "hash": null}));
@@ -194,8 +188,8 @@ fn git_branch_with_a_fifo_head_answers_nulls_at_once() {
 
 #[test]
 fn six_hundred_pipelined_git_branch_calls_starve_nobody() {
-    let (_dir, d, _c, _ws) = acp(None);
-    let mut c = fifo_head_session(&d);
+    let (_dir, d, mut c, ws) = acp(None);
+    fifo_head(&ws);
     let ids: Vec<_> = (0..600)
         .map(|_| c.send("session/git_branch", json!({"session_id": "s-1"})))
         .collect();
