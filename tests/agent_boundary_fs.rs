@@ -188,10 +188,18 @@ fn git_branch_with_a_fifo_head_answers_nulls_at_once() {
 
 #[test]
 fn six_hundred_pipelined_git_branch_calls_starve_nobody() {
-    let (_dir, d, mut c, ws) = acp(None);
+    let (_dir, d, _c, ws) = acp(None);
     fifo_head(&ws);
-    let ids: Vec<_> = (0..600)
-        .map(|_| c.send("session/git_branch", json!({"session_id": "s-1"})))
+    // 10 connections x 60 (under the 64 requests in flight of one): past
+    // the runtime's 512 blocking threads if each held one.
+    let mut callers: Vec<(Client, Vec<serde_json::Value>)> = (0..10)
+        .map(|_| {
+            let mut c = d.client();
+            let ids = (0..60)
+                .map(|_| c.send("session/git_branch", json!({"session_id": "s-1"})))
+                .collect();
+            (c, ids)
+        })
         .collect();
     // Another connection's blocking work (a config save) is answered.
     let mut other = d.client();
@@ -207,10 +215,12 @@ fn six_hundred_pipelined_git_branch_calls_starve_nobody() {
     other.wait_within(&id, PROMPT).expect("status answers");
     eprintln!("config/set and status after {:?}", started.elapsed());
     // And every pipelined call is answered: nulls, or a limit refusal.
-    for id in ids {
-        match c.wait_within(&id, Duration::from_secs(20)) {
-            Ok(v) => assert_eq!(v, json!({"branch": null, "hash": null})),
-            Err(e) => assert_eq!(e["code"], -32004, "{e}"),
+    for (c, ids) in &mut callers {
+        for id in ids.iter() {
+            match c.wait_within(id, Duration::from_secs(20)) {
+                Ok(v) => assert_eq!(v, json!({"branch": null, "hash": null})),
+                Err(e) => assert_eq!(e["code"], -32004, "{e}"),
+            }
         }
     }
 }
