@@ -20,8 +20,7 @@ use serde_json::json;
 
 use common::acp_agent::{acp_config, new_acp_session};
 use common::openai::{self, merged};
-use common::openai_server::{sse, Reply};
-use common::sessions::upd;
+use common::openai_server::{sse, OpenAiServer, Reply};
 use common::start::write_config;
 use common::{Client, Daemon, DaemonBuilder, TestDir};
 
@@ -140,34 +139,41 @@ fn a_fifo_without_a_writer_answers_at_once_over_acp_and_the_daemon_still_serves(
     other.wait_within(&id, PROMPT).expect("status answers");
 }
 
+/// The model asks for `calls` (`(id, tool, arguments)`) in one answer,
+/// then says `ok`; the tools' outputs, in order, within [`PROMPT`].
+fn tool_outputs(
+    server: &OpenAiServer,
+    c: &mut Client,
+    calls: &[(&str, &str, &str)],
+) -> Vec<String> {
+    let mut steps = vec![sse::role()];
+    for (i, (id, name, args)) in (0u32..).zip(calls) {
+        steps.push(sse::tool_start(i, id, name));
+        steps.push(sse::tool_args(i, args));
+    }
+    steps.extend([sse::finish("tool_calls"), sse::done()]);
+    server.push(Reply::Stream(steps));
+    server.push(Reply::Stream(sse::answer(&["ok"])));
+    let id = c.start_prompt("s-1", "go");
+    let t = c.finish_turn("s-1", &id, PROMPT);
+    t.result();
+    merged(t.updates())
+        .into_iter()
+        .filter(|u| u["type"] == "tool_result")
+        .map(|u| u["rawOutput"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
 #[test]
 fn the_openai_read_file_tool_on_a_fifo_answers_an_error_at_once() {
     let (server, _d, mut c, ws) = openai::session("", "acp");
     mkfifo(&ws.join("pipe"));
-    server.push(Reply::Stream(vec![
-        sse::role(),
-        sse::tool_start(0, "c1", "read_file"),
-        sse::tool_args(0, r#"{"path":"pipe"}"#),
-        sse::finish("tool_calls"),
-        sse::done(),
-    ]));
-    server.push(Reply::Stream(sse::answer(&["ok"])));
-    let id = c.start_prompt("s-1", "read the pipe");
-    let t = c.finish_turn("s-1", &id, PROMPT);
-    t.result();
-    let results: Vec<_> = merged(t.updates())
-        .into_iter()
-        .filter(|u| u["type"] == "tool_result")
-        .collect();
-    assert_eq!(
-        results,
-        vec![upd(
-            "s-1",
-            "tool_result",
-            json!({"toolCallId": "c1", "name": "read_file",
-                "rawOutput": "error: pipe: not a regular file"})
-        )]
+    let outputs = tool_outputs(
+        &server,
+        &mut c,
+        &[("c1", "read_file", r#"{"path":"pipe"}"#)],
     );
+    assert_eq!(outputs, ["error: pipe: not a regular file"]);
 }
 
 /// Makes the workspace a repository whose `.git/HEAD` is a FIFO (as an
@@ -280,29 +286,23 @@ fn the_openai_write_file_tool_never_writes_outside() {
     std::fs::create_dir_all(&outside_dir).unwrap();
     let outside = plant(&outside_dir, &ws, "t.txt", d.pid);
     symlink(&outside_dir, ws.join("sub")).unwrap();
-    server.push(Reply::Stream(vec![
-        sse::role(),
-        sse::tool_start(0, "c1", "write_file"),
-        sse::tool_start(1, "c2", "write_file"),
-        sse::tool_args(0, r#"{"path":"t.txt","content":"evil"}"#),
-        sse::tool_args(1, r#"{"path":"sub/new.txt","content":"evil"}"#),
-        sse::finish("tool_calls"),
-        sse::done(),
-    ]));
-    server.push(Reply::Stream(sse::answer(&["ok"])));
-    let id = c.start_prompt("s-1", "write");
-    let t = c.finish_turn("s-1", &id, PROMPT);
-    t.result();
-    let outputs: Vec<_> = merged(t.updates())
-        .into_iter()
-        .filter(|u| u["type"] == "tool_result")
-        .map(|u| u["rawOutput"].clone())
-        .collect();
+    let outputs = tool_outputs(
+        &server,
+        &mut c,
+        &[
+            ("c1", "write_file", r#"{"path":"t.txt","content":"evil"}"#),
+            (
+                "c2",
+                "write_file",
+                r#"{"path":"sub/new.txt","content":"evil"}"#,
+            ),
+        ],
+    );
     assert_eq!(
         outputs,
         [
-            json!("wrote 4 bytes to t.txt"),
-            json!("error: path is outside the working directory")
+            "wrote 4 bytes to t.txt",
+            "error: path is outside the working directory"
         ]
     );
     assert_eq!(std::fs::read(&outside).unwrap(), b"secret");

@@ -2,26 +2,10 @@
 //! descriptor, so the directory read is the one the kernel resolved), and a
 //! child's working directory (`terminal/create`'s `cwd`).
 
-use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
-use super::{Error, Rel, Root};
-
-/// What an entry is, as the directory says (a symlink is not followed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Dir,
-    File,
-    Other,
-}
-
-/// One entry of a listed directory.
-#[derive(Debug)]
-pub struct Entry {
-    pub name: OsString,
-    pub kind: Kind,
-}
+use super::{Entry, Error, Rel, Root};
 
 /// A directory opened beneath the root, held open while in use.
 #[derive(Debug)]
@@ -59,26 +43,17 @@ impl Root {
         let dir = Dir {
             fd: self.open_at(rel, flags, follow_last)?,
         };
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir.path())? {
-            let entry = entry?;
-            let kind = match entry.file_type() {
-                Ok(t) if t.is_dir() => Kind::Dir,
-                Ok(t) if t.is_file() => Kind::File,
-                _ => Kind::Other,
-            };
-            out.push(Entry {
-                name: entry.file_name(),
-                kind,
-            });
-        }
-        Ok(out)
+        let entries = std::fs::read_dir(dir.path())?;
+        Ok(entries
+            .map(|e| e.map(Entry::of))
+            .collect::<Result<_, _>>()?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::confine::Kind;
     use std::path::Path;
 
     #[test]

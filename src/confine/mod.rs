@@ -39,14 +39,51 @@ mod sys;
 mod write;
 
 #[cfg(unix)]
-pub use dir::{Dir, Entry, Kind};
+pub use dir::Dir;
 pub use path::Rel;
 #[cfg(not(unix))]
-pub use portable::{read_regular, Dir, Entry, Kind, Root};
+pub use portable::{read_regular, Dir, Root};
 #[cfg(unix)]
 pub use read::read_regular;
 #[cfg(unix)]
 pub use resolve::Root;
+
+/// What a directory entry is, as the directory says (a symlink is not followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Other,
+}
+
+/// One entry of a listed directory.
+#[derive(Debug)]
+pub struct Entry {
+    pub name: std::ffi::OsString,
+    pub kind: Kind,
+}
+
+impl Entry {
+    fn of(entry: std::fs::DirEntry) -> Entry {
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_dir() => Kind::Dir,
+            Ok(t) if t.is_file() => Kind::File,
+            _ => Kind::Other,
+        };
+        Entry {
+            name: entry.file_name(),
+            kind,
+        }
+    }
+}
+
+/// A temporary's name, `.zc-<16 random hex digits>.tmp`: nothing an agent
+/// can plant ahead (the old names held the daemon's pid).
+fn temp_name() -> Result<String, Error> {
+    let mut raw = [0u8; 8];
+    getrandom::fill(&mut raw).map_err(|e| Error::Io(io::Error::other(e.to_string())))?;
+    Ok(format!(".zc-{:016x}.tmp", u64::from_ne_bytes(raw)))
+}
 
 /// Why a confined operation failed. Each caller maps it to its wire: ACP
 /// codes (src/agent/acp/fs.rs), tool error strings (src/agent/openai/tools).

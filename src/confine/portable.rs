@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{Error, Rel};
+use super::{Entry, Error, Rel};
 
 /// The working directory.
 #[derive(Debug)]
@@ -25,21 +25,6 @@ impl Dir {
     pub fn path(&self) -> PathBuf {
         self.path.clone()
     }
-}
-
-/// What an entry is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Dir,
-    File,
-    Other,
-}
-
-/// One entry of a listed directory.
-#[derive(Debug)]
-pub struct Entry {
-    pub name: std::ffi::OsString,
-    pub kind: Kind,
 }
 
 impl Root {
@@ -81,9 +66,7 @@ impl Root {
         let path = self.real(rel)?;
         let dir = path.parent().ok_or(Error::NotRegular)?;
         std::fs::create_dir_all(dir)?;
-        let mut raw = [0u8; 8];
-        getrandom::fill(&mut raw).map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?;
-        let tmp = dir.join(format!(".zc-{:016x}.tmp", u64::from_ne_bytes(raw)));
+        let tmp = dir.join(super::temp_name()?);
         let mut f = File::options().write(true).create_new(true).open(&tmp)?;
         let written = f
             .write_all(bytes)
@@ -105,20 +88,10 @@ impl Root {
     }
 
     pub fn list(&self, rel: &Rel, _follow_last: bool) -> Result<Vec<Entry>, Error> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(self.real(rel)?)? {
-            let entry = entry?;
-            let kind = match entry.file_type() {
-                Ok(t) if t.is_dir() => Kind::Dir,
-                Ok(t) if t.is_file() => Kind::File,
-                _ => Kind::Other,
-            };
-            out.push(Entry {
-                name: entry.file_name(),
-                kind,
-            });
-        }
-        Ok(out)
+        let entries = std::fs::read_dir(self.real(rel)?)?;
+        Ok(entries
+            .map(|e| e.map(Entry::of))
+            .collect::<Result<_, _>>()?)
     }
 }
 

@@ -10,7 +10,7 @@
 //! beneath the root like any other path. Anything else at the name (a FIFO,
 //! a file) is replaced, never opened.
 
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::{CStr, OsStr};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -50,7 +50,7 @@ impl Root {
 
 /// `bytes` into a fresh temporary in `dir`, renamed over `name`.
 fn replace(dir: BorrowedFd<'_>, name: &CStr, bytes: &[u8]) -> Result<(), Error> {
-    let tmp = temp_name()?;
+    let tmp = sys::c_name(OsStr::new(&super::temp_name()?))?;
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let mut file = File::from(sys::openat(dir, &tmp, flags, 0o666)?);
     let written = (|| {
@@ -63,14 +63,6 @@ fn replace(dir: BorrowedFd<'_>, name: &CStr, bytes: &[u8]) -> Result<(), Error> 
         return Err(e.into());
     }
     Ok(())
-}
-
-/// `.zc-<16 random hex digits>.tmp`: nothing an agent can plant ahead.
-fn temp_name() -> Result<CString, Error> {
-    let mut raw = [0u8; 8];
-    getrandom::fill(&mut raw).map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?;
-    let name = format!(".zc-{:016x}.tmp", u64::from_ne_bytes(raw));
-    Ok(sys::c_name(OsStr::new(&name))?)
 }
 
 #[cfg(test)]
@@ -109,7 +101,8 @@ mod tests {
         assert_eq!(std::fs::read(d.join("out/secret")).unwrap(), b"s");
         assert!(!d.join("out/new").exists());
         // A FIFO at the name is replaced, never opened.
-        let fifo = CString::new(ws.join("p").into_os_string().into_encoded_bytes()).unwrap();
+        let fifo =
+            std::ffi::CString::new(ws.join("p").into_os_string().into_encoded_bytes()).unwrap();
         // SAFETY: a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         root.write(&rel("p"), b"file").unwrap();
