@@ -1,4 +1,4 @@
-//! The client side of the CLI (SPEC §13): connect to the endpoint the
+//! The client side of the CLI (§13): connect to the endpoint the
 //! environment names, `initialize`, send one request and stream what the
 //! daemon says until its answer arrives, answering the daemon's own
 //! questions (`elicitation/create`) and, if asked to, approvals.
@@ -213,7 +213,7 @@ pub async fn rpc(
     report(outcome)
 }
 
-/// Prints an outcome the way every client command does (SPEC §13): the
+/// Prints an outcome the way every client command does (§13): the
 /// result on stdout, an error object or a failure on stderr; the exit status.
 fn report(outcome: Result<Answer, Failure>) -> i32 {
     match outcome {

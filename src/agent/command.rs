@@ -1,4 +1,4 @@
-//! The `command` agent (SPEC §10.4): runs the configured program once per
+//! The `command` agent (§10.4): runs the configured program once per
 //! turn, directly (no shell), and streams its stdout as message chunks.
 //!
 //! One task drives everything in a single `select!` loop: writing stdin

@@ -1,4 +1,4 @@
-//! Agent backends: what runs one turn of a session (SPEC §10).
+//! Agent backends: what runs one turn of a session (§10).
 //!
 //! A backend gets a [`TurnInput`], reports what it does through an
 //! [`EventSink`] (awaiting each call, so events keep their order) and ends

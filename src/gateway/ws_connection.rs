@@ -1,4 +1,4 @@
-//! One WebSocket connection (SPEC §12), served by the same connection
+//! One WebSocket connection (§12), served by the same connection
 //! driver as the local endpoint (`connection::driver`) through [`WsWire`]:
 //!
 //! - Each text message is one frame for the connection's own stack; the
