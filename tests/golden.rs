@@ -1,4 +1,4 @@
-//! Golden transcripts (DESIGN.md "Testing"): each `tests/golden/*.transcript`
+//! Golden transcripts (the design card's "Testing"): each `tests/golden/*.transcript`
 //! is replayed against a fresh daemon over the real socket.
 //!
 //! # Transcript format

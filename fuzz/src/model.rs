@@ -1,5 +1,5 @@
 //! A reference model of envelope classification (§3.2–§3.4), written
-//! over `serde_json::Value` independently of `src/jsonrpc.rs`, and the
+//! over `serde_json::Value` independently of `src/jsonrpc/`, and the
 //! mapping of the daemon's real [`Classified`] onto the same small type.
 //!
 //! Shared by the fuzz target (`fuzz_targets/frames.rs`) and the property

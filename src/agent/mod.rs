@@ -175,7 +175,7 @@ impl TurnOutcome {
     }
 }
 
-/// Why a model server failed a turn; `src/error.rs` spells each as a
+/// Why a model server failed a turn; `src/error/reason.rs` spells each as a
 /// `data.reason` of `-32603`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderReason {
