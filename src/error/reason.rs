@@ -28,8 +28,8 @@ pub enum Reason {
     FileTooLarge,
     RequestTooLarge,
     PathNotAllowed,
-    UnsupportedInteractionSurface,
     // -32000
+    UnsupportedInteractionSurface,
     Closed,
     Killed,
     Deleted,
@@ -37,6 +37,7 @@ pub enum Reason {
     // -32002
     QueueFull,
     QueueTimeout,
+    // -32000 (`session/cancel`)
     NoActiveTurn,
     // -32012
     MissingGrant,
