@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::conn::{Conn, Incoming};
 use crate::client::exit;
+use crate::shown::Shown;
 
 /// Runs the command; the exit status.
 pub async fn run(config_dir: Option<&OsStr>, limit: u32, follow: bool) -> i32 {
@@ -107,9 +108,8 @@ pub fn line(r: &Value) -> String {
             }
         }
     }
-    l.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    // An agent's stderr lines are logged: shown like all the daemon's text.
+    Shown::line(&l).to_string()
 }
 
 #[cfg(test)]
