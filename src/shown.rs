@@ -187,21 +187,45 @@ mod tests {
     #[test]
     fn c1_controls_are_shown_by_code() {
         assert_eq!(Shown::text("a\u{9b}2Jb").as_str(), "a<U+009B>2Jb");
-        assert_eq!(Shown::text("\u{85}\u{80}\u{9f}").as_str(), "<U+0085><U+0080><U+009F>");
+        assert_eq!(
+            Shown::text("\u{85}\u{80}\u{9f}").as_str(),
+            "<U+0085><U+0080><U+009F>"
+        );
     }
 
     #[test]
     fn bidi_and_invisible_format_characters_are_shown_by_code() {
         for c in [
-            '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
-            '\u{2068}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}', '\u{200B}', '\u{2060}',
-            '\u{FEFF}', '\u{E0041}', '\u{2028}', '\u{2029}',
+            '\u{202A}',
+            '\u{202B}',
+            '\u{202C}',
+            '\u{202D}',
+            '\u{202E}',
+            '\u{2066}',
+            '\u{2067}',
+            '\u{2068}',
+            '\u{2069}',
+            '\u{200E}',
+            '\u{200F}',
+            '\u{061C}',
+            '\u{200B}',
+            '\u{2060}',
+            '\u{FEFF}',
+            '\u{E0041}',
+            '\u{2028}',
+            '\u{2029}',
         ] {
             let s = format!("a{c}b");
-            assert_eq!(Shown::text(&s).as_str(), format!("a<U+{:04X}>b", u32::from(c)));
+            assert_eq!(
+                Shown::text(&s).as_str(),
+                format!("a<U+{:04X}>b", u32::from(c))
+            );
         }
         // Joiners move nothing and build emoji and words: kept.
-        assert_eq!(Shown::text("👩\u{200D}💻 \u{200C}").as_str(), "👩\u{200D}💻 \u{200C}");
+        assert_eq!(
+            Shown::text("👩\u{200D}💻 \u{200C}").as_str(),
+            "👩\u{200D}💻 \u{200C}"
+        );
     }
 
     #[test]

@@ -11,14 +11,15 @@ mod common;
 use common::acp_agent::acp_config;
 use common::chat::{plain_chat as chat, Chat};
 use common::chat_tty::chat_tty;
-use common::start::{start, start_echo};
+use common::start::{start, start_args, start_echo};
 use common::tty::available;
 use common::{run_cli, Daemon};
 
 /// What an agent writes.
 const HOSTILE: &str = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07\x1b[2K\rls -la (read only)\u{9b}2J\u{202e}exe.txt\0\x7f";
 /// What a person sees of it.
-const SHOWN: &str = "␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇␛[2K␍ls -la (read only)<U+009B>2J<U+202E>exe.txt␀␡";
+const SHOWN: &str =
+    "␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇␛[2K␍ls -la (read only)<U+009B>2J<U+202E>exe.txt␀␡";
 /// A tool's input: JSON strings may hold C1, bidi and DEL raw.
 const INPUT: &str = "{\"c\":\"\u{9b}\u{202e}\u{7f}\"}";
 const INPUT_SHOWN: &str = "{\"c\":\"<U+009B><U+202E>␡\"}";
@@ -181,7 +182,10 @@ fn rpc_prints_json_without_terminal_controls() {
         serde_json::json!({"session_id": "s-1", "prompt": prompt}),
         true,
     );
-    assert!(err.contains(r#""argumentsSummary":"{\"c\":\"\u009b\u202e\u007f\"}""#), "{err}");
+    assert!(
+        err.contains(r#""argumentsSummary":"{\"c\":\"\u009b\u202e\u007f\"}""#),
+        "{err}"
+    );
     let (out, _) = rpc(
         "session/messages",
         serde_json::json!({"session_id": "s-1", "chat_mode": "chat"}),
@@ -191,16 +195,20 @@ fn rpc_prints_json_without_terminal_controls() {
     assert_eq!(page["messages"][0]["content"], prompt, "the same value");
 }
 
-/// `zeroclaw logs`: an agent's stderr line, logged by the daemon, prints inert.
+/// `zeroclaw logs`: an agent's stderr line, logged by the daemon, prints
+/// inert; so does the daemon's own text log (its stderr, often a terminal).
 #[test]
 fn logs_print_an_agents_stderr_inert() {
-    let env = start(&acp_config("", ""));
+    let env = start_args(&acp_config("", ""), &["--log-format", "text"]);
     let mut rpc = env.client();
     common::acp_agent::new_acp_session(&mut rpc, "s-1", "chat");
     rpc.prompt_ok("s-1", &format!("stderr {HOSTILE}"));
     let out = logs_until(&env, "acp_agent_stderr");
     assert_inert("logs' stdout", out.as_bytes());
     assert!(out.contains(SHOWN), "{out}");
+    let log = env.log.text();
+    assert!(log.contains("acp_agent_stderr"), "{log}");
+    assert_inert("the daemon's stderr", log.as_bytes());
 }
 
 /// `zeroclaw logs` until its output holds `what` (the stderr line is logged
