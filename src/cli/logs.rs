@@ -18,12 +18,13 @@ pub async fn run(config_dir: Option<&OsStr>, limit: u32, follow: bool) -> i32 {
     let mut conn = match Conn::open(config_dir).await {
         Ok(c) => c,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "zeroclaw: {}", e.message);
+            let _ = writeln!(std::io::stderr(), "zeroclaw: {}", Shown::line(&e.message));
             return e.status;
         }
     };
     let fail = |m: String| {
-        let _ = writeln!(std::io::stderr(), "zeroclaw: {m}");
+        // An error's message is the daemon's text.
+        let _ = writeln!(std::io::stderr(), "zeroclaw: {}", Shown::line(&m));
         exit::RPC_ERROR
     };
     if follow {
