@@ -6,9 +6,10 @@
 //! - `say TEXT` / `think TEXT`: one message / thought chunk;
 //! - `tool ID KIND TITLE`: a tool call, an `in_progress` update, then
 //!   `completed` with `rawOutput {"ok":true}`;
-//! - `ask ID`: a tool call then `session/request_permission` (options `yes`
+//! - `ask ID [TITLE]`: a tool call then `session/request_permission` (options `yes`
 //!   allow_once, `always` allow_always, `no` reject_once); says
-//!   `permission: <optionId>` or `permission: cancelled`;
+//!   `permission: <optionId>` or `permission: cancelled`; TITLE (default
+//!   `Edit ID`) is a JSON string literal, so a test types any bytes as escapes;
 //! - `read PATH` / `write PATH TEXT`: `fs/*`; says `read: <content>`,
 //!   `wrote` or `fs error <code>`;
 //! - `unknown`: a `terminal/create` request; says `terminal error <code>`;
@@ -454,16 +455,20 @@ impl Agent {
         );
     }
 
-    fn ask(&mut self, session: &str, id: &str) -> String {
+    fn ask(&mut self, session: &str, rest: &str) -> String {
+        let (id, title) = match rest.split_once(' ') {
+            Some((id, t)) => (id, serde_json::from_str(t).unwrap_or_else(|_| t.to_owned())),
+            None => (rest, format!("Edit {rest}")),
+        };
         self.update(
             session,
             json!({"sessionUpdate": "tool_call", "toolCallId": id,
-            "title": format!("Edit {id}"), "kind": "edit", "status": "pending"}),
+            "title": title, "kind": "edit", "status": "pending"}),
         );
         let r = self.request(
             "session/request_permission",
             json!({"sessionId": session,
-                   "toolCall": {"toolCallId": id, "title": format!("Edit {id}"), "kind": "edit"},
+                   "toolCall": {"toolCallId": id, "title": title, "kind": "edit"},
                    "options": [
                        {"optionId": "yes", "name": "Yes", "kind": "allow_once"},
                        {"optionId": "always", "name": "Always", "kind": "allow_always"},
