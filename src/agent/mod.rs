@@ -38,7 +38,7 @@ pub use context::{context_document, context_json_input, ContextMessage, Kind, Ro
 pub use directive::{echo_compaction_request, CompactionRequest};
 pub use extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 pub use json::compact_json;
-pub use openai::{Approval, OpenAiSettings};
+pub use openai::{redirect as model_redirect, Approval, OpenAiSettings};
 pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 
 /// The failure message of a turn stopped because its sink closed.
