@@ -27,7 +27,7 @@ use crate::error::{InternalReason, RpcError};
 use crate::jsonrpc::{error_frame, Payload};
 use crate::limits::SHUTDOWN_GRACE;
 use crate::live_config::LiveConfig;
-use crate::request::IdText;
+use crate::request::ReplyTo;
 use crate::store::{provider_safe, Store};
 
 /// After a soft cancel, how long the backend may take to stop.
@@ -74,7 +74,7 @@ pub async fn run_prompt(
     session: Arc<Session>,
     conn: Conn,
     prompt: String,
-    reply_to: Option<IdText>,
+    reply_to: Option<ReplyTo>,
 ) -> Answered {
     // Over the daemon's memory budget no new turn starts (issue 13).
     if let Err(e) = crate::memory::budget().check() {
@@ -104,12 +104,15 @@ pub async fn run_prompt(
         async move {
             let runtime = (&store, &*config, &hosts);
             let mut out = execute(runtime, &session, &conn, &prompt, &signals).await;
-            if let Some(id) = reply_to {
+            if let Some(ReplyTo { id, hold }) = reply_to {
                 let frame = match &out.result {
                     Ok(r) => Payload::new(r, Default::default()).map(|p| p.into_frame(id.as_str())),
                     Err(e) => Ok(error_frame(e, Some(id.as_str()))),
                 };
                 if let Ok(frame) = frame {
+                    // The request is answered: its in-flight slot is free
+                    // before the client can read the answer and send again.
+                    hold.release();
                     let _ = conn.outbound.send_or_cancelled(frame, &signals.soft).await;
                     out.answer_sent = true;
                 }
