@@ -213,9 +213,13 @@ async fn execute(
     }
 
     // 4. The agent.
+    // One deadline for the whole turn: the backend's own waits and the
+    // approvals and questions the sink waits on all end by it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(settings.timeout_secs);
     let waits = Waits {
         approval: Duration::from_secs(u64::from(config.daemon.approval_timeout_secs)),
         ask: Duration::from_secs(u64::from(config.daemon.ask_timeout_secs)),
+        deadline,
     };
     let mut sink = TurnSink::new(
         session.clone(),
@@ -237,6 +241,7 @@ async fn execute(
         settings: &settings,
         always_allowed: &always_allowed,
         acp_hosts: Some(hosts),
+        deadline,
     };
     let outcome = with_cancellation(
         agent::run_turn(backend, input, &mut sink, &signals.soft),
