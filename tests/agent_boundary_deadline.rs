@@ -15,8 +15,8 @@ use serde_json::{json, Value};
 use common::acp::AcpEnv;
 use common::acp_agent::{acp_client, acp_config, turn_agent_failed};
 use common::assert::assert_error_exact;
-use common::openai::{self, config, until_approval};
-use common::openai_server::{sse, OpenAiServer, Reply};
+use common::openai::{self, until_approval};
+use common::openai_server::{sse, Reply};
 use common::sessions::{Frame, Turn};
 use common::start::{start, ECHO_ONLY};
 use common::Client;
@@ -65,15 +65,9 @@ fn an_acp_agents_unanswered_permission_ends_at_the_turn_deadline() {
 
 #[test]
 fn an_openai_agents_unanswered_approval_ends_at_the_turn_deadline() {
-    let server = OpenAiServer::start();
-    let cfg = format!(
-        "{}\n[daemon]\n{DAEMON}\n",
-        config(&server, "timeout_secs = 2")
-    );
-    let d = openai::start(&cfg);
-    let mut c = d.client();
-    let r = c.new_session_of("m", "s-1", "acp");
-    let ws = std::path::PathBuf::from(r["workspace_dir"].as_str().unwrap());
+    // The `[daemon]` table after the agent's own keys.
+    let (server, _d, mut c, ws) =
+        openai::session(&format!("timeout_secs = 2\n[daemon]\n{DAEMON}"), "acp");
     server.push(Reply::Stream(vec![
         sse::role(),
         sse::tool_start(0, "call_t", "write_file"),
