@@ -26,7 +26,8 @@
 //!   requests for PATH, the answers not read (with `deaf` after it, the
 //!   client's queue to a deaf agent fills); `sleep MS`: sleeps MS ms (deaf
 //!   meanwhile);
-//! - `stderr TEXT`: a line on stderr; `history`: says how many earlier
+//! - `stderr TEXT`: a line on stderr; `stderr-env NAME`: `NAME=<its value in
+//!   the agent's environment>` on stderr; `history`: says how many earlier
 //!   prompts the session remembers; `pid`: says the process id; `links`:
 //!   says the `resource_link` URIs of the prompt;
 //! - `plan`: a `plan`, an `available_commands_update`, a
@@ -358,6 +359,11 @@ impl Agent {
                 }
                 "stderr" => {
                     eprintln!("{rest}");
+                    None
+                }
+                // Its own environment's value of `rest`, on stderr (a credential leaking).
+                "stderr-env" => {
+                    eprintln!("{rest}={}", std::env::var(rest).unwrap_or_default());
                     None
                 }
                 "history" => {

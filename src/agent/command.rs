@@ -99,7 +99,7 @@ async fn run_with_grace<S: EventSink>(
         } // dropped here: the pipe is closed
     };
     tokio::pin!(write_stdin);
-    let deadline = tokio::time::sleep(Duration::from_secs(settings.timeout_secs));
+    let deadline = tokio::time::sleep_until(input.deadline.into());
     tokio::pin!(deadline);
 
     let mut stdin_done = false;

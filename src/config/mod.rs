@@ -24,7 +24,7 @@ pub use policy::{
     is_admin_only_prop, is_paired, selector_matches, token_digest, token_from_bytes, AgentSelector,
     Grant, GrantSet, Policy, Principal, Resolution, Resource, Verb, SHARED_OPERATOR_ID,
 };
-pub use props::{effective_json, is_secret, PropError, PropReason};
+pub use props::{effective_json, is_secret, secret_values, PropError, PropReason};
 pub use schema::{
     AgentConfig, Config, DaemonConfig, GatewayConfig, PermissionProfile, SecurityConfig,
     Temperature, UserConfig, OPENAI_APPROVALS, OPENAI_TOOLS,

@@ -56,6 +56,8 @@ pub enum Notice {
 pub struct QueueWriter {
     tx: SyncSender<Vec<u8>>,
     stats: Arc<Stats>,
+    /// The lines' format: JSON lines are masked inside their strings only.
+    format: Notice,
 }
 
 impl QueueWriter {
@@ -74,12 +76,18 @@ impl QueueWriter {
             Self {
                 tx,
                 stats: stats.clone(),
+                format: notice,
             },
             stats,
         ))
     }
 
     fn push(&self, line: &[u8]) {
+        // Masked before it is queued: no configured secret reaches the log.
+        let line = match self.format {
+            Notice::Json => super::secrets::mask_json(line),
+            Notice::Text => super::secrets::mask_plain(line),
+        };
         self.stats.pending.fetch_add(1, Ordering::Relaxed);
         match self.tx.try_send(line.to_vec()) {
             Ok(()) => {}

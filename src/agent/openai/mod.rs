@@ -22,6 +22,7 @@ mod body;
 mod chunk;
 mod delta;
 mod pending;
+pub mod redirect;
 mod request;
 mod retry;
 mod settings;

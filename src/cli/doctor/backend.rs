@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::Check;
-use crate::agent::OpenAiSettings;
+use crate::agent::{model_redirect, OpenAiSettings};
 use crate::config::AgentConfig;
 
 /// How long an ACP agent or a model server gets to answer.
@@ -151,7 +151,10 @@ async fn acp_answers(
 async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) -> Check {
     let settings = OpenAiSettings::from_config(agent);
     let url = format!("{}/models", settings.base_url.trim_end_matches('/'));
-    let client = match reqwest::Client::builder().timeout(ANSWER_WAIT).build() {
+    let client = reqwest::Client::builder()
+        .timeout(ANSWER_WAIT)
+        .redirect(model_redirect::policy());
+    let client = match client.build() {
         Ok(c) => c,
         Err(e) => return Check::fail(name, format!("no HTTP client: {e}"), "report this"),
     };
@@ -167,6 +170,14 @@ async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) ->
         Ok(r) if r.status().is_success() => {
             Check::pass(name, format!("model server {url} answers {}", r.status()))
         }
+        Ok(r) if r.status().is_redirection() => Check::fail(
+            name,
+            format!(
+                "model server {url}: {}",
+                model_redirect::refused(r.status(), r.headers()).unwrap_or_default()
+            ),
+            format!("set agents.{alias}.base_url to where the model server answers"),
+        ),
         Ok(r) => {
             let fix = match r.status().as_u16() {
                 401 | 403 => format!(
