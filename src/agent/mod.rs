@@ -11,13 +11,14 @@
 //! - [`acp`]: hosts an Agent Client Protocol agent process (issue 16).
 //! - [`openai`]: streams from an OpenAI-compatible model server, with tools.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 mod acp;
+mod child_env;
 mod coalesce;
 mod command;
 mod context;
@@ -28,10 +29,13 @@ mod extra;
 mod json;
 mod openai;
 mod process;
+mod reaper;
 mod sink;
 #[cfg(test)]
 mod testing;
 
+pub use child_env::secret_names;
+pub use reaper::{start as hold_children, stop_all as stop_children};
 pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE};
 pub use command::{run_command, CommandRun};
 pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
@@ -66,8 +70,11 @@ pub struct AgentSettings {
     pub command: Vec<String>,
     /// Command: what goes to stdin.
     pub input: InputMode,
-    /// Command: extra environment variables.
+    /// Command, ACP, openai (its `shell` tool): extra environment variables.
     pub env: BTreeMap<String, String>,
+    /// Command: the credentials' variable names withheld from the daemon's
+    /// environment it inherits ([`secret_names`] of the config).
+    pub withheld: BTreeSet<String>,
     /// Command and ACP: wall-clock limit per turn.
     pub timeout_secs: u64,
     /// ACP: the backend's own keys.
@@ -116,6 +123,7 @@ impl Default for AgentSettings {
             command: Vec::new(),
             input: InputMode::Prompt,
             env: BTreeMap::new(),
+            withheld: BTreeSet::new(),
             timeout_secs: 600,
             acp: AcpSettings::default(),
             openai: OpenAiSettings::default(),
