@@ -26,8 +26,13 @@ pub fn agent_bin() -> PathBuf {
                 .join("acp_test_agent");
             let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
             let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-            let newest = ["acp_test_agent.rs", "acp_test_agent/terminal.rs"]
-                .iter()
+            let newest = [
+                "acp_test_agent.rs",
+                "acp_test_agent/boundary.rs",
+                "acp_test_agent/requests.rs",
+                "acp_test_agent/terminal.rs",
+            ]
+            .iter()
                 .map(|s| modified(&examples.join(s)))
                 .max()
                 .flatten();
