@@ -79,14 +79,23 @@ fn an_acp_agent_and_its_terminals_get_the_base_and_their_own_env_only() {
     assert!(said.contains("ACP_OWN=own-value"), "{said}");
     let own = ["ACP_OWN", "ZEROCLAW_SESSION_ID", "ZEROCLAW_AGENT_ALIAS"];
     for name in names(said) {
-        assert!(in_base(&name) || own.contains(&name.as_str()), "{name} in {said}");
+        assert!(
+            in_base(&name) || own.contains(&name.as_str()),
+            "{name} in {said}"
+        );
     }
     // Its terminal: the base, the agent's `env`, the request's `env`.
     let create = json!({"command": "env", "env": [{"name": "REQ", "value": "r"}]});
     let out = rpc.prompt_ok("s-1", &format!("term {create}")).text();
-    assert!(out.starts_with(r#"exit {"exitCode":0,"signal":null}"#), "{out}");
+    assert!(
+        out.starts_with(r#"exit {"exitCode":0,"signal":null}"#),
+        "{out}"
+    );
     assert!(!out.contains(KEY) && !out.contains(KEY_ENV), "{out}");
-    assert!(out.contains("ACP_OWN=own-value") && out.contains("REQ=r"), "{out}");
+    assert!(
+        out.contains("ACP_OWN=own-value") && out.contains("REQ=r"),
+        "{out}"
+    );
     assert!(!out.contains("ZC_PLAIN"), "{out}");
 }
 
@@ -145,7 +154,10 @@ fn the_shell_tool_sees_neither_the_key_variable_nor_the_daemons_environ() {
     assert!(out.starts_with("exit status "), "{out}");
     assert!(!out.contains(KEY) && !out.contains(KEY_ENV), "{out}");
     for name in names(out.split("--- stdout\n").nth(1).unwrap_or("")) {
-        assert!(in_base(&name) || ["PWD", "SHLVL", "_"].contains(&name.as_str()), "{name}");
+        assert!(
+            in_base(&name) || ["PWD", "SHLVL", "_"].contains(&name.as_str()),
+            "{name}"
+        );
     }
     if root {
         println!(

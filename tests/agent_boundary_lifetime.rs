@@ -56,7 +56,11 @@ fn an_agent_that_exits_while_a_descendant_holds_its_stdout_fails_the_turn_at_onc
     let t = rpc.prompt("s-1", "say before\nstderr leaving now\nexitkeep 3");
     turn_agent_failed(&t, "the ACP agent exited with status 3: leaving now");
     // Not the 60 s turn bound: the exit is seen when it happens.
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     // The next turn starts a new agent.
     assert_eq!(rpc.prompt_ok("s-1", "say again").text(), "again");
 }

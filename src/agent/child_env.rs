@@ -63,10 +63,22 @@ mod tests {
 
     #[test]
     fn the_base_is_the_documented_list() {
-        for name in ["PATH", "HOME", "LC_ALL", "LC_CTYPE", "XDG_RUNTIME_DIR", "TZ"] {
+        for name in [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "LC_CTYPE",
+            "XDG_RUNTIME_DIR",
+            "TZ",
+        ] {
             assert!(is_child_base_var(name), "{name}");
         }
-        for name in ["OPENAI_API_KEY", "LD_PRELOAD", "SSH_AUTH_SOCK", "ZEROCLAW_SOCKET"] {
+        for name in [
+            "OPENAI_API_KEY",
+            "LD_PRELOAD",
+            "SSH_AUTH_SOCK",
+            "ZEROCLAW_SOCKET",
+        ] {
             assert!(!is_child_base_var(name), "{name}");
         }
     }

@@ -34,15 +34,15 @@ mod sink;
 #[cfg(test)]
 mod testing;
 
-pub use child_env::secret_names;
-pub use reaper::{start as hold_children, stop_all as stop_children};
 pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE};
+pub use child_env::secret_names;
 pub use command::{run_command, CommandRun};
 pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
 pub use directive::{echo_compaction_request, CompactionRequest};
 pub use extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 pub use json::compact_json;
-pub use openai::{Approval, OpenAiSettings};
+pub use openai::{api_key as openai_api_key, Approval, OpenAiSettings};
+pub use reaper::{start as hold_children, stop_all as stop_children};
 pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 
 /// The failure message of a turn stopped because its sink closed.

@@ -34,9 +34,7 @@ mod fallback {
     pub fn start() {}
 
     /// Spawns; nothing to register.
-    pub fn spawn_registered<T>(
-        spawn: impl FnOnce() -> std::io::Result<T>,
-    ) -> std::io::Result<T> {
+    pub fn spawn_registered<T>(spawn: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
         spawn()
     }
 
@@ -137,7 +135,11 @@ mod linux {
         let spawned = spawned.get_or_insert_with(HashMap::new);
         // Forget the children tokio has reaped (their pid may be reused).
         spawned.retain(|pid, start| !gone(*pid, *start));
-        let ours = |c: &Stat| spawned.get(&c.pid).is_some_and(|s| *s == 0 || *s == c.start);
+        let ours = |c: &Stat| {
+            spawned
+                .get(&c.pid)
+                .is_some_and(|s| *s == 0 || *s == c.start)
+        };
         let mut killed = 0;
         for c in children.iter().filter(|c| !ours(c)) {
             if !c.zombie {

@@ -33,9 +33,9 @@ pub fn agent_bin() -> PathBuf {
                 "acp_test_agent/terminal.rs",
             ]
             .iter()
-                .map(|s| modified(&examples.join(s)))
-                .max()
-                .flatten();
+            .map(|s| modified(&examples.join(s)))
+            .max()
+            .flatten();
             if modified(&path) < newest {
                 let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
                 let st = Command::new(cargo)

@@ -143,7 +143,8 @@ impl Host {
         ];
         let env = (EnvBase::Minimal, spec.env);
         let mut command = agent_command((program, args), spec.cwd, env, &vars);
-        let mut child = spawn(&mut command).map_err(|e| format!("failed to start ACP agent `{program}`: {e}"))?;
+        let mut child = spawn(&mut command)
+            .map_err(|e| format!("failed to start ACP agent `{program}`: {e}"))?;
         let pid = child.id();
         let guard = GroupGuard::new(pid);
         let (Some(stdin), Some(stdout), Some(stderr)) =

@@ -427,8 +427,10 @@ mod tests {
     async fn runs_waits_kills_and_refuses() {
         let cwd = std::env::temp_dir().canonicalize().unwrap();
         let cancel = CancellationToken::new();
+        let env = std::collections::BTreeMap::new();
         let ending_in = |secs| Turn {
             cwd: &cwd,
+            env: &env,
             cancel: &cancel,
             deadline: Instant::now() + Duration::from_secs(secs),
         };

@@ -86,14 +86,19 @@ mod tests {
             let set = |m| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(m));
             set(0o644).unwrap();
             let e = api_key(&settings).unwrap_err();
-            assert!(e.ends_with("is readable by others (mode 644); make it 600"), "{e}");
+            assert!(
+                e.ends_with("is readable by others (mode 644); make it 600"),
+                "{e}"
+            );
             set(0o600).unwrap();
         }
         assert_eq!(api_key(&settings).unwrap().as_deref(), Some("sk-file"));
         std::fs::write(&path, " \n").unwrap();
         assert!(api_key(&settings).unwrap_err().ends_with("is empty"));
         std::fs::write(&path, "k".repeat(MAX_KEY_FILE as usize + 1)).unwrap();
-        assert!(api_key(&settings).unwrap_err().ends_with("is over 16384 bytes"));
+        assert!(api_key(&settings)
+            .unwrap_err()
+            .ends_with("is over 16384 bytes"));
         let gone = OpenAiSettings {
             api_key_file: Some(dir.join("none")),
             ..OpenAiSettings::default()

@@ -31,6 +31,7 @@ mod sse;
 mod stream;
 mod tools;
 
+pub use key::api_key;
 pub use settings::{Approval, OpenAiSettings};
 
 use super::sink::{ApprovalDecision, EventSink, SinkClosed};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::Check;
-use crate::agent::OpenAiSettings;
+use crate::agent::{openai_api_key, OpenAiSettings};
 use crate::config::AgentConfig;
 
 /// How long an ACP agent or a model server gets to answer.
@@ -147,7 +147,7 @@ async fn acp_answers(
     }
 }
 
-/// `GET <base_url>/models`, with the key when `api_key_env` names a set variable.
+/// `GET <base_url>/models`, with the key when one is configured and readable.
 async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) -> Check {
     let settings = OpenAiSettings::from_config(agent);
     let url = format!("{}/models", settings.base_url.trim_end_matches('/'));
@@ -156,11 +156,7 @@ async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) ->
         Err(e) => return Check::fail(name, format!("no HTTP client: {e}"), "report this"),
     };
     let mut request = client.get(&url);
-    if let Some(key) = settings
-        .api_key_env
-        .as_deref()
-        .and_then(|v| std::env::var(v).ok())
-    {
+    if let Ok(Some(key)) = openai_api_key(&settings) {
         request = request.bearer_auth(key);
     }
     match request.send().await {
@@ -170,7 +166,7 @@ async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) ->
         Ok(r) => {
             let fix = match r.status().as_u16() {
                 401 | 403 => format!(
-                    "set the key in the variable agents.{alias}.api_key_env names, for the daemon"
+                    "set the key in the variable agents.{alias}.api_key_env names (for the daemon) or the file api_key_file names"
                 ),
                 _ => format!("check agents.{alias}.base_url"),
             };

@@ -141,14 +141,10 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(out, "exit status 3\n--- stdout\nhi\n\n--- stderr\nerr\n");
-        let out = run(
-            cwd,
-            &json!({"command": ["printf", "%s", "a b"]}),
-            &cancel,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        let out = run(cwd, &json!({"command": ["printf", "%s", "a b"]}), &cancel)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(out, "exit status 0\n--- stdout\na b");
         let big = run(
             cwd,
