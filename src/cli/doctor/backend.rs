@@ -166,7 +166,7 @@ async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) ->
         Ok(r) => {
             let fix = match r.status().as_u16() {
                 401 | 403 => format!(
-                    "set the key in the variable agents.{alias}.api_key_env names (for the daemon) or the file api_key_file names"
+                    "set the key in the variable agents.{alias}.api_key_env names, for the daemon"
                 ),
                 _ => format!("check agents.{alias}.base_url"),
             };
