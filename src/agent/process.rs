@@ -281,6 +281,38 @@ mod tests {
         assert_eq!(utf8_cut(&[b'a', 0xFF, 0xFE], 3), 3); // invalid bytes: no back-off
     }
 
+    /// The daemon makes children in one place: the environment and death
+    /// rules above hold for every one (the CLI, a client, is not the daemon).
+    #[test]
+    fn children_are_made_here_only() {
+        fn walk(dir: &Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                let name = path.to_string_lossy().into_owned();
+                if path.is_dir() {
+                    if !name.ends_with("/src/cli") {
+                        walk(&path, found);
+                    }
+                } else if name.ends_with(".rs")
+                    && !name.ends_with("_tests.rs")
+                    && !name.ends_with("/src/agent/process.rs")
+                {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+                    if code.contains("Command::new(") {
+                        found.push(name);
+                    }
+                }
+            }
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut found = Vec::new();
+        for dir in ["src", "layers", "services"] {
+            walk(&root.join(dir), &mut found);
+        }
+        assert!(found.is_empty(), "children made outside process.rs: {found:?}");
+    }
+
     #[test]
     fn guard_refuses_dangerous_pids() {
         assert!(GroupGuard::new(Some(0)).pgid.is_none());
