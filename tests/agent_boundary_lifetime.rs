@@ -14,20 +14,23 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use common::acp::AcpEnv;
-use common::acp_agent::{acp_config, new_acp_session, pid_of, turn_agent_failed, wait_update};
+use common::acp_agent::{open_acp, pid_of, turn_agent_failed, wait_update};
 use common::sessions::process_gone;
 use common::wait::eventually;
 
 /// A daemon hosting the test agent (terminals served, a 60 s turn bound), a
 /// client and the workspace of its session `s-1`.
 fn open() -> (AcpEnv, common::acp::Rpc, String) {
-    let e = AcpEnv::new(&acp_config("terminal = true\ntimeout_secs = 60", ""));
-    let mut rpc = e.rpc();
-    let ws = new_acp_session(&mut rpc, "s-1", "chat")["workspace_dir"]
-        .as_str()
-        .expect("workspace_dir")
-        .to_owned();
-    (e, rpc, ws)
+    open_acp("terminal = true\ntimeout_secs = 60")
+}
+
+/// The agent's pid and that of the `setsid` descendant it started.
+fn agent_and_orphan(rpc: &mut common::acp::Rpc, ws: &str) -> (i32, i32) {
+    let agent: i32 = pid_of(rpc, "s-1")
+        .strip_prefix("pid: ")
+        .and_then(|p| p.parse().ok())
+        .expect("the agent's pid");
+    (agent, orphan(rpc, ws))
 }
 
 /// The pid the test agent's `orphan` directive said.
@@ -85,11 +88,7 @@ fn a_setsid_descendant_of_a_terminal_command_dies() {
 #[test]
 fn a_setsid_descendant_of_the_agent_dies_with_its_session() {
     let (_e, mut rpc, ws) = open();
-    let agent: i32 = pid_of(&mut rpc, "s-1")
-        .strip_prefix("pid: ")
-        .and_then(|p| p.parse().ok())
-        .expect("the agent's pid");
-    let pid = orphan(&mut rpc, &ws);
+    let (agent, pid) = agent_and_orphan(&mut rpc, &ws);
     rpc.ok("session/close", json!({"session_id": "s-1"}));
     // The agent stops 5 s after its session (ACP_IDLE_GRACE), then what
     // escaped its group.
@@ -100,11 +99,7 @@ fn a_setsid_descendant_of_the_agent_dies_with_its_session() {
 #[test]
 fn sigterm_of_the_daemon_kills_its_agents_and_their_escaped_descendants() {
     let (mut e, mut rpc, ws) = open();
-    let agent: i32 = pid_of(&mut rpc, "s-1")
-        .strip_prefix("pid: ")
-        .and_then(|p| p.parse().ok())
-        .expect("the agent's pid");
-    let pid = orphan(&mut rpc, &ws);
+    let (agent, pid) = agent_and_orphan(&mut rpc, &ws);
     drop(rpc);
     e.stop();
     gone_within("the agent", agent, 5);
@@ -114,11 +109,7 @@ fn sigterm_of_the_daemon_kills_its_agents_and_their_escaped_descendants() {
 #[test]
 fn kill_9_of_the_daemon_kills_its_agent() {
     let (mut e, mut rpc, ws) = open();
-    let agent: i32 = pid_of(&mut rpc, "s-1")
-        .strip_prefix("pid: ")
-        .and_then(|p| p.parse().ok())
-        .expect("the agent's pid");
-    let pid = orphan(&mut rpc, &ws);
+    let (agent, pid) = agent_and_orphan(&mut rpc, &ws);
     // A turn under way: the agent sleeps, deaf (not reading the stdin whose
     // end would tell it the daemon is gone).
     rpc.start_prompt("s-1", "say sleeping\nsleep 600000");

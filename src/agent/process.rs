@@ -310,7 +310,10 @@ mod tests {
         for dir in ["src", "layers", "services"] {
             walk(&root.join(dir), &mut found);
         }
-        assert!(found.is_empty(), "children made outside process.rs: {found:?}");
+        assert!(
+            found.is_empty(),
+            "children made outside process.rs: {found:?}"
+        );
     }
 
     #[test]

@@ -85,6 +85,18 @@ pub fn acp_client(env: &AcpEnv, mode: &str) -> Rpc {
     rpc
 }
 
+/// A daemon hosting the test agent with `agent_lines`, a client and the
+/// workspace of its session `s-1` (chat mode).
+pub fn open_acp(agent_lines: &str) -> (AcpEnv, Rpc, String) {
+    let e = AcpEnv::new(&acp_config(agent_lines, ""));
+    let mut rpc = e.rpc();
+    let ws = new_acp_session(&mut rpc, "s-1", "chat")["workspace_dir"]
+        .as_str()
+        .expect("workspace_dir")
+        .to_owned();
+    (e, rpc, ws)
+}
+
 /// The update params of `turn` without `turn_complete`.
 pub fn events(turn: &Turn) -> Vec<Value> {
     turn.updates()
