@@ -6,9 +6,10 @@
 //! - `say TEXT` / `think TEXT`: one message / thought chunk;
 //! - `tool ID KIND TITLE`: a tool call, an `in_progress` update, then
 //!   `completed` with `rawOutput {"ok":true}`;
-//! - `ask ID`: a tool call then `session/request_permission` (options `yes`
+//! - `ask ID [TITLE]`: a tool call then `session/request_permission` (options `yes`
 //!   allow_once, `always` allow_always, `no` reject_once); says
-//!   `permission: <optionId>` or `permission: cancelled`;
+//!   `permission: <optionId>` or `permission: cancelled`; TITLE (default
+//!   `Edit ID`) is a JSON string literal, so a test types any bytes as escapes;
 //! - `read PATH` / `write PATH TEXT`: `fs/*`; says `read: <content>`,
 //!   `wrote` or `fs error <code>`;
 //! - `unknown`: a `terminal/create` request; says `terminal error <code>`;

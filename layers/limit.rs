@@ -1,4 +1,4 @@
-//! The per-connection in-flight bound (SPEC §3.7, §4): at most 64 requests
+//! The per-connection in-flight bound (§3.7, §4): at most 64 requests
 //! and 64 MiB of their frames. A request over either bound is answered
 //! `-32004` at once — tower's `ConcurrencyLimit` + `LoadShed` shape —
 //! because reading must never pause: the frame after it may be the answer

@@ -1,4 +1,4 @@
-//! The daemon process (SPEC §2): startup in the order the spec gives,
+//! The daemon process (§2): startup in the order the spec gives,
 //! the accept loop with its connection limit and transient-error backoff,
 //! signals, ephemeral mode and graceful shutdown.
 
@@ -35,7 +35,7 @@ pub struct Options {
     pub listen_fd: Option<i32>,
 }
 
-/// A startup failure, with the exit status it maps to (SPEC §2.3).
+/// A startup failure, with the exit status it maps to (§2.3).
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]

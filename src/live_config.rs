@@ -1,4 +1,4 @@
-//! The running configuration and its one write path (SPEC §8.16 steps 2,
+//! The running configuration and its one write path (§8.16 steps 2,
 //! 8 and 9, §6.8): the config write lock, the atomic commit of
 //! `config.toml`, and the installation of what derives from it.
 //!

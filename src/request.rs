@@ -72,7 +72,7 @@ impl Request {
         self.params.clone().and_then(|r| self.frame.get(r))
     }
 
-    /// Decodes params (SPEC §1.3): omitted → `{}`, an array → `-32602`, unknown fields ignored.
+    /// Decodes params (§1.3): omitted → `{}`, an array → `-32602`, unknown fields ignored.
     pub fn params<'a, T: Deserialize<'a>>(&'a self) -> Result<T, RpcError> {
         let text = self.raw_params().unwrap_or("{}");
         if text.starts_with('[') {
@@ -100,7 +100,7 @@ impl Request {
     }
 }
 
-/// Whether `raw` is JSON `null` (SPEC §1.3: a null parameter is absent).
+/// Whether `raw` is JSON `null` (§1.3: a null parameter is absent).
 pub fn is_null(raw: &RawValue) -> bool {
     kind(raw) == JsonKind::Null
 }

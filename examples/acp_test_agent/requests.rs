@@ -32,16 +32,20 @@ impl Agent {
         );
     }
 
-    pub(super) fn ask(&mut self, session: &str, id: &str) -> String {
+    pub(super) fn ask(&mut self, session: &str, rest: &str) -> String {
+        let (id, title) = match rest.split_once(' ') {
+            Some((id, t)) => (id, serde_json::from_str(t).unwrap_or_else(|_| t.to_owned())),
+            None => (rest, format!("Edit {rest}")),
+        };
         self.update(
             session,
             json!({"sessionUpdate": "tool_call", "toolCallId": id,
-            "title": format!("Edit {id}"), "kind": "edit", "status": "pending"}),
+            "title": title, "kind": "edit", "status": "pending"}),
         );
         let r = self.request(
             "session/request_permission",
             json!({"sessionId": session,
-                   "toolCall": {"toolCallId": id, "title": format!("Edit {id}"), "kind": "edit"},
+                   "toolCall": {"toolCallId": id, "title": title, "kind": "edit"},
                    "options": [
                        {"optionId": "yes", "name": "Yes", "kind": "allow_once"},
                        {"optionId": "always", "name": "Always", "kind": "allow_always"},

@@ -1,4 +1,4 @@
-//! `session/new` and `session/prompt` (SPEC §8.3, §8.4).
+//! `session/new` and `session/prompt` (§8.3, §8.4).
 
 use std::path::PathBuf;
 use std::sync::Arc;

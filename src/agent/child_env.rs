@@ -4,7 +4,7 @@
 //! agent ever sees another agent's credentials (an openai agent's
 //! `api_key_env` variable, an ACP agent's `env`).
 //!
-//! The one exception is the version-1 `command` agent, whose program SPEC
+//! The one exception is the version-1 `command` agent, whose program
 //! §10.4 promises "the daemon's environment plus `env`": it keeps the
 //! daemon's environment minus every name a credential is configured under
 //! ([`secret_names`]).

@@ -1,4 +1,4 @@
-//! The `command` agent (SPEC §10.4): runs the configured program once per
+//! The `command` agent (§10.4): runs the configured program once per
 //! turn, directly (no shell), and streams its stdout as message chunks.
 //!
 //! One task drives everything in a single `select!` loop: writing stdin
@@ -82,7 +82,7 @@ async fn run_with_grace<S: EventSink>(
         ("ZEROCLAW_TURN_ID", input.turn_id),
         ("ZEROCLAW_AGENT_ALIAS", input.agent_alias),
     ];
-    // SPEC §10.4: the daemon's environment (without any credential) plus `env`.
+    // §10.4: the daemon's environment (without any credential) plus `env`.
     let base = EnvBase::DaemonWithout(&settings.withheld);
     let mut command = agent_command((program, args), input.cwd, (base, &settings.env), &vars);
     let mut child = match spawn(&mut command) {

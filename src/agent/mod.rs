@@ -1,4 +1,4 @@
-//! Agent backends: what runs one turn of a session (SPEC §10).
+//! Agent backends: what runs one turn of a session (§10).
 //!
 //! A backend gets a [`TurnInput`], reports what it does through an
 //! [`EventSink`] (awaiting each call, so events keep their order) and ends
@@ -183,7 +183,7 @@ impl TurnOutcome {
     }
 }
 
-/// Why a model server failed a turn; `src/error.rs` spells each as a
+/// Why a model server failed a turn; `src/error/reason.rs` spells each as a
 /// `data.reason` of `-32603`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderReason {

@@ -1,4 +1,4 @@
-//! The one connection driver (SPEC §3.7, §4, §2.6): every transport's
+//! The one connection driver (§3.7, §4, §2.6): every transport's
 //! connection runs here, in one task, so what the tests exercise is what
 //! production runs.
 //!

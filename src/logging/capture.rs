@@ -73,7 +73,7 @@ impl Record {
     }
 }
 
-/// Who a subscription or query may see (SPEC §6: admins see everything).
+/// Who a subscription or query may see (§6: admins see everything).
 #[derive(Debug, Clone)]
 pub enum Scope {
     All,

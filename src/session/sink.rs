@@ -1,4 +1,4 @@
-//! The agent's event sink for one turn (SPEC §8.5, §8.12, §8.13, §9.3).
+//! The agent's event sink for one turn (§8.5, §8.12, §8.13, §9.3).
 //!
 //! Every event passes here once, in order. For a Chat session it becomes a
 //! notification at once. For an ACP session it goes to the turn's emitter

@@ -1,4 +1,4 @@
-//! One prompt, from the queue to its answer (SPEC §8.4, §9.3, §9.5, §9.8).
+//! One prompt, from the queue to its answer (§8.4, §9.3, §9.5, §9.8).
 //!
 //! The turn runs in a task of its own, so it completes and is persisted
 //! even when the prompting connection goes away. Its order is fixed:
