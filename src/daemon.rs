@@ -112,6 +112,9 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
     // removes the socket, never a death by signal that leaves it behind.
     let signals = Signals::install()
         .map_err(|e| StartError::Other(format!("installing signal handlers: {e}")))?;
+    // Before any child: escaped descendants come back to us, and our
+    // environment and memory are closed to same-uid processes.
+    crate::agent::hold_children();
     crate::memory::tune_allocator();
     crate::memory::configure_from_env().map_err(StartError::Other)?;
     let dirs = endpoint::resolve_dirs_from_env(opts.config_dir.as_deref())?;
@@ -237,6 +240,8 @@ async fn serve(daemon: Arc<Daemon>, claimed: Claimed, signals: Signals) -> i32 {
     // Running turns end and persist first (their answers still go out),
     // then every connection is closed.
     lifecycle::shut_down(&daemon.sessions, SHUTDOWN_GRACE).await;
+    // Every process we started, and whatever escaped their groups, goes now.
+    crate::agent::stop_children(SHUTDOWN_GRACE).await;
     daemon.shutdown.cancel();
     // Give the connections a moment to flush and close.
     let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;

@@ -11,13 +11,14 @@
 //! - [`acp`]: hosts an Agent Client Protocol agent process (issue 16).
 //! - [`openai`]: streams from an OpenAI-compatible model server, with tools.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 mod acp;
+mod child_env;
 mod coalesce;
 mod command;
 mod context;
@@ -28,17 +29,20 @@ mod extra;
 mod json;
 mod openai;
 mod process;
+mod reaper;
 mod sink;
 #[cfg(test)]
 mod testing;
 
 pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE};
+pub use child_env::secret_names;
 pub use command::{run_command, CommandRun};
 pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
 pub use directive::{echo_compaction_request, CompactionRequest};
 pub use extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 pub use json::compact_json;
-pub use openai::{redirect as model_redirect, Approval, OpenAiSettings};
+pub use openai::{api_key as openai_api_key, redirect as model_redirect, Approval, OpenAiSettings};
+pub use reaper::{start as hold_children, stop_all as stop_children};
 pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 
 /// The failure message of a turn stopped because its sink closed.
@@ -66,8 +70,11 @@ pub struct AgentSettings {
     pub command: Vec<String>,
     /// Command: what goes to stdin.
     pub input: InputMode,
-    /// Command: extra environment variables.
+    /// Command, ACP, openai (its `shell` tool): extra environment variables.
     pub env: BTreeMap<String, String>,
+    /// Command: the credentials' variable names withheld from the daemon's
+    /// environment it inherits ([`secret_names`] of the config).
+    pub withheld: BTreeSet<String>,
     /// Wall-clock limit per turn, whatever the backend (see `TurnInput::deadline`).
     pub timeout_secs: u64,
     /// ACP: the backend's own keys.
@@ -116,6 +123,7 @@ impl Default for AgentSettings {
             command: Vec::new(),
             input: InputMode::Prompt,
             env: BTreeMap::new(),
+            withheld: BTreeSet::new(),
             timeout_secs: 600,
             acp: AcpSettings::default(),
             openai: OpenAiSettings::default(),

@@ -19,7 +19,10 @@ mod toml_text;
 pub mod validate;
 
 pub use error::ConfigError;
-pub use paths::{is_env_name, is_env_value, is_valid_name, prop_paths, PropInfo};
+pub use paths::{
+    is_child_base_var, is_env_name, is_env_value, is_valid_name, prop_paths, PropInfo,
+    CHILD_BASE_VARS,
+};
 pub use policy::{
     is_admin_only_prop, is_paired, selector_matches, token_digest, token_from_bytes, AgentSelector,
     Grant, GrantSet, Policy, Principal, Resolution, Resource, Verb, SHARED_OPERATOR_ID,

@@ -131,7 +131,7 @@ pub async fn run_prompt(
     }
 }
 
-fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
+fn settings_of(agent: &AgentConfig, config: &Config) -> (Backend, AgentSettings) {
     let backend = match agent.backend.as_deref() {
         Some("command") => Backend::Command,
         Some("acp") => Backend::Acp,
@@ -148,6 +148,11 @@ fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
             InputMode::Prompt
         },
         env: agent.env.clone(),
+        withheld: if backend == Backend::Command {
+            agent::secret_names(config)
+        } else {
+            Default::default()
+        },
         timeout_secs: u64::from(agent.timeout_secs),
         acp: AcpSettings {
             load_session: agent.load_session != "never",
@@ -178,7 +183,7 @@ async fn execute(
             Some(InternalReason::AgentFailed),
         ));
     };
-    let (backend, settings) = settings_of(agent);
+    let (backend, settings) = settings_of(agent, config);
     let acp_row = session.acp_row;
 
     // 1. A checkpoint left by a failed append or finalization is recovered first.

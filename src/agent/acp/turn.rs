@@ -180,6 +180,7 @@ async fn prompt<S: EventSink>(
                         m if m.starts_with("terminal/") && input.settings.acp.terminal => {
                             let turn = terminal::Turn {
                                 cwd: input.cwd,
+                                env: &input.settings.env,
                                 cancel,
                                 deadline,
                             };
