@@ -1,6 +1,7 @@
 //! No configured secret is shown (issue #23): an ACP agent that prints its
 //! own `env` value, or the value behind an `openai` agent's `api_key_env`
-//! it inherited, on stderr is logged with `****` in its place, in the
+//! (which no agent inherits: the test agent prints it as text, as one that
+//! learnt it elsewhere would), on stderr is logged with `****` in its place, in the
 //! daemon's stderr log and in `logs/query`; the turn that fails with that
 //! stderr line in its message answers `****` too; a value set later with
 //! `config/set` is masked from then on.
@@ -20,7 +21,7 @@ const ACP_SECRET: &str = "acp-secret-0123456789";
 const LATER_SECRET: &str = "later-secret-9876543210";
 
 /// The test agent as `acp` with its own secret, and an `openai` agent whose
-/// key the daemon (and so the ACP agent) has in its environment.
+/// key the daemon has in its environment.
 fn config() -> String {
     let acp = format!("env = {{ ACP_TOKEN = \"{ACP_SECRET}\" }}");
     format!(
@@ -53,7 +54,7 @@ fn an_agents_credentials_on_its_stderr_are_masked_in_logs_and_answers() {
     new_acp_session(&mut c, "s-1", "acp");
     let t = c.prompt_ok(
         "s-1",
-        "stderr-env ACP_TOKEN\nstderr-env ZC_TEST_OPENAI_KEY\nsay done",
+        &format!("stderr-env ACP_TOKEN\nstderr {KEY_ENV}={KEY}\nsay done"),
     );
     assert_eq!(t.text(), "done");
     let want = ["ACP_TOKEN=****", &format!("{KEY_ENV}=****")];
