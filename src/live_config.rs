@@ -102,7 +102,11 @@ impl LiveConfig {
 /// Installs `config`'s secrets as the ones logs and answers mask (at
 /// startup and at each commit: an agent's new key is masked from then on).
 pub fn install_secrets(config: &Config) {
-    let values = crate::config::secret_values(config, |name| std::env::var(name).ok());
+    let values = crate::config::secret_values(
+        config,
+        |name| std::env::var(name).ok(),
+        |path| crate::agent::openai_api_key_from_file(std::path::Path::new(path)).ok(),
+    );
     crate::logging::secrets::install(values);
 }
 

@@ -4,7 +4,8 @@
 //! ACP agent, not its terminals, not the openai `shell` tool (nor through
 //! `/proc/<daemon>/environ`: the daemon is non-dumpable), not a `command`
 //! agent (which keeps the daemon's environment minus every credential);
-//! and an `api_key_file` keeps a key out of the daemon's environment.
+//! and an `api_key_file` keeps a key out of the daemon's environment (and
+//! is masked like any key).
 
 mod common;
 
@@ -198,4 +199,9 @@ fn an_api_key_file_keeps_the_key_out_of_the_daemons_environment() {
         sent[0].header("authorization"),
         Some(format!("Bearer {FILE_KEY}").as_str())
     );
+    // A model server that says the key back: the key from the file is a
+    // secret like one from the environment, masked in every answer.
+    server.push(Reply::Stream(sse::answer(&["the key is ", FILE_KEY])));
+    let said = c.prompt_ok("s-1", "say it").text();
+    assert_eq!(said, "the key is ****");
 }

@@ -41,7 +41,10 @@ pub use context::{context_document, context_json_input, ContextMessage, Kind, Ro
 pub use directive::{echo_compaction_request, CompactionRequest};
 pub use extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 pub use json::compact_json;
-pub use openai::{api_key as openai_api_key, redirect as model_redirect, Approval, OpenAiSettings};
+pub use openai::{
+    api_key as openai_api_key, api_key_from_file as openai_api_key_from_file,
+    redirect as model_redirect, Approval, OpenAiSettings,
+};
 pub use reaper::{start as hold_children, stop_all as stop_children};
 pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 

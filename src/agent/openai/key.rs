@@ -32,7 +32,8 @@ pub fn api_key(settings: &OpenAiSettings) -> Result<Option<String>, String> {
     }
 }
 
-fn from_file(path: &Path) -> Result<String, String> {
+/// The key in the file at `path`, checked as above.
+pub fn from_file(path: &Path) -> Result<String, String> {
     let shown = path.display();
     let fail = |why: String| format!("the API key file {shown} {why}");
     let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot be read: {e}")))?;

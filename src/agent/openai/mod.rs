@@ -32,7 +32,7 @@ mod sse;
 mod stream;
 mod tools;
 
-pub use key::api_key;
+pub use key::{api_key, from_file as api_key_from_file};
 pub use settings::{Approval, OpenAiSettings};
 
 use super::sink::{ApprovalDecision, EventSink, SinkClosed};
