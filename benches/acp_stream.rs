@@ -4,7 +4,7 @@
 //!
 //! - `acp` / `chat`: one turn of 10,000 one-character chunks
 //!   (`::chunk 1` + `::repeat 10000 x`) on an ACP session (every chunk
-//!   committed to SQLite before its notification, SPEC §9.3) and on a Chat
+//!   committed to SQLite before its notification, §9.3) and on a Chat
 //!   session; chunks/s as received by the client, and the ACP/Chat ratio
 //!   (target ≥ 0.5).
 //! - `chat-1m`: one turn of 1,000,000 one-character chunks on a Chat

@@ -84,7 +84,7 @@ fn frame_codec(c: &mut Criterion) {
     g.finish();
 }
 
-/// The shape of the `status` result (SPEC §8.2), as `services/status.rs` writes it.
+/// The shape of the `status` result (§8.2), as `services/status.rs` writes it.
 #[derive(Serialize)]
 struct StatusLike<'a> {
     server_version: &'static str,

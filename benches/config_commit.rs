@@ -1,4 +1,4 @@
-//! The commit path of `config/set-many` (SPEC §8.16 steps 5–9), in process,
+//! The commit path of `config/set-many` (§8.16 steps 5–9), in process,
 //! against a temporary config dir, with the functions the daemon uses:
 //! `config::stage_many` (stage every entry into one candidate and validate
 //! it), `Policy::from_config` (the derived authorization view) and

@@ -20,7 +20,7 @@
 //! - `baseline` answers `{"jsonrpc":"2.0","result":{},"id":<id>}`: the
 //!   reference for the targets;
 //! - `baseline-status` answers with a result of the same members and about
-//!   the same size as the daemon's `status` (SPEC §8.2), serialized with
+//!   the same size as the daemon's `status` (§8.2), serialized with
 //!   serde per request: what is left between it and the daemon is the
 //!   daemon's machinery, not the size of its answer;
 //! - `baseline-frozen` answers with that same result rendered once at
@@ -101,7 +101,7 @@ mod imp {
     enum Answer {
         /// `{}`: the minimal server.
         Empty,
-        /// A result shaped and sized like the daemon's (SPEC §8.2), serialized per request.
+        /// A result shaped and sized like the daemon's (§8.2), serialized per request.
         Status(StatusInfo),
         /// The same result, serialized once and copied per request.
         Frozen(Vec<u8>),

@@ -1,7 +1,7 @@
 //! Resident memory per idle, initialized connection of the real `zeroclaw`
 //! release binary.
 //!
-//! A daemon accepts at most 256 local connections (SPEC §4), so the
+//! A daemon accepts at most 256 local connections (§4), so the
 //! connections are spread over several daemons (default 40 × 250 = 10,000),
 //! each with its own temporary config dir. For each daemon, `VmRSS` (from
 //! `/proc/<pid>/status`) is read when it is ready, again after one warm-up

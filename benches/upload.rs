@@ -1,4 +1,4 @@
-//! Chunked upload throughput over the real socket (SPEC §8.18): the real
+//! Chunked upload throughput over the real socket (§8.18): the real
 //! `zeroclaw` release binary receives a 10 MiB file as `file/upload/begin`,
 //! ten 1 MiB `file/upload/chunk` frames and `file/upload/commit`, and the
 //! bench reports MB/s of file bytes, begin to commit answer.

@@ -1,4 +1,4 @@
-//! The authorization gate (SPEC §6.4, §6.5): before every request but
+//! The authorization gate (§6.4, §6.5): before every request but
 //! `initialize`, make sure the binding still holds under the current policy,
 //! then check the method's grant (or admin) for the bound principal.
 //!

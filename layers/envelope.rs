@@ -1,4 +1,4 @@
-//! The envelope layer (SPEC §3.2–§3.6): a frame in, a frame (or nothing) out.
+//! The envelope layer (§3.2–§3.6): a frame in, a frame (or nothing) out.
 //!
 //! It parses and classifies each frame, answers invalid ones with the error
 //! the spec names (and logs `frame_rejected` without their contents), routes

@@ -1,4 +1,4 @@
-//! The handshake gate (SPEC §5.1): nothing but `initialize` until an
+//! The handshake gate (§5.1): nothing but `initialize` until an
 //! `initialize` has succeeded. Requests get `-32010` `not_initialized`;
 //! notifications are dropped (the envelope layer never answers them).
 //! A bound request leaves this layer carrying the connection's binding.

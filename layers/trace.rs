@@ -1,4 +1,4 @@
-//! Tracing (SPEC §2.5): with `ZEROCLAW_LOG=debug`, a span per message
+//! Tracing (§2.5): with `ZEROCLAW_LOG=debug`, a span per message
 //! (peer, method) and its latency. At the default `info` level this layer
 //! costs one cached level check per request and no allocation.
 

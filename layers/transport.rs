@@ -1,4 +1,4 @@
-//! Transport restriction (SPEC §3.5 step 2, §8.18): local-only methods
+//! Transport restriction (§3.5 step 2, §8.18): local-only methods
 //! answer `-32012` `local_only` on a WebSocket connection, before the
 //! handshake gate, so the answer does not depend on the connection's state.
 

@@ -35,7 +35,7 @@
 #     removes dead writers' temporaries at startup).
 # Prints counts per operation and outcome; exits 1 on any violated invariant.
 #
-# `sigterm` rounds (SPEC §2.6): each round starts the daemon, runs 1-4 clients
+# `sigterm` rounds (§2.6): each round starts the daemon, runs 1-4 clients
 # whose prompts are turns that sleep for a minute, waits until every turn
 # streams, sends SIGTERM after a random delay, and checks:
 #   - the daemon exits 0 and removes its socket;

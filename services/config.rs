@@ -1,4 +1,4 @@
-//! `config/get`, `config/set`, `config/set-many` (SPEC §8.14–§8.16).
+//! `config/get`, `config/set`, `config/set-many` (§8.14–§8.16).
 //!
 //! Both writes run the one pipeline of §8.16, in its order: shape check,
 //! write lock, permissions re-resolved under the lock, every prop checked

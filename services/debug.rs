@@ -1,4 +1,4 @@
-//! `debug/set-faults` (SPEC §8.20): served only with `--test-faults`.
+//! `debug/set-faults` (§8.20): served only with `--test-faults`.
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 //! `file/attach`, `file/upload/begin`, `file/upload/chunk`,
-//! `file/upload/commit` (SPEC §8.17, §8.18).
+//! `file/upload/commit` (§8.17, §8.18).
 
 use std::borrow::Cow;
 use std::sync::Arc;

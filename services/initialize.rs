@@ -1,4 +1,4 @@
-//! `initialize` (SPEC §5, §8.1): version negotiation, authentication, the
+//! `initialize` (§5, §8.1): version negotiation, authentication, the
 //! connection's wire dialect and client capabilities.
 //!
 //! It always authenticates afresh (§5.3). Any failure leaves the connection

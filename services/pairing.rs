@@ -1,4 +1,4 @@
-//! `pairing/list`, `pairing/create`, `pairing/revoke` (SPEC §6.7, §8.19).
+//! `pairing/list`, `pairing/create`, `pairing/revoke` (§6.7, §8.19).
 //!
 //! Tokens are stored only as SHA-256 digests in `gateway.paired_tokens`.
 //! Create and revoke run steps 2, 3, 8 and 9 of the config pipeline, so a

@@ -1,4 +1,4 @@
-//! `status` (SPEC §8.2): what the daemon is, where it lives, who is asking.
+//! `status` (§8.2): what the daemon is, where it lives, who is asking.
 //!
 //! The constant members are serialized once at start-up
 //! (`crate::state::StatusTemplate`); an answer writes the few that change

@@ -1,4 +1,4 @@
-//! Principals, bindings and the live authorization state (SPEC §5.2, §6.1, §6.5).
+//! Principals, bindings and the live authorization state (§5.2, §6.1, §6.5).
 //!
 //! The accepted policy and the paired-token set live in one snapshot with a
 //! generation number. The gate compares a binding's generation with the

@@ -1,4 +1,4 @@
-//! Text bounded at a byte count (SPEC §3.1), the one way the daemon cuts
+//! Text bounded at a byte count (§3.1), the one way the daemon cuts
 //! what it stores, logs or answers. Below every module that cuts (the
 //! store, the echo agent, error messages, log lines), so none of them
 //! reaches sideways into another for it.

@@ -1,4 +1,4 @@
-//! The client side of the CLI (SPEC §13): connect to the endpoint the
+//! The client side of the CLI (§13): connect to the endpoint the
 //! environment names, `initialize`, send one request and stream what the
 //! daemon says until its answer arrives, answering the daemon's own
 //! questions (`elicitation/create`) and, if asked to, approvals.
@@ -197,7 +197,9 @@ pub async fn rpc(
     let work = async {
         let mut client = Client::connect(config_dir).await?;
         client
-            .call(method, params, &answers, |line| eprintln!("{line}"))
+            .call(method, params, &answers, |line| {
+                eprintln!("{}", crate::shown::json(line));
+            })
             .await
     };
     let outcome = match timeout {
@@ -213,20 +215,23 @@ pub async fn rpc(
     report(outcome)
 }
 
-/// Prints an outcome the way every client command does (SPEC §13): the
+/// Prints an outcome the way every client command does (§13): the
 /// result on stdout, an error object or a failure on stderr; the exit status.
+/// JSON goes out through [`crate::shown::json`] (the same value, no byte a
+/// terminal would act on).
 fn report(outcome: Result<Answer, Failure>) -> i32 {
+    use crate::shown::{json, Shown};
     match outcome {
         Ok(Answer::Result(v)) => {
-            println!("{v}");
+            println!("{}", json(&v.to_string()));
             exit::OK
         }
         Ok(Answer::Error(e)) => {
-            eprintln!("{e}");
+            eprintln!("{}", json(&e.to_string()));
             exit::RPC_ERROR
         }
         Err(f) => {
-            eprintln!("zeroclaw: {}", f.message);
+            eprintln!("zeroclaw: {}", Shown::line(&f.message));
             f.status
         }
     }
@@ -243,7 +248,7 @@ pub async fn status(config_dir: Option<&std::ffi::OsStr>, raw: bool) -> i32 {
     .await;
     match outcome {
         Ok(Answer::Result(v)) if !raw => {
-            print!("{}", render_status(&v));
+            print!("{}", crate::shown::Shown::text(&render_status(&v)));
             exit::OK
         }
         other => report(other),

@@ -1,4 +1,4 @@
-//! Framing (SPEC §3.1): a bounded [`LinesCodec`] turns the byte stream into
+//! Framing (§3.1): a bounded [`LinesCodec`] turns the byte stream into
 //! frames of at most 8 MiB, enforced while reading without buffering past
 //! the limit.
 //!

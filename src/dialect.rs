@@ -1,4 +1,4 @@
-//! The wire dialects (SPEC §3.8): the one serializer that decides member names.
+//! The wire dialects (§3.8): the one serializer that decides member names.
 //!
 //! Handlers serialize their camelCase structs through [`write_json`]; on a
 //! `snake` connection the formatter rewrites every object *key* it writes

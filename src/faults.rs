@@ -1,4 +1,4 @@
-//! Fault points for black-box tests of storage failures (SPEC §8.20).
+//! Fault points for black-box tests of storage failures (§8.20).
 //!
 //! Only a daemon started with `--test-faults` serves `debug/set-faults`;
 //! without it no fault can ever become active. Checking a point is one

@@ -1,4 +1,4 @@
-//! The numeric limits of protocol version 1 (SPEC §4), in one place.
+//! The numeric limits of protocol version 1 (§4), in one place.
 
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ pub const UPLOAD_CHUNK_BYTES: usize = 1024 * 1024;
 pub const UPLOAD_MAX_BYTES: usize = 10 * 1024 * 1024;
 /// Staged uploads per connection.
 pub const MAX_STAGED_UPLOADS: usize = 4;
-/// Backoff after a transient `accept` error (SPEC §2.6).
+/// Backoff after a transient `accept` error (§2.6).
 pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// Ephemeral mode: how long the daemon waits after the last client left.
 pub const EPHEMERAL_GRACE: Duration = Duration::from_secs(1);

@@ -1,4 +1,4 @@
-//! The `zeroclaw` command: the daemon and its client commands (SPEC §13).
+//! The `zeroclaw` command: the daemon and its client commands (§13).
 
 use std::ffi::OsString;
 use std::process::ExitCode;

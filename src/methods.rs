@@ -1,4 +1,4 @@
-//! The one method table (SPEC §3.5, §6.4): each method's variant, wire
+//! The one method table (§3.5, §6.4): each method's variant, wire
 //! name, required access and scope, declared once. The layers consult it before the router, so an unknown
 //! method is answered `-32601` even before `initialize`, and the
 //! authorization gate never needs to know what a method does.

@@ -1,5 +1,5 @@
 //! The queue of a connection's frames that do not come straight from the
-//! connection driver (SPEC §3.7, §4): answers of handlers that had to wait,
+//! connection driver (§3.7, §4): answers of handlers that had to wait,
 //! notifications and daemon→client requests. The driver drains it into the
 //! same output buffer as the inline answers, so frames never interleave.
 //!

@@ -1,4 +1,4 @@
-//! Daemon→client requests (SPEC §3.6): the per-connection `zc-out-<n>`
+//! Daemon→client requests (§3.6): the per-connection `zc-out-<n>`
 //! counter and the map of requests awaiting an answer.
 //!
 //! Correlation is directional: only responses are matched here, and only

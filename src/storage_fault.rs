@@ -3,7 +3,7 @@
 //! This file is the one place where an OS error number or a SQLite result
 //! code is classified. Every storage path (the session store, `config.toml`
 //! commits, uploads, workspace creation) carries the [`StorageFault`] of its
-//! failure up to `src/error.rs`, which turns it into `data.reason`
+//! failure up to `src/error/reason.rs`, which turns it into `data.reason`
 //! (`storage_full`, `storage_read_only` or `storage`), so that a client can
 //! tell "free some space" and "make the data dir writable" from a bug.
 

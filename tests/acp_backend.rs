@@ -160,7 +160,7 @@ fn an_unanswered_permission_request_becomes_the_permission_default() {
     }
 }
 
-/// SPEC §8.12: an approval whose client is gone resolves `unreachable`;
+/// §8.12: an approval whose client is gone resolves `unreachable`;
 /// for an ACP agent that is `permission_default` (docs/agents.md), mapped
 /// onto the option of that kind the agent offered.
 #[test]

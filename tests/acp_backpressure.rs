@@ -1,4 +1,4 @@
-//! A client that stops reading holds the daemon back (SPEC §4 "Write queue
+//! A client that stops reading holds the daemon back (§4 "Write queue
 //! per connection": 64 frames or 16 MiB, whichever first; producers wait).
 //!
 //! Observed through the database: an ACP turn commits each chunk before its

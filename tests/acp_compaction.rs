@@ -1,4 +1,4 @@
-//! Auto-compaction of ACP sessions (SPEC §9.4, §9.5, §9.6, §10.3): the
+//! Auto-compaction of ACP sessions (§9.4, §9.5, §9.6, §10.3): the
 //! exact `compaction_notice` figures, a transcript that is never renumbered
 //! or rewritten, the snapshot as the authority after a restart (`[]`
 //! included), and a failed snapshot write that changes nothing.

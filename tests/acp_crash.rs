@@ -1,4 +1,4 @@
-//! Crash recovery of ACP sessions (SPEC §9.3, §9.6, §8.3, §8.11): the real
+//! Crash recovery of ACP sessions (§9.3, §9.6, §8.3, §8.11): the real
 //! daemon is killed with SIGKILL in the middle of a streaming turn and
 //! restarted on the same config dir; the transcript must then hold the
 //! prompt, every chunk any client was sent (a chunk is committed before its

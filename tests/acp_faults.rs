@@ -1,4 +1,4 @@
-//! Storage faults of sessions (SPEC §8.20, §9.3, §9.6, §9.8, §9.9), injected
+//! Storage faults of sessions (§8.20, §9.3, §9.6, §9.8, §9.9), injected
 //! with `debug/set-faults` into the real daemon: each point's documented
 //! answer (code, `data.reason`), `turn_complete` where the spec sends one,
 //! nothing changed where it says so, and the session usable or recoverable

@@ -1,4 +1,4 @@
-//! `interaction_surface` (SPEC §9.7, §8.3 step 3, §8.4 step 1, §8.11):
+//! `interaction_surface` (§9.7, §8.3 step 3, §8.4 step 1, §8.11):
 //! an ACP row written by another surface (`acp_stdio`), with finished
 //! transcript rows, a snapshot and an unfinished checkpoint, is inserted
 //! into the database while the daemon is stopped. The daemon must refuse to

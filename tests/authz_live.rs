@@ -1,4 +1,4 @@
-//! The authorization model on any machine (SPEC §5.2, §6.4, §6.5, §8.16
+//! The authorization model on any machine (§5.2, §6.4, §6.5, §8.16
 //! steps 3–4): with `security.trust_daemon_uid = false` the test's own uid
 //! (the daemon's) is mapped through the roster like any other peer, and an
 //! admin connects with a pairing token seeded in `config.toml`. Real OS

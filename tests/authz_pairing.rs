@@ -1,4 +1,4 @@
-//! Pairing tokens on the local endpoint (SPEC §5.2 `authToken`, §6.5 step 1,
+//! Pairing tokens on the local endpoint (§5.2 `authToken`, §6.5 step 1,
 //! §6.7, §8.19): creation through the config commit path, digests in
 //! `config.toml`, masking in `config/get`, binding and revocation.
 

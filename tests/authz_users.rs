@@ -1,4 +1,4 @@
-//! Authorization with real OS users (SPEC §2.3 socket group, §5.2, §6,
+//! Authorization with real OS users (§2.3 socket group, §5.2, §6,
 //! §8.16 step 4): a group and users are created with `groupadd`/`useradd`,
 //! written into the roster of `config.toml` before the daemon starts, and
 //! connect to the socket under their own uids.

@@ -1,4 +1,4 @@
-//! A client that stops reading cannot make cancel ineffective (SPEC §8.6,
+//! A client that stops reading cannot make cancel ineffective (§8.6,
 //! §10.1, issue 13 item 3): its turn's producer stops waiting on the full
 //! write queue once the turn is cancelled, so a cancelled turn ends within
 //! the 5 s grace, and `session/close` or a replacing `session/new` from

@@ -1,4 +1,4 @@
-//! The client commands (SPEC §13): `zeroclaw rpc` and `zeroclaw status`,
+//! The client commands (§13): `zeroclaw rpc` and `zeroclaw status`,
 //! their output streams and exit statuses.
 
 #[macro_use]

@@ -1,4 +1,4 @@
-//! Concurrent config writers (SPEC §6.8, §8.16 steps 2–3 and 8): batches of
+//! Concurrent config writers (§6.8, §8.16 steps 2–3 and 8): batches of
 //! different clients serialize under the config write lock, a commit waits
 //! for `config.toml.lock`, and permissions are re-resolved once the lock is
 //! held.

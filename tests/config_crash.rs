@@ -1,4 +1,4 @@
-//! Crash safety of the config commit (SPEC §8.16 step 8): the daemon is
+//! Crash safety of the config commit (§8.16 step 8): the daemon is
 //! killed with SIGKILL over and over while a client commits
 //! `config/set-many` batches as fast as it can. After every kill
 //! `config.toml` must parse and hold exactly one complete committed batch —

@@ -1,5 +1,5 @@
-//! `config/get`, `config/set` and `config/set-many` over the socket (SPEC
-//! §8.14–§8.16, §11): the seed example byte for byte, atomicity of a failing
+//! `config/get`, `config/set` and `config/set-many` over the socket
+//! (§8.14–§8.16, §11): the seed example byte for byte, atomicity of a failing
 //! batch, every `-32602` shape of the pipeline with its exact `data`, value
 //! rules, and persistence across restarts.
 

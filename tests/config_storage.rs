@@ -1,4 +1,4 @@
-//! How `config.toml` is read and written (SPEC §2.1, §8.16 step 8, §8.20,
+//! How `config.toml` is read and written (§2.1, §8.16 step 8, §8.20,
 //! §11): the `config_commit` fault point, a file changed behind the
 //! daemon's back, and what startup accepts.
 

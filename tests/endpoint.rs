@@ -1,4 +1,4 @@
-//! The endpoint and the process around it (SPEC §2): claiming the socket,
+//! The endpoint and the process around it (§2): claiming the socket,
 //! stale sockets, modes, signals, `ZEROCLAW_SOCKET`, and the audit log.
 
 #[macro_use]

@@ -1,4 +1,4 @@
-//! Ephemeral mode (SPEC §2.6). The timings below are margins around the
+//! Ephemeral mode (§2.6). The timings below are margins around the
 //! 1-second grace, not latency assertions: "still alive" is checked well
 //! before the grace can end and "gone" well after it.
 

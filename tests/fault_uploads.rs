@@ -1,4 +1,4 @@
-//! Crash safety of stored uploads (SPEC §8.18.4 step 3), from a finding of
+//! Crash safety of stored uploads (§8.18.4 step 3), from a finding of
 //! `scripts/fault_campaign.sh` (docs/reliability.md): the store step writes
 //! `uploads/.upload-<pid>-<run>-<nonce>.tmp`, fsyncs it and renames it over
 //! `<sha256>.<ext>`. A SIGKILL between the create and the rename leaves the

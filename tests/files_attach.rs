@@ -1,4 +1,4 @@
-//! `file/attach` over the real socket (SPEC §8.17, §8.18.4, §4): both entry
+//! `file/attach` over the real socket (§8.17, §8.18.4, §4): both entry
 //! modes, the exact file results and markers, the stored names, the limits
 //! checked on the whole request before anything is stored, per-session
 //! deduplication, and the restoring of an indexed file that was edited,

@@ -1,4 +1,4 @@
-//! Attacks on the store step (SPEC §8.18.4, §8.17) over the real socket:
+//! Attacks on the store step (§8.18.4, §8.17) over the real socket:
 //! links planted at the destination and at `uploads/` itself, the session
 //! changing between begin and commit, permissions revoked between begin and
 //! commit, and filenames that try to steer the stored path. Each refusal is

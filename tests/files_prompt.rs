@@ -1,4 +1,4 @@
-//! Prompt attachments (SPEC §8.4 step 1a) and `zeroclaw upload` (§13) over
+//! Prompt attachments (§8.4 step 1a) and `zeroclaw upload` (§13) over
 //! the real socket: markers appended on their own lines in entry order, the
 //! empty prompt allowed only with attachments, a failing attachment that
 //! keeps the prompt from running while files already stored stay stored,

@@ -1,4 +1,4 @@
-//! Chunked uploads over the real socket (SPEC §8.18, §4): begin, chunk and
+//! Chunked uploads over the real socket (§8.18, §4): begin, chunk and
 //! commit with their exact results and errors, the offset and size rules,
 //! commit failures that keep or release the upload, the per-connection
 //! count, the daemon-wide budget with its exact charge, idle reclaiming at

@@ -1,4 +1,4 @@
-//! No frame over 8 MiB is ever written (SPEC §3.1 "MUST NOT"), whatever the
+//! No frame over 8 MiB is ever written (§3.1 "MUST NOT"), whatever the
 //! client echoes at the daemon: method names, ids, agent failure texts and
 //! error `data` members are bounded; an id too long to echo makes the
 //! request invalid (docs/decisions.md, "Echoed text and oversized ids").
@@ -10,7 +10,7 @@ mod common;
 use common::{sized_frame, Daemon, MAX_FRAME};
 use serde_json::json;
 
-/// What `bounded at 256` makes of a run of `x` (SPEC §3.1).
+/// What `bounded at 256` makes of a run of `x` (§3.1).
 fn bounded_x(n: usize) -> String {
     format!("{}…[truncated]", "x".repeat(n))
 }

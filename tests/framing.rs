@@ -1,4 +1,4 @@
-//! NDJSON framing over the real socket (SPEC §3.1): line endings, blank
+//! NDJSON framing over the real socket (§3.1): line endings, blank
 //! frames, the final frame at end of stream, the 8 MiB limit (the `\r`
 //! included) and chunk-boundary independence.
 

@@ -1,4 +1,4 @@
-//! SPEC §12 timings and bounds, on a gateway started in process with short
+//! §12 timings and bounds, on a gateway started in process with short
 //! intervals (`gateway::Settings`, a constructor parameter: no config key
 //! changes them): the heartbeat, the handshake deadline, the handshake and
 //! session bounds (excess sockets closed at accept), and the end of a

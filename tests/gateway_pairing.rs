@@ -1,4 +1,4 @@
-//! SPEC §12 and §6.7: `POST /pair` redeems the one-time code logged at
+//! §12 and §6.7: `POST /pair` redeems the one-time code logged at
 //! startup for a token committed like `pairing/create`'s; 5 failed attempts
 //! lock a client out (429); the code is single-use. Also: binding the
 //! gateway is part of startup.

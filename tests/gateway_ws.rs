@@ -1,4 +1,4 @@
-//! SPEC §12 over a real WebSocket on loopback: the same methods and rules
+//! §12 over a real WebSocket on loopback: the same methods and rules
 //! as the local socket, with the gateway's differences — a token is
 //! required, uploads are local-only, `file/attach` takes no `path` — and its
 //! framing (one message per text frame, 8 MiB), peer labels, audit events,

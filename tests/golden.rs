@@ -1,4 +1,4 @@
-//! Golden transcripts (DESIGN.md "Testing"): each `tests/golden/*.transcript`
+//! Golden transcripts (the design card's "Testing"): each `tests/golden/*.transcript`
 //! is replayed against a fresh daemon over the real socket.
 //!
 //! # Transcript format
@@ -242,7 +242,7 @@ fn every_transcript_is_listed() {
 }
 
 /// Every client→daemon method of protocol version 1, in the order of the
-/// SPEC §6.4 table (the order `capabilities` must follow), and the
+/// §6.4 table (the order `capabilities` must follow), and the
 /// protocol additions served the same way.
 const METHOD_TABLE: &[&str] = &[
     "initialize",

@@ -1,4 +1,4 @@
-//! Connection limits (SPEC §4): the 256-connection cap and write backpressure.
+//! Connection limits (§4): the 256-connection cap and write backpressure.
 
 #[macro_use]
 mod common;

@@ -1,4 +1,4 @@
-//! Load and slow-consumer tests against the real binary (SPEC §3.7, §4).
+//! Load and slow-consumer tests against the real binary (§3.7, §4).
 //!
 //! `pipelined_connections_lose_nothing`: 256 connections (the connection
 //! limit) each keep a window of requests in flight for a fixed time —

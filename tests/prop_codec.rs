@@ -1,4 +1,4 @@
-//! Property tests of framing (SPEC §3.1): any byte stream, cut anywhere,
+//! Property tests of framing (§3.1): any byte stream, cut anywhere,
 //! decodes to the same frames as the stream decoded whole (the length an
 //! oversized frame reports may depend on the cut; that it is oversized may
 //! not), and every frame respects the bound.
@@ -80,7 +80,7 @@ proptest! {
     }
 }
 
-/// The frames of SPEC §3.1 computed directly: split at `\n`, drop one
+/// The frames of §3.1 computed directly: split at `\n`, drop one
 /// trailing `\r`; the bytes after the last `\n` are a final frame unless they
 /// are empty or a lone `\r` (the codec's end-of-stream rule).
 fn reference_lines(s: &[u8]) -> Vec<Item> {

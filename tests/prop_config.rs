@@ -1,4 +1,4 @@
-//! Property tests of `config/set-many` staging (SPEC §8.16 steps 5–6):
+//! Property tests of `config/set-many` staging (§8.16 steps 5–6):
 //! `stage_many` over generated entries equals applying the entries one by
 //! one with `props::set` to a copy of the running config and then validating
 //! the result — same candidate, same distinct props, or the same error (the

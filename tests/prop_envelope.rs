@@ -1,4 +1,4 @@
-//! Property tests of envelope classification (SPEC §3.2–§3.4): for
+//! Property tests of envelope classification (§3.2–§3.4): for
 //! generated frames, `zeroclaw::jsonrpc::classify` agrees with a small
 //! reference model over `serde_json::Value` (`fuzz/src/model.rs`, shared
 //! with the fuzz target) — same class, same error code and `data.reason`,
@@ -285,7 +285,7 @@ proptest! {
         prop_assert_eq!(as_values(class_of(&text)), Some(want), "frame: {}", text);
     }
 
-    /// Ids are kept as the exact JSON text received (SPEC §3.5), however
+    /// Ids are kept as the exact JSON text received (§3.5), however
     /// they are written, in requests, answered invalid requests and responses.
     #[test]
     fn ids_are_kept_byte_for_byte(raw in raw_id(), ws in prop_oneof![Just(""), Just(" \t ")]) {
@@ -330,7 +330,7 @@ fn raw_id() -> impl Strategy<Value = String> {
     ]
 }
 
-/// The examples of SPEC §3.3 and §3.4, through the model and the daemon.
+/// The examples of §3.3 and §3.4, through the model and the daemon.
 #[test]
 fn spec_examples() {
     let cases: &[(&str, Class)] = &[

@@ -1,4 +1,4 @@
-//! The checks of the session methods and their order (SPEC §8 "Check order
+//! The checks of the session methods and their order (§8 "Check order
 //! for session methods", §8.3 steps 1–5, §8.4): parameters first, then
 //! existence, then state; a refused `session/new` changes nothing.
 

@@ -1,4 +1,4 @@
-//! The `command` agent (SPEC §10.4) and the client side of sessions: the
+//! The `command` agent (§10.4) and the client side of sessions: the
 //! `zeroclaw rpc` command with `--approve` and `--elicitation-reply` (§13)
 //! and the quick test of §14, verbatim.
 
@@ -469,7 +469,7 @@ fn rpc_elicitation_reply_answers_every_question() {
 }
 
 // ---------------------------------------------------------------------------
-// The quick test of SPEC §14
+// The quick test of §14
 
 /// A daemon whose config dir is `$HOME/.zeroclaw`, the default one.
 fn home_daemon() -> Env {

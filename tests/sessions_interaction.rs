@@ -1,4 +1,4 @@
-//! What a turn asks of, and takes from, the client (SPEC §8.6, §8.12,
+//! What a turn asks of, and takes from, the client (§8.6, §8.12,
 //! §8.13, §3.5, §3.6, §10.3): cancellation, approvals with every decision
 //! and their timeout, elicitation with every answer, its timeout and its
 //! id space, and prompts sent as notifications.

@@ -1,4 +1,4 @@
-//! The life of sessions over the real socket (SPEC §8.3, §8.4, §8.7–§8.11,
+//! The life of sessions over the real socket (§8.3, §8.4, §8.7–§8.11,
 //! §9.8, §9.9, §4): the prompt queue, the live-session limit, replacement,
 //! close, kill, delete, store selection, listing and paging.
 

@@ -1,4 +1,4 @@
-//! Sessions between two principals (SPEC §6.4, §6.6, §8.10): a roster
+//! Sessions between two principals (§6.4, §6.6, §8.10): a roster
 //! user connecting from its own uid through `security.socket_group`, and
 //! the shared operator (admin). Needs root to create the OS accounts;
 //! skipped with a printed message otherwise.

@@ -1,4 +1,4 @@
-//! The echo agent's directives over the real socket (SPEC §10.3, §8.4,
+//! The echo agent's directives over the real socket (§10.3, §8.4,
 //! §8.5, §3.7, §3.8): the exact `session/update` sequence of each
 //! directive, `turn_complete` last, every update before the answer, and
 //! the snake_case dialect.

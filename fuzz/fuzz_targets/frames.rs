@@ -1,5 +1,5 @@
 //! bytes → `FrameCodec` → `classify`, the daemon's whole input path up to
-//! the method router (SPEC §3.1–§3.4).
+//! the method router (§3.1–§3.4).
 //!
 //! Input layout: byte 0 picks the frame bound (odd: a small bound `1 +
 //! byte/2`, so oversized frames and the discard path are reached; even: the

@@ -65,7 +65,7 @@ pub fn items(frames: &[Frame]) -> Vec<Item> {
     frames.iter().map(Item::of).collect()
 }
 
-/// The frame-level invariants of SPEC §3.1 for one decoded frame of a codec
+/// The frame-level invariants of §3.1 for one decoded frame of a codec
 /// bounded at `max`: a line holds no `\n` and at most `max` bytes; an
 /// oversized frame reports more than `max` bytes; an invalid-UTF-8 frame
 /// reports at most `max`.

@@ -1,5 +1,5 @@
-//! A reference model of envelope classification (SPEC §3.2–§3.4), written
-//! over `serde_json::Value` independently of `src/jsonrpc.rs`, and the
+//! A reference model of envelope classification (§3.2–§3.4), written
+//! over `serde_json::Value` independently of `src/jsonrpc/`, and the
 //! mapping of the daemon's real [`Classified`] onto the same small type.
 //!
 //! Shared by the fuzz target (`fuzz_targets/frames.rs`) and the property
@@ -114,7 +114,7 @@ pub fn model_text(frame: &str) -> Option<Class<Value>> {
     }
 }
 
-/// The class of a frame holding exactly `v`, by the table of SPEC §3.3.
+/// The class of a frame holding exactly `v`, by the table of §3.3.
 pub fn model(v: &Value) -> Class<Value> {
     let obj = match v {
         Value::Object(m) => m,

@@ -1,7 +1,7 @@
 //! `agents/status` (protocol addition, zerocode's chat pane and dashboard):
 //! one entry per configured agent the caller may use, with how many of its
 //! sessions are live and how many are persisted — counted over what the
-//! caller may see (SPEC §6.6: a non-admin sees its own sessions only).
+//! caller may see (§6.6: a non-admin sees its own sessions only).
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! zerocode's Config tab): every prop of the effective config under a
 //! prefix, typed and described in the shape zerocode's `ConfigFieldEntry`
 //! decodes, and the entry names of a map. Writes stay `config/set` and
-//! `config/set-many` (SPEC §8.15–§8.16).
+//! `config/set-many` (§8.15–§8.16).
 
 use serde_json::{json, Value};
 

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::error::{ErrorData, RpcError};
 use crate::request::Request;
 
-/// The params object (absent → empty). A `null` member counts as absent (SPEC §1.3).
+/// The params object (absent → empty). A `null` member counts as absent (§1.3).
 pub fn object(req: &Request) -> Result<Map<String, Value>, RpcError> {
     let text = req.raw_params().unwrap_or("{}");
     match serde_json::from_str::<Value>(text) {

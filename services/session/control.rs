@@ -1,5 +1,5 @@
 //! `session/cancel`, `session/approve`, `session/close`, `session/kill`,
-//! `session/delete` (SPEC §8.6–§8.9, §8.12).
+//! `session/delete` (§8.6–§8.9, §8.12).
 
 use std::sync::Arc;
 

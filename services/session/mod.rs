@@ -1,4 +1,4 @@
-//! `session/*` (SPEC §8.3–§8.12): one service for the family, one file per
+//! `session/*` (§8.3–§8.12): one service for the family, one file per
 //! concern. Handlers decode and check params here; the lifecycle and the
 //! turns live in `crate::session`.
 

@@ -1,4 +1,4 @@
-//! `session/list`, `session/list-acp`, `session/messages` (SPEC §8.10, §8.11).
+//! `session/list`, `session/list-acp`, `session/messages` (§8.10, §8.11).
 //! Non-admins see only the sessions they own.
 
 use std::sync::Arc;

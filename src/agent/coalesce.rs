@@ -7,7 +7,7 @@
 use super::sink::{EventSink, SinkClosed};
 
 /// Received chunk text up to this many bytes is sent as one chunk (the
-/// sink re-splits at 64 KiB anyway, SPEC §3.1).
+/// sink re-splits at 64 KiB anyway, §3.1).
 pub const COALESCE_BYTES: usize = 64 * 1024;
 
 /// Chunk text received but not yet sent, all of one stream.

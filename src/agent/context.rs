@@ -1,7 +1,7 @@
 //! Retained-context messages and their one JSON spelling.
 //!
 //! The echo agent's `::context` and the command agent's `context_json` stdin
-//! both write context messages; SPEC §10.3 fixes the member order (`role`,
+//! both write context messages; §10.3 fixes the member order (`role`,
 //! `kind`, `content`, `tool_call_id`, `tool_name`, `tool_input`), omits
 //! absent members, always writes `kind`, and keeps `tool_input` as the client
 //! wrote it (compacted, never reparsed). Everything goes through [`WireMessage`]
@@ -39,7 +39,7 @@ pub enum Kind {
     Summary,
 }
 
-/// One message of the retained context (SPEC §10.1).
+/// One message of the retained context (§10.1).
 #[derive(Debug, Clone, Deserialize)]
 pub struct ContextMessage {
     /// Who produced it.

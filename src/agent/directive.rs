@@ -1,7 +1,7 @@
 //! The echo agent's directive language: one prompt line → one [`Line`].
 //!
 //! Parsing is pure and total: every line is either a directive with valid
-//! arguments or a text line (SPEC §10.3). Arguments are checked here, so the
+//! arguments or a text line (§10.3). Arguments are checked here, so the
 //! executor never meets an out-of-range number or a non-object input.
 //!
 //! Grammar choices where §10.3 is silent:

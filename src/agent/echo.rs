@@ -1,4 +1,4 @@
-//! The built-in `echo` agent (SPEC §10.3): executes the prompt's directive
+//! The built-in `echo` agent (§10.3): executes the prompt's directive
 //! language line by line and nothing else, so the same prompt, context and
 //! client answers always produce the same events.
 //!

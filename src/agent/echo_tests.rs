@@ -1,5 +1,5 @@
 //! Tests of the echo agent's directives: exact event sequences for every
-//! directive and determinism rule of SPEC §10.3.
+//! directive and determinism rule of §10.3.
 
 use super::ASK_SCHEMA;
 use crate::agent::testing::{ask_line, echo_events, raw, EchoTurn, RecordingSink};

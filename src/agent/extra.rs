@@ -1,15 +1,15 @@
 //! The extra `session/update` types (docs/protocol-additions.md): ACP
-//! updates without a SPEC §8.5 counterpart, forwarded as they came.
+//! updates without a §8.5 counterpart, forwarded as they came.
 //!
 //! Each kind has a fixed list of members, taken from the ACP update under
 //! the same names; their values are kept as raw JSON, so the snake dialect
 //! renames the member names only, never what the agent wrote inside them.
-//! Clients ignore types they do not know (SPEC §8.5), so no opt-in.
+//! Clients ignore types they do not know (§8.5), so no opt-in.
 
 use serde_json::value::RawValue;
 
 /// Longest JSON text of one extra update's members together: far under the
-/// frame limit (SPEC §3.1) with room for the envelope. Larger ones are
+/// frame limit (§3.1) with room for the envelope. Larger ones are
 /// dropped with a log line (an agent's plan or command list is kilobytes).
 pub const MAX_EXTRA_BYTES: usize = 1024 * 1024;
 

@@ -2,7 +2,7 @@
 //!
 //! User JSON (tool inputs, ask answers) is kept as the text the client wrote,
 //! as a [`RawValue`]. Writing it "compact" must keep object members in input
-//! order and numbers exactly as spelled (SPEC §10.3 determinism rules), so we
+//! order and numbers exactly as spelled (§10.3 determinism rules), so we
 //! never go through `serde_json::Value`: we only strip the whitespace that
 //! JSON's grammar allows between tokens. Whitespace inside strings is data
 //! and is kept; a string cannot contain a raw control character, so a literal

@@ -3,7 +3,7 @@
 //! files under `src/`, `layers/` and `services/` and checks each against
 //! the rank table below, so an arrow that runs back up fails `cargo test`
 //! instead of waiting for a review. `layers/` and `services/` sit beside
-//! `src/` (DESIGN.md) and are mounted with `#[path]`, which hides them from
+//! `src/` (as the design card draws them) and are mounted with `#[path]`, which hides them from
 //! tools that follow `src/`; a test here follows their `mod` tree and
 //! requires every mounted file to be read, and another plants upward
 //! imports in a throwaway tree to show the rule catches them there.

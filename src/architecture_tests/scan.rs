@@ -119,7 +119,7 @@ fn leading_path(s: &str) -> String {
 }
 
 /// The folders whose files the rule reads: the library's own and the two
-/// top-level folders `src/lib.rs` mounts with `#[path]` (DESIGN.md keeps
+/// top-level folders `src/lib.rs` mounts with `#[path]` (the design card keeps
 /// them beside `src/`; the mounting hides them from tools that follow
 /// `src/` only, so this test follows them itself).
 pub(super) const SCANNED: [&str; 3] = ["src", "layers", "services"];

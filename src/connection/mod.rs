@@ -1,4 +1,4 @@
-//! One connection's life (SPEC §3.7, §15): the per-connection tower stack,
+//! One connection's life (§3.7, §15): the per-connection tower stack,
 //! how a frame goes through it, and the accept and end-of-input steps every
 //! transport shares. The loop itself is [`driver`], the one mechanism that
 //! serves the Unix socket, the named pipe, in-memory streams in tests and,

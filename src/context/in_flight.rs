@@ -1,4 +1,4 @@
-//! A connection's in-flight counters (SPEC §3.7, §4): at most 64 requests
+//! A connection's in-flight counters (§3.7, §4): at most 64 requests
 //! and 64 MiB of their frames. They are the connection's state, so they
 //! live beside it; `layers/limit.rs` is the layer that charges them, as
 //! tower's `GlobalConcurrencyLimitLayer` charges a semaphore made outside it.

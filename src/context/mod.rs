@@ -47,7 +47,7 @@ pub struct ConnCtx {
     pub outbound: Outbound,
     /// Daemon→client requests awaiting answers.
     pub peer_requests: PeerRequests,
-    /// Requests in flight (SPEC §4).
+    /// Requests in flight (§4).
     pub in_flight: InFlight,
     /// Cancelled when the connection must close.
     pub closed: CancellationToken,

@@ -1,6 +1,6 @@
 //! The `data` member of an error: its members in the order given (`reason`
 //! first, as the spec writes them), each echoed value bounded so that no
-//! error frame outgrows the frame limit (SPEC §3.1).
+//! error frame outgrows the frame limit (§3.1).
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
@@ -21,7 +21,7 @@ impl ErrorData {
     }
 
     /// Adds one member. A member echoing what the peer sent is bounded
-    /// (SPEC §3.1 "no frame over 8 MiB"): a string at
+    /// (§3.1 "no frame over 8 MiB"): a string at
     /// [`MAX_ERROR_DATA_MEMBER_BYTES`], any other value whose JSON is longer
     /// becomes that JSON text, bounded.
     pub fn with(mut self, key: &'static str, value: impl Into<Value>) -> Self {

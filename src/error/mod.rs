@@ -1,7 +1,7 @@
 //! The JSON-RPC error type of the daemon and its wire codes.
 //!
 //! This is the one place where an error becomes a `code`, a `message` and a
-//! `data` object (SPEC §7). Domain modules keep their own error enums and
+//! `data` object (§7). Domain modules keep their own error enums and
 //! convert into [`RpcError`]; nothing else in the crate spells a numeric code.
 //! The vocabularies of `data` live beside it: `reason.rs` (every
 //! `data.reason` and `data.limit`, closed enums) and `data.rs` (the ordered,
@@ -119,7 +119,7 @@ fn forbidden_message(f: &Forbidden) -> String {
 }
 
 impl RpcError {
-    /// The JSON-RPC error code (SPEC §7.1).
+    /// The JSON-RPC error code (§7.1).
     pub fn code(&self) -> i32 {
         match self {
             Self::Parse(_) => -32700,
@@ -138,7 +138,7 @@ impl RpcError {
         }
     }
 
-    /// The `data` member (SPEC §7.2), if this error has one.
+    /// The `data` member (§7.2), if this error has one.
     pub fn data(&self) -> Option<ErrorData> {
         fn reason(r: impl Into<Reason>) -> ErrorData {
             ErrorData::reason(r)
@@ -259,7 +259,7 @@ impl RpcError {
 }
 
 impl From<crate::store::StoreError> for RpcError {
-    /// Every storage failure is `-32603` `storage` (SPEC §7.2), or
+    /// Every storage failure is `-32603` `storage` (§7.2), or
     /// `storage_full` / `storage_read_only` for those environment faults.
     fn from(e: crate::store::StoreError) -> Self {
         Self::storage_fault(e.fault(), format!("storage failure: {e}"))

@@ -1,12 +1,12 @@
 //! The closed vocabularies of an error's `data`: every `data.reason`
-//! (SPEC §7.2) and every `data.limit`, each spelled once in its `as_str`,
+//! (§7.2) and every `data.limit`, each spelled once in its `as_str`,
 //! and the reasons of `-32012` with their members. Which code and message
 //! each becomes is `mod.rs`'s job.
 
 use crate::agent::ProviderReason;
 use crate::storage_fault::StorageFault;
 
-/// Every `data.reason` the daemon answers with (SPEC §7.2), mapped to its
+/// Every `data.reason` the daemon answers with (§7.2), mapped to its
 /// wire value here and nowhere else. The reasons of `-32010` and `-32603`
 /// keep their own enums (they also choose the message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,8 +28,8 @@ pub enum Reason {
     FileTooLarge,
     RequestTooLarge,
     PathNotAllowed,
-    UnsupportedInteractionSurface,
     // -32000
+    UnsupportedInteractionSurface,
     Closed,
     Killed,
     Deleted,
@@ -37,6 +37,7 @@ pub enum Reason {
     // -32002
     QueueFull,
     QueueTimeout,
+    // -32000 (`session/cancel`)
     NoActiveTurn,
     // -32012
     MissingGrant,
@@ -102,7 +103,7 @@ impl From<InternalReason> for Reason {
     }
 }
 
-/// The limit names of `-32004` (SPEC §7.2, plus `memory`: docs/reliability.md).
+/// The limit names of `-32004` (§7.2, plus `memory`: docs/reliability.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LimitName {
     Connections,
@@ -127,7 +128,7 @@ impl LimitName {
     }
 }
 
-/// Reasons of `-32010` (SPEC §7.2).
+/// Reasons of `-32010` (§7.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthReason {
     NotInitialized,
@@ -164,7 +165,7 @@ impl AuthReason {
     }
 }
 
-/// Reasons of `-32603` (SPEC §7.2, plus the two storage classes of
+/// Reasons of `-32603` (§7.2, plus the two storage classes of
 /// `src/storage_fault.rs`, this project's extension: docs/decisions.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InternalReason {
@@ -201,7 +202,7 @@ impl InternalReason {
     }
 }
 
-/// Reasons of `-32012` (SPEC §7.2), with their members.
+/// Reasons of `-32012` (§7.2), with their members.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Forbidden {
     MissingGrant { required: String, method: String },

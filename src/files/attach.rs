@@ -1,4 +1,4 @@
-//! File entries of `file/attach` and of prompt attachments (SPEC §8.17,
+//! File entries of `file/attach` and of prompt attachments (§8.17,
 //! §8.4 step 1a): their shape, the local-only and admin-only `path` mode,
 //! and the per-file and per-request limits, all checked on the whole request
 //! before any file is read or stored.

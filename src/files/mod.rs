@@ -1,4 +1,4 @@
-//! Files handed to a session's agent (SPEC §8.17, §8.18): naming, staged
+//! Files handed to a session's agent (§8.17, §8.18): naming, staged
 //! uploads, and the one store step that `file/attach`, upload commits and
 //! prompt attachments share.
 //!

@@ -1,4 +1,4 @@
-//! How a stored file is named and announced (SPEC §8.17): its extension,
+//! How a stored file is named and announced (§8.17): its extension,
 //! its MIME type when the client gives none, and the marker the agent sees.
 //! The client's filename never reaches the stored path except through a
 //! short, lowercase, alphanumeric extension.

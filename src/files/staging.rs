@@ -1,4 +1,4 @@
-//! Staged chunked uploads (SPEC §8.18.1–§8.18.3, §4): who owns them, what
+//! Staged chunked uploads (§8.18.1–§8.18.3, §4): who owns them, what
 //! they are bound to, and the daemon-wide budget.
 //!
 //! Every upload is registered daemon-wide, so the 256 MiB budget and the
@@ -25,7 +25,7 @@ pub const STAGED_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// Fixed cost charged per upload on top of its size and metadata.
 pub const UPLOAD_OVERHEAD: usize = 256;
 
-/// What an upload or attachment is bound to at begin (SPEC §8.18.1): one
+/// What an upload or attachment is bound to at begin (§8.18.1): one
 /// incarnation of one session. Not `authz::Binding` (who the caller is).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadTarget {
@@ -74,7 +74,7 @@ impl Staging {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a new upload of connection `conn` (SPEC §8.18.1: count,
+    /// Registers a new upload of connection `conn` (§8.18.1: count,
     /// then budget, then the daemon-wide memory budget); its id.
     pub fn begin(
         &self,

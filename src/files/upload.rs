@@ -1,4 +1,4 @@
-//! One staged upload's state machine (SPEC §8.18.1–§8.18.3): declared at
+//! One staged upload's state machine (§8.18.1–§8.18.3): declared at
 //! begin, grown chunk by chunk at the expected offset, taken whole by a
 //! commit that checks its size and hash. Once released (committed, expired,
 //! or its connection closed) it answers `unknown_upload`.

@@ -1,5 +1,5 @@
 //! Writing uploaded bytes content-addressed into `<workspace>/uploads/`
-//! (SPEC §8.17, §8.18.4 step 3) without ever following a link: the uploads
+//! (§8.17, §8.18.4 step 3) without ever following a link: the uploads
 //! directory must be a real directory, an existing file is read only when it
 //! is a regular file (opened with `O_NOFOLLOW`), and every write goes to a
 //! fresh temporary file that is fsynced and renamed over the destination, so

@@ -1,4 +1,4 @@
-//! The HTTP/WebSocket gateway (SPEC §12): `GET /ws` carries the same
+//! The HTTP/WebSocket gateway (§12): `GET /ws` carries the same
 //! JSON-RPC methods as the local endpoint, one message per WebSocket text
 //! message; `POST /pair` redeems the one-time pairing code for a token.
 //!
@@ -53,7 +53,7 @@ pub use pairing::PAIRING_CODE_HEADER;
 /// the WebSocket library cannot skip the rest of it (docs/gateway.md).
 pub const WS_MESSAGE_LIMIT: usize = MAX_FRAME_BYTES + 1024 * 1024;
 
-/// The gateway's timings and bounds. [`Settings::default`] is SPEC §12;
+/// The gateway's timings and bounds. [`Settings::default`] is §12;
 /// tests start a gateway with shorter intervals (no config key changes them).
 #[derive(Debug, Clone)]
 pub struct Settings {

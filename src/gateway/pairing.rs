@@ -1,4 +1,4 @@
-//! Pairing over HTTP (SPEC §6.7, §12): `POST /pair` with
+//! Pairing over HTTP (§6.7, §12): `POST /pair` with
 //! `X-Pairing-Code: <6 digits>` redeems the one-time code the daemon logged
 //! at startup for a new token.
 //!

@@ -1,4 +1,4 @@
-//! The gateway's HTTP routes (SPEC §12): `GET /ws` upgrades to a WebSocket
+//! The gateway's HTTP routes (§12): `GET /ws` upgrades to a WebSocket
 //! session, `POST /pair` redeems the pairing code. Anything else is 404
 //! (405 for a known path with another method).
 //!

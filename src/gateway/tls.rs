@@ -1,4 +1,4 @@
-//! Optional TLS for the gateway (SPEC §12): when `gateway.tls_cert` and
+//! Optional TLS for the gateway (§12): when `gateway.tls_cert` and
 //! `gateway.tls_key` name PEM files, every accepted connection starts with
 //! a TLS handshake (rustls, `ring` provider, TLS 1.2 and 1.3, ALPN
 //! `http/1.1`) before HTTP and the WebSocket upgrade.

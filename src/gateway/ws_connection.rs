@@ -1,4 +1,4 @@
-//! One WebSocket connection (SPEC §12), served by the same connection
+//! One WebSocket connection (§12), served by the same connection
 //! driver as the local endpoint (`connection::driver`) through [`WsWire`]:
 //!
 //! - Each text message is one frame for the connection's own stack; the
@@ -11,7 +11,7 @@
 //! - Heartbeat: a Ping after `ping_after` without an incoming message (any
 //!   message, control frames included); closed (1011) if nothing arrives
 //!   within `close_after` of the Ping.
-//! - The connection counts as one (`Daemon::admit`, so `status` and
+//! - The connection counts as one (`Daemon::admit_remote`, so `status` and
 //!   ephemeral mode see it) from the upgrade until it is fully closed.
 //! - A WebSocket has no half-close: once the peer has closed (or vanished)
 //!   nothing more can be delivered, so what is in flight is not waited for.

@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 envelopes (SPEC §3.2–§3.4): one frame parsed, validated and
+//! JSON-RPC 2.0 envelopes (§3.2–§3.4): one frame parsed, validated and
 //! classified by shape, and the writing of outbound frames.
 //!
 //! Parsing borrows from the frame: `id`, `params`, `result` and `error` stay
@@ -72,7 +72,7 @@ fn is_valid_id(raw: &RawValue) -> bool {
     )
 }
 
-/// Parses and classifies one frame (the table of SPEC §3.3).
+/// Parses and classifies one frame (the table of §3.3).
 pub fn classify(frame: &str) -> Classified<'_> {
     let env: Envelope<'_> = match serde_json::from_str(frame) {
         Ok(env) => env,

@@ -1,5 +1,5 @@
 //! The queue between an ACP turn's event sink and its emitter task
-//! (SPEC §9.3 group commit): what the sink hands over, in turn order, and
+//! (§9.3 group commit): what the sink hands over, in turn order, and
 //! how much of it the emitter takes per commit.
 
 use std::sync::{Mutex, MutexGuard};

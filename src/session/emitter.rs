@@ -1,4 +1,4 @@
-//! The emitter of an ACP turn (SPEC §9.3): a task that takes the events the
+//! The emitter of an ACP turn (§9.3): a task that takes the events the
 //! turn's sink queued, commits every one that is ready in one transaction
 //! (group commit), and only then sends their notifications, so a client
 //! never sees an event that a crash could lose. A failed commit suppresses

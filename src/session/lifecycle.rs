@@ -1,4 +1,4 @@
-//! Lifecycle of sessions (SPEC §8.3, §8.4 step 1, §8.7–§8.9, §9.6, §9.9):
+//! Lifecycle of sessions (§8.3, §8.4 step 1, §8.7–§8.9, §9.6, §9.9):
 //! create, resume, rehydrate, close, kill, delete, idle reclamation.
 //!
 //! Every operation here holds the session lock of its id (lock (2) of

@@ -1,4 +1,4 @@
-//! One live session (SPEC §1.2): its identity, its FIFO prompt queue, the
+//! One live session (§1.2): its identity, its FIFO prompt queue, the
 //! turn it is running, its channel registration, its retained context and
 //! the approvals it is waiting for.
 //!
@@ -38,7 +38,7 @@ fn charged(context: &[ContextMessage]) -> Charge {
     c
 }
 
-/// Prompts that may wait for a running turn (SPEC §4).
+/// Prompts that may wait for a running turn (§4).
 pub const MAX_QUEUED_PROMPTS: usize = 32;
 /// How long a prompt waits for the session.
 pub const QUEUE_WAIT: Duration = Duration::from_secs(30);
@@ -155,7 +155,7 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Joins the prompt queue (SPEC §8.4 step 2) and waits for the session.
+    /// Joins the prompt queue (§8.4 step 2) and waits for the session.
     pub async fn enqueue(&self) -> Result<OwnedSemaphorePermit, RpcError> {
         if let Ok(p) = self.gate.clone().try_acquire_owned() {
             return Ok(p);

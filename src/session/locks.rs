@@ -1,4 +1,4 @@
-//! Per-session-id locks (SPEC §1.2 "session lock", §6.8 lock (2)).
+//! Per-session-id locks (§1.2 "session lock", §6.8 lock (2)).
 //!
 //! Lifecycle changes of one id (create, replace, rehydrate, recovery,
 //! close, kill, delete, idle reclamation) and the store step of uploads

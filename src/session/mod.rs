@@ -1,4 +1,4 @@
-//! Agent sessions (SPEC §8.3–§8.13, §9): the live sessions of the daemon,
+//! Agent sessions (§8.3–§8.13, §9): the live sessions of the daemon,
 //! their lifecycle, and the turns they run.
 //!
 //! | file | owns |
@@ -33,10 +33,10 @@ pub use locks::{SessionGuard, SessionLocks};
 use crate::agent::AcpHosts;
 use crate::store::{AcpRow, Store, StoreError, RPC_SURFACE};
 
-/// Most live sessions daemon-wide (SPEC §4).
+/// Most live sessions daemon-wide (§4).
 pub const MAX_LIVE_SESSIONS: usize = 64;
 
-/// The two kinds of session (SPEC §1.2).
+/// The two kinds of session (§1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ChatMode {
@@ -153,7 +153,7 @@ impl Sessions {
     }
 }
 
-/// A new lowercase UUIDv4 (SPEC §1.3).
+/// A new lowercase UUIDv4 (§1.3).
 pub fn new_uuid() -> String {
     let mut b = [0u8; 16];
     if getrandom::fill(&mut b).is_err() {
@@ -192,7 +192,7 @@ pub fn parse_session_id(id: Option<String>) -> Result<String, crate::error::RpcE
     }
 }
 
-/// `session_id` syntax: 1–128 characters of `[A-Za-z0-9._:-]` (SPEC §8.3).
+/// `session_id` syntax: 1–128 characters of `[A-Za-z0-9._:-]` (§8.3).
 pub fn valid_session_id(id: &str) -> bool {
     (1..=128).contains(&id.len())
         && id

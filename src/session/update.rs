@@ -1,8 +1,8 @@
-//! `session/update` notifications (SPEC §8.5) and their frames.
+//! `session/update` notifications (§8.5) and their frames.
 //!
 //! Params are written with camelCase member names, `sessionId` and `type`
 //! first as in the spec's examples; on a `snake` connection the dialect
-//! serializer renames them (SPEC §3.8). Text is bounded at its source here:
+//! serializer renames them (§3.8). Text is bounded at its source here:
 //! nothing this module writes can exceed the frame limit.
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
@@ -14,7 +14,7 @@ use crate::context::Conn;
 use crate::dialect::Dialect;
 use crate::jsonrpc::notification_frame;
 
-/// Longest streamed chunk text (SPEC §3.1).
+/// Longest streamed chunk text (§3.1).
 pub const MAX_CHUNK_BYTES: usize = 64 * 1024;
 /// Bound of `tool_result.rawOutput` in notifications.
 pub const MAX_RAW_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -151,7 +151,7 @@ impl Serialize for Update<'_> {
     }
 }
 
-/// "Bounded at `max`" (SPEC §3.1): the longest prefix of at most `max`
+/// "Bounded at `max`" (§3.1): the longest prefix of at most `max`
 /// bytes ending on a character boundary, then `…[truncated]` if anything was cut.
 pub fn bounded(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     if s.len() <= max {
@@ -216,7 +216,7 @@ pub async fn notify(conn: &Conn, update: &Update<'_>, cancel: &CancellationToken
 /// turn (docs/decisions.md): ZeroClaw's snake clients show `content` as the
 /// turn's closing notice and have already shown the streamed text from its
 /// chunks, so `content` carries why the turn ended, as zeroclaw's own
-/// daemon writes it. The camel dialect keeps SPEC §8.5 (the streamed text).
+/// daemon writes it. The camel dialect keeps §8.5 (the streamed text).
 pub fn ended_notice(outcome: Completion, reason: Option<&str>) -> String {
     match (outcome, reason) {
         (Completion::Failed, Some(r)) => format!("turn failed: {r}"),

@@ -20,7 +20,7 @@ use crate::store::Store;
 mod status_template;
 pub use status_template::StatusTemplate;
 
-/// Resolved locations (SPEC §2.1, §2.2), as `status` reports them.
+/// Resolved locations (§2.1, §2.2), as `status` reports them.
 #[derive(Debug, Clone)]
 pub struct Paths {
     pub config_dir: PathBuf,

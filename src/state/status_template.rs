@@ -1,4 +1,4 @@
-//! The constant parts of a `status` result (SPEC §8.2), serialized once
+//! The constant parts of a `status` result (§8.2), serialized once
 //! per daemon: most members never change while it runs, so an answer
 //! writes only the few that do (uptime, principal, sessions, connections)
 //! between these pre-built bytes. Built with the daemon's state, so it

@@ -1,4 +1,4 @@
-//! The SQLite store (SPEC §9): one database, `<data_dir>/sessions/sessions.db`.
+//! The SQLite store (§9): one database, `<data_dir>/sessions/sessions.db`.
 //!
 //! This file owns the [`Store`] handle, opening (directory and file modes,
 //! pragmas, migrations), the one error type and the small shared helpers

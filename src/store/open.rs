@@ -1,4 +1,4 @@
-//! Opening the session database (SPEC §9.1), and the pool's rules for its
+//! Opening the session database (§9.1), and the pool's rules for its
 //! connections.
 //!
 //! A damaged file is refused, and left exactly as it was found: its header

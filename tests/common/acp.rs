@@ -20,9 +20,9 @@ pub use super::rpc::Rpc;
 pub use super::sessions::Turn;
 use super::{Client, Daemon, DaemonBuilder, TestDir};
 
-/// The marker recovery appends (SPEC §9.6).
+/// The marker recovery appends (§9.6).
 pub const INTERRUPTED: &str = "Turn interrupted";
-/// The marker a kill appends when it folds a leftover checkpoint (SPEC §9.9).
+/// The marker a kill appends when it folds a leftover checkpoint (§9.9).
 pub const KILLED: &str = "Turn killed";
 
 /// The config of an echo agent with the given extra lines.
@@ -305,7 +305,7 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
-/// The session tables (SPEC §9.2).
+/// The session tables (§9.2).
 pub const TABLES: [&str; 7] = [
     "acp_sessions",
     "acp_transcript",

@@ -23,7 +23,7 @@ pub fn res_of(frame: &Value) -> Value {
 }
 
 /// Asserts an error's code and `data.reason` (`None`: no reason), and that
-/// it has a non-empty message (every error has one, SPEC §3.2).
+/// it has a non-empty message (every error has one, §3.2).
 #[track_caller]
 pub fn assert_error(e: &Value, code: i64, reason: Option<&str>) {
     assert_eq!(e["code"], json!(code), "error {e}");

@@ -1,4 +1,4 @@
-//! Helpers of the file tests (tests/files_*.rs, SPEC §8.17, §8.18, §8.4
+//! Helpers of the file tests (tests/files_*.rs, §8.17, §8.18, §8.4
 //! step 1a): where an [`Env`]'s daemon stores files, the `file/*` calls, prompts read up to their answer, a roster user (another
 //! uid) for the non-admin cases, and exact snapshots of directory trees so a
 //! test can prove that a refused request wrote nothing anywhere.
@@ -26,24 +26,24 @@ use super::start::{start_in, traversable_dir, Env};
 use super::users::{client_as, Accounts, OsGroup, OsUser};
 use super::{Client, RECV_TIMEOUT};
 
-/// Largest file (SPEC §4).
+/// Largest file (§4).
 pub const MAX_FILE: usize = 10 * 1024 * 1024;
-/// Largest decoded `file/attach` request (SPEC §4).
+/// Largest decoded `file/attach` request (§4).
 pub const MAX_REQUEST: usize = 20 * 1024 * 1024;
-/// Largest decoded chunk (SPEC §4).
+/// Largest decoded chunk (§4).
 pub const CHUNK: usize = 1024 * 1024;
-/// Staged bytes, all connections (SPEC §4).
+/// Staged bytes, all connections (§4).
 pub const BUDGET: usize = 256 * 1024 * 1024;
-/// Fixed charge per staged upload (SPEC §8.18.1).
+/// Fixed charge per staged upload (§8.18.1).
 pub const OVERHEAD: usize = 256;
-/// The admin principal of the test's own uid (SPEC §6.1).
+/// The admin principal of the test's own uid (§6.1).
 pub const OPERATOR: &str = "shared-operator";
 
 // ---------------------------------------------------------------------------
 // Daemons
 
 impl Env {
-    /// `<config_dir>/agents/echo/workspace` (the default workspace, SPEC §10.2).
+    /// `<config_dir>/agents/echo/workspace` (the default workspace, §10.2).
     pub fn workspace(&self) -> PathBuf {
         self.daemon
             .config_dir

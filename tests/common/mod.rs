@@ -60,9 +60,9 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 pub const RECV_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a process may take to exit once it should.
 pub const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The exact frame answering an oversized frame (SPEC §3.1).
+/// The exact frame answering an oversized frame (§3.1).
 pub const FRAME_TOO_LARGE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Frame exceeds 8388608 bytes","data":{"reason":"frame_too_large","max_frame_bytes":8388608}},"id":null}"#;
-/// The maximum frame size (SPEC §3.1).
+/// The maximum frame size (§3.1).
 pub const MAX_FRAME: usize = 8 * 1024 * 1024;
 
 /// Reports a skipped test where the test runner cannot swallow it (straight

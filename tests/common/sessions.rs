@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 pub use super::rpc::{Frame, Rpc};
 use super::{Client, Daemon};
 
-/// The schema every `::ask` sends (SPEC §10.3).
+/// The schema every `::ask` sends (§10.3).
 pub const ASK_SCHEMA: &str = r#"{"type":"object","properties":{"answer":{"type":"string","title":"Answer"}},"required":["answer"]}"#;
 
 // ---------------------------------------------------------------------------

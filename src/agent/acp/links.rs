@@ -1,6 +1,6 @@
 //! Where a session's link to its agent-side ACP session is kept: a handle
 //! the runtime passes in (the store ranks above the agents, so the agents
-//! name no store type: src/architecture_tests.rs).
+//! name no store type: src/architecture_tests/).
 
 use futures_util::future::BoxFuture;
 

@@ -1,4 +1,4 @@
-//! ACP `session/update` → our events (SPEC §8.5; docs/agents.md lists what
+//! ACP `session/update` → our events (§8.5; docs/agents.md lists what
 //! is mapped and what is not).
 //!
 //! - `agent_message_chunk` / `agent_thought_chunk` with text content → our

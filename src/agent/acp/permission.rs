@@ -1,5 +1,5 @@
 //! `session/request_permission` → our `approval_request` / `session/approve`
-//! (SPEC §8.12), the decision mapped onto the options the agent offered.
+//! (§8.12), the decision mapped onto the options the agent offered.
 //!
 //! `allow_once` / `allow_always` / `reject` pick the offered option of that
 //! kind (the nearest other kind of the same sense when it is missing: an

@@ -1,5 +1,5 @@
 //! The `session/prompt` content blocks of one turn: the prompt text, then a
-//! `resource_link` for every attachment marker in it (SPEC §8.17:
+//! `resource_link` for every attachment marker in it (§8.17:
 //! `[IMAGE:<path>]` and `[Document: <name>] <path>`, each on its own line),
 //! so the agent gets uploaded files as links into the workspace. The
 //! markers stay in the text: an agent that ignores links still sees them.

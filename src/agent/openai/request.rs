@@ -1,4 +1,4 @@
-//! The request body: the retained context (SPEC §10.1) as the `messages`
+//! The request body: the retained context (§10.1) as the `messages`
 //! array of the chat completions API, plus the tools offered.
 //!
 //! - The system prompt comes first, as a `system` message; it is never part
