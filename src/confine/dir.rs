@@ -58,10 +58,7 @@ mod tests {
 
     #[test]
     fn lists_through_the_descriptor_and_a_child_runs_in_the_opened_dir() {
-        let d = std::env::temp_dir().join(format!("zc-dir-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(d.join("ws/sub")).unwrap();
-        std::fs::write(d.join("ws/f"), "").unwrap();
+        let d = crate::confine::testing::scratch("dir", &[("ws/sub/", ""), ("ws/f", "")]);
         std::os::unix::fs::symlink("sub", d.join("ws/l")).unwrap();
         let root = Root::open(&d.join("ws")).unwrap();
         let top = Rel::relative_to(Path::new(""), "").unwrap();

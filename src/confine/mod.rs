@@ -18,8 +18,9 @@
 //! - `path.rs`: the lexical rules (ACP's absolute paths, the tools' relative ones) → [`Rel`];
 //! - `resolve.rs`: [`Root`] and the open beneath it;
 //! - `read.rs`, `write.rs`, `dir.rs`: bounded reads, atomic writes, directories;
-//! - `sys.rs`: the system calls (the only `unsafe`);
-//! - `pool.rs`: the bounded blocking pools, with deadlines.
+//! - `sys.rs`: the system calls (the only `unsafe` outside tests);
+//! - `pool.rs`: the bounded blocking pools, with deadlines;
+//! - `testing.rs`: the unit tests' fixtures.
 
 use std::io;
 
@@ -35,6 +36,8 @@ mod read;
 mod resolve;
 #[cfg(unix)]
 mod sys;
+#[cfg(test)]
+pub(crate) mod testing;
 #[cfg(unix)]
 mod write;
 

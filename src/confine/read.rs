@@ -56,18 +56,13 @@ fn read_bounded(file: File, n: u64) -> Result<Vec<u8>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::confine::testing;
     use std::time::{Duration, Instant};
 
     #[test]
     fn a_fifo_is_refused_at_once_and_files_are_bounded() {
-        let d = std::env::temp_dir().join(format!("zc-read-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("f"), "0123456789").unwrap();
-        let fifo =
-            std::ffi::CString::new(d.join("p").into_os_string().into_encoded_bytes()).unwrap();
-        // SAFETY: a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let d = testing::scratch("read", &[("f", "0123456789")]);
+        testing::mkfifo(&d.join("p"));
         let root = Root::open(&d).unwrap();
         let rel = |s: &str| Rel::relative_to(Path::new(""), s).unwrap();
         let start = Instant::now();

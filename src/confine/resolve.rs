@@ -152,12 +152,10 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     fn tmp(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("zc-resolve-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(d.join("ws/sub")).unwrap();
-        std::fs::write(d.join("secret"), "s").unwrap();
-        std::fs::write(d.join("ws/sub/f"), "f").unwrap();
-        d
+        crate::confine::testing::scratch(
+            &format!("resolve-{name}"),
+            &[("secret", "s"), ("ws/sub/f", "f")],
+        )
     }
 
     fn rel(s: &str) -> Rel {

@@ -68,15 +68,12 @@ fn replace(dir: BorrowedFd<'_>, name: &CStr, bytes: &[u8]) -> Result<(), Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::confine::testing;
     use std::os::unix::fs::symlink;
 
     #[test]
     fn writes_replace_atomically_follow_inside_links_and_refuse_escapes() {
-        let d = std::env::temp_dir().join(format!("zc-write-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(d.join("ws")).unwrap();
-        std::fs::create_dir_all(d.join("out")).unwrap();
-        std::fs::write(d.join("out/secret"), "s").unwrap();
+        let d = testing::scratch("write", &[("ws/", ""), ("out/secret", "s")]);
         let ws = d.join("ws");
         let root = Root::open(&ws).unwrap();
         let rel = |s: &str| Rel::relative_to(Path::new(""), s).unwrap();
@@ -101,10 +98,7 @@ mod tests {
         assert_eq!(std::fs::read(d.join("out/secret")).unwrap(), b"s");
         assert!(!d.join("out/new").exists());
         // A FIFO at the name is replaced, never opened.
-        let fifo =
-            std::ffi::CString::new(ws.join("p").into_os_string().into_encoded_bytes()).unwrap();
-        // SAFETY: a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        testing::mkfifo(&ws.join("p"));
         root.write(&rel("p"), b"file").unwrap();
         assert_eq!(std::fs::read(ws.join("p")).unwrap(), b"file");
         let _ = std::fs::remove_dir_all(&d);

@@ -151,10 +151,9 @@ mod tests {
     use std::path::PathBuf;
 
     fn tmp(name: &str) -> PathBuf {
-        let p = std::env::temp_dir().join(format!("zc-acp-fs-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        p.canonicalize().unwrap()
+        crate::confine::testing::scratch(&format!("acp-fs-{name}"), &[])
+            .canonicalize()
+            .unwrap()
     }
 
     #[test]

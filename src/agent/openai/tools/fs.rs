@@ -114,13 +114,12 @@ pub fn search_text(cwd: &Path, args: &Value) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::confine::testing::scratch;
     use serde_json::json;
 
     #[test]
     fn write_read_list_search_round_trip() {
-        let d = std::env::temp_dir().join(format!("zc-fs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
+        let d = scratch("fs", &[]);
         let w = write_file(&d, &json!({"path": "sub/a.txt", "content": "one\ntwo\n"})).unwrap();
         assert_eq!(w, "wrote 8 bytes to sub/a.txt");
         assert_eq!(
@@ -141,11 +140,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn escapes_through_symlinks_are_refused_and_nothing_is_written_outside() {
-        let d = std::env::temp_dir().join(format!("zc-fs-esc-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(d.join("ws")).unwrap();
-        std::fs::create_dir_all(d.join("out")).unwrap();
-        std::fs::write(d.join("out/secret"), "s").unwrap();
+        let d = scratch("fs-esc", &[("ws/", ""), ("out/secret", "s")]);
         let ws = d.join("ws");
         std::os::unix::fs::symlink(d.join("out"), ws.join("out")).unwrap();
         let outside = super::super::confine::OUTSIDE;
