@@ -37,16 +37,12 @@ fn mkfifo(path: &Path) {
     );
 }
 
-/// A daemon hosting the test ACP agent as `acp` (under `RLIMIT_AS = cap`
-/// when given), a client, and the workspace of its session `s-1`.
-fn acp(cap: Option<u64>) -> (TestDir, Daemon, Client, PathBuf) {
+/// A daemon hosting the test ACP agent as `acp` (built further by
+/// `build`), a client, and the workspace of its session `s-1`.
+fn acp(build: impl FnOnce(DaemonBuilder) -> DaemonBuilder) -> (TestDir, Daemon, Client, PathBuf) {
     let dir = TestDir::new();
     write_config(&dir.config_dir(), &acp_config("", ""));
-    let mut b = DaemonBuilder::new().config_dir(dir.config_dir());
-    if let Some(bytes) = cap {
-        b = b.address_space_limit(bytes);
-    }
-    let d = b.spawn();
+    let d = build(DaemonBuilder::new().config_dir(dir.config_dir())).spawn();
     let mut c = d.client();
     let ws = new_acp_session(&mut c, "s-1", "chat")["workspace_dir"]
         .as_str()
@@ -106,7 +102,7 @@ impl Drop for Feeder {
 
 #[test]
 fn acp_read_of_a_fed_fifo_is_refused_at_once_with_bounded_memory() {
-    let (_dir, d, mut c, ws) = acp(Some(1 << 30));
+    let (_dir, d, mut c, ws) = acp(|b| b.address_space_limit(1 << 30));
     let fifo = ws.join("feed");
     mkfifo(&fifo);
     let _feeder = Feeder::start(fifo.clone());
@@ -125,8 +121,19 @@ fn acp_read_of_a_fed_fifo_is_refused_at_once_with_bounded_memory() {
 }
 
 #[test]
+fn acp_reads_are_charged_to_the_memory_budget() {
+    let (_dir, _d, mut c, ws) = acp(|b| b.env("ZEROCLAW_MEMORY_BUDGET_MIB", "1"));
+    std::fs::write(ws.join("big"), vec![b'a'; 2 << 20]).expect("writing big");
+    std::fs::write(ws.join("small"), "hi").expect("writing small");
+    let read =
+        |c: &mut Client, name: &str| prompt_text(c, &format!("read {}/{name}", ws.display()));
+    assert_eq!(read(&mut c, "big"), "fs error -32603");
+    assert_eq!(read(&mut c, "small"), "read: hi");
+}
+
+#[test]
 fn a_fifo_without_a_writer_answers_at_once_over_acp_and_the_daemon_still_serves() {
-    let (_dir, d, mut c, ws) = acp(None);
+    let (_dir, d, mut c, ws) = acp(|b| b);
     let fifo = ws.join("pipe");
     mkfifo(&fifo);
     // A FIFO read, twice (each used to hold a blocking thread forever).
@@ -185,7 +192,7 @@ fn fifo_head(ws: &Path) {
 
 #[test]
 fn git_branch_with_a_fifo_head_answers_nulls_at_once() {
-    let (_dir, _d, mut c, ws) = acp(None);
+    let (_dir, _d, mut c, ws) = acp(|b| b);
     fifo_head(&ws);
     let id = c.send("session/git_branch", json!({"session_id": "s-1"}));
     let got = c.wait_within(&id, PROMPT).expect("git_branch answers");
@@ -194,7 +201,7 @@ fn git_branch_with_a_fifo_head_answers_nulls_at_once() {
 
 #[test]
 fn six_hundred_pipelined_git_branch_calls_starve_nobody() {
-    let (_dir, d, _c, ws) = acp(None);
+    let (_dir, d, _c, ws) = acp(|b| b);
     fifo_head(&ws);
     // 10 connections x 60 (under the 64 requests in flight of one): past
     // the runtime's 512 blocking threads if each held one.
@@ -249,7 +256,7 @@ fn plant(outside_dir: &Path, dir: &Path, name: &str, pid: u32) -> PathBuf {
 
 #[test]
 fn acp_writes_never_follow_a_symlink_planted_at_a_temporary_name() {
-    let (dir, d, mut c, ws) = acp(None);
+    let (dir, d, mut c, ws) = acp(|b| b);
     let outside = plant(dir.path(), &ws, "t.txt", d.pid);
     let text = prompt_text(&mut c, &format!("write {}/t.txt evil", ws.display()));
     assert_eq!(text, "wrote");
@@ -261,7 +268,7 @@ fn acp_writes_never_follow_a_symlink_planted_at_a_temporary_name() {
 
 #[test]
 fn acp_writes_through_a_directory_that_leads_outside_are_refused() {
-    let (dir, _d, mut c, ws) = acp(None);
+    let (dir, _d, mut c, ws) = acp(|b| b);
     let outside = dir.path().join("elsewhere");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("kept"), "kept").unwrap();
@@ -277,6 +284,64 @@ fn acp_writes_through_a_directory_that_leads_outside_are_refused() {
     left.sort();
     assert_eq!(left, ["kept"]);
     assert_eq!(std::fs::read(outside.join("kept")).unwrap(), b"kept");
+}
+
+/// Swaps the names `a` and `b` (`renameat2(RENAME_EXCHANGE)`) over and
+/// over until dropped: a directory on a written path that is, at any
+/// instant, either the real directory or a symlink leading outside.
+struct Swapper(Arc<AtomicBool>);
+
+impl Swapper {
+    fn start(a: &Path, b: &Path) -> Self {
+        let c = |p: &Path| CString::new(p.as_os_str().as_encoded_bytes()).expect("no NUL");
+        let (a, b) = (c(a), c(b));
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                // SAFETY: two NUL-terminated paths that outlive the call.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_renameat2,
+                        libc::AT_FDCWD,
+                        a.as_ptr(),
+                        libc::AT_FDCWD,
+                        b.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
+                assert_eq!(r, 0, "renameat2: {}", std::io::Error::last_os_error());
+            }
+        });
+        Swapper(stop)
+    }
+}
+
+impl Drop for Swapper {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn acp_writes_while_a_directory_is_swapped_for_a_symlink_stay_inside() {
+    let (dir, _d, mut c, ws) = acp(|b| b);
+    let outside = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    symlink(&outside, ws.join("alt")).unwrap();
+    let writes: Vec<_> = (0..400)
+        .map(|_| format!("write {}/sub/f evil", ws.display()))
+        .collect();
+    let swapper = Swapper::start(&ws.join("sub"), &ws.join("alt"));
+    let text = prompt_text(&mut c, &writes.join("\n"));
+    drop(swapper);
+    let wrote = text.matches("wrote").count();
+    eprintln!("{wrote} of 400 written, the rest refused");
+    let rest = text.replace("wrote", "").replace("fs error -32602", "");
+    assert_eq!(rest, "", "every write answered `wrote` or refused");
+    let left: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+    assert!(left.is_empty(), "written outside: {left:?}");
 }
 
 #[test]

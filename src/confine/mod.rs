@@ -80,6 +80,51 @@ impl Entry {
     }
 }
 
+/// Admits the bytes a read is about to hold: the caller's memory budget
+/// (`src/memory.rs`, which this base module does not name); `false`
+/// refuses the read ([`Error::NoMemory`]).
+pub type Admit<'a> = &'a mut dyn FnMut(usize) -> bool;
+
+/// Bytes admitted at a time past what `fstat` said (a file that grows).
+const READ_STEP: usize = 64 * 1024;
+
+/// Checks on the opened handle that `file` is a regular file (a FIFO, a
+/// device, a socket is refused whatever its size says), then reads at most
+/// `n` bytes of it: first the size `fstat` gave (and one byte to see the
+/// end), then [`READ_STEP`]s while it grows, each admitted before it is read.
+fn read_bounded(file: std::fs::File, n: u64, admit: Admit<'_>) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::NotRegular);
+    }
+    let mut reader = file.take(n);
+    let mut bytes = Vec::new();
+    let mut step = usize::try_from(meta.len().min(n))
+        .unwrap_or(READ_STEP)
+        .saturating_add(1);
+    loop {
+        if !admit(step) {
+            return Err(Error::NoMemory);
+        }
+        bytes.try_reserve_exact(step).map_err(|_| Error::NoMemory)?;
+        let got = (&mut reader).take(step as u64).read_to_end(&mut bytes)?;
+        if got < step {
+            return Ok(bytes);
+        }
+        step = READ_STEP;
+    }
+}
+
+/// The whole regular `file`, refused when over `max` bytes.
+fn read_whole_of(file: std::fs::File, max: u64, admit: Admit<'_>) -> Result<Vec<u8>, Error> {
+    let bytes = read_bounded(file, max.saturating_add(1), admit)?;
+    if bytes.len() as u64 > max {
+        return Err(Error::TooLarge { max });
+    }
+    Ok(bytes)
+}
+
 /// A temporary's name, `.zc-<16 random hex digits>.tmp`: nothing an agent
 /// can plant ahead (the old names held the daemon's pid).
 fn temp_name() -> Result<String, Error> {
@@ -117,6 +162,9 @@ pub enum Error {
     /// A file over the read bound.
     #[error("larger than {max} bytes")]
     TooLarge { max: u64 },
+    /// The memory budget refused the bytes a read would hold.
+    #[error("the daemon's memory budget is spent; try again")]
+    NoMemory,
     /// No room in the bounded pool before its deadline.
     #[error("too much file work in progress; try again")]
     Busy,

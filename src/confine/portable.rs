@@ -4,10 +4,10 @@
 //! defended against here.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{Entry, Error, Rel};
+use super::{read_bounded, read_whole_of, Admit, Entry, Error, Rel};
 
 /// The working directory.
 #[derive(Debug)]
@@ -50,16 +50,18 @@ impl Root {
         }
     }
 
-    pub fn read_whole(&self, rel: &Rel, max: u64, _follow_last: bool) -> Result<Vec<u8>, Error> {
-        let bytes = read_regular(&self.real(rel)?, max.saturating_add(1))?;
-        if bytes.len() as u64 > max {
-            return Err(Error::TooLarge { max });
-        }
-        Ok(bytes)
+    pub fn read_whole(
+        &self,
+        rel: &Rel,
+        max: u64,
+        _follow_last: bool,
+        admit: Admit<'_>,
+    ) -> Result<Vec<u8>, Error> {
+        read_whole_of(File::open(self.real(rel)?)?, max, admit)
     }
 
-    pub fn read_prefix(&self, rel: &Rel, n: u64) -> Result<Vec<u8>, Error> {
-        read_regular(&self.real(rel)?, n)
+    pub fn read_prefix(&self, rel: &Rel, n: u64, admit: Admit<'_>) -> Result<Vec<u8>, Error> {
+        read_bounded(File::open(self.real(rel)?)?, n, admit)
     }
 
     pub fn write(&self, rel: &Rel, bytes: &[u8]) -> Result<(), Error> {
@@ -97,11 +99,5 @@ impl Root {
 
 /// At most the first `n` bytes of the regular file at `path`.
 pub fn read_regular(path: &Path, n: u64) -> Result<Vec<u8>, Error> {
-    let file = File::open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(Error::NotRegular);
-    }
-    let mut bytes = Vec::new();
-    file.take(n).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    read_bounded(File::open(path)?, n, &mut |_| true)
 }

@@ -13,11 +13,11 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::confine::{pool, Dir, Error, Rel, Root};
+use crate::memory::Charge;
 
 /// The largest file served to an agent (its answer is one line of ours).
-/// With the agent-files pool's permits it bounds the read buffers at once
-/// (8 x 8 MiB); these are not charged to the memory budget (the agent
-/// layer sits below it).
+/// What a read holds is charged to the daemon's memory budget as it is
+/// read (refused over it); the pool's 8 permits bound it too (8 x 8 MiB).
 pub const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 
 /// ACP's "invalid params" and "resource not found" codes.
@@ -84,7 +84,7 @@ impl Refusal {
 fn code_of(e: &Error) -> i64 {
     match e {
         Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => NOT_FOUND,
-        Error::Io(_) | Error::Busy | Error::TimedOut { .. } => INTERNAL,
+        Error::Io(_) | Error::Busy | Error::TimedOut { .. } | Error::NoMemory => INTERNAL,
         _ => INVALID_PARAMS,
     }
 }
@@ -126,8 +126,12 @@ fn root_and_rel(cwd: &Path, path: &Path) -> Result<(Root, Rel), Refusal> {
 
 fn read(cwd: &Path, path: &Path, line: Option<u64>, limit: Option<u64>) -> Result<String, Refusal> {
     let (root, rel) = root_and_rel(cwd, path)?;
+    // Held while the text is read and cut (not while the answer is written).
+    let mut charge = Charge::empty();
     let bytes = root
-        .read_whole(&rel, MAX_READ_BYTES, true)
+        .read_whole(&rel, MAX_READ_BYTES, true, &mut |n| {
+            charge.try_grow(n).is_ok()
+        })
         .map_err(Refusal::Confine)?;
     let text = String::from_utf8(bytes).map_err(|_| Refusal::NotUtf8)?;
     if line.is_none() && limit.is_none() {

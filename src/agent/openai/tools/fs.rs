@@ -11,6 +11,7 @@ use super::confine::{open, refused, shown};
 use super::{str_arg, str_arg_or};
 use crate::confine::{Kind, Rel};
 use crate::limits::TOOL_OUTPUT_MAX;
+use crate::memory::Charge;
 
 /// Bytes of a file `read_file` reads: one past the output bound, so a cut
 /// is marked without reading a huge file whole.
@@ -22,8 +23,9 @@ const SEARCH_ENTRIES_MAX: usize = 20_000;
 
 pub fn read_file(cwd: &Path, args: &Value) -> Result<String, String> {
     let (root, rel) = open(cwd, str_arg(args, "path")?)?;
+    let mut charge = Charge::empty();
     let bytes = root
-        .read_prefix(&rel, READ_BYTES)
+        .read_prefix(&rel, READ_BYTES, &mut |n| charge.try_grow(n).is_ok())
         .map_err(|e| refused(&rel, e))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
@@ -92,7 +94,9 @@ pub fn search_text(cwd: &Path, args: &Value) -> Result<String, String> {
             stack.extend(children.into_iter().rev().map(|c| (c, false)));
             continue;
         }
-        let Ok(bytes) = root.read_whole(&rel, SEARCH_FILE_MAX, follow) else {
+        let mut charge = Charge::empty();
+        let admit = &mut |n| charge.try_grow(n).is_ok();
+        let Ok(bytes) = root.read_whole(&rel, SEARCH_FILE_MAX, follow, admit) else {
             continue;
         };
         let text = String::from_utf8_lossy(&bytes);
