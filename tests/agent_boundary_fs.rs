@@ -1,9 +1,10 @@
 //! The agent boundary on the file system (issue 23 items 1-3), over the real
 //! socket: a FIFO read by ACP `fs/read_text_file`, the openai `read_file`
 //! tool or `session/git_branch` answers at once (no unbounded read, no
-//! blocking thread held); a symlink planted at the old predictable
-//! temporary names, or a directory on the way that leads outside, never
-//! gets a byte written outside the working directory.
+//! blocking thread held), and a read is charged to the memory budget; a
+//! symlink planted at the old predictable temporary names, a directory on
+//! the way that leads outside, or one swapped for such a symlink during the
+//! writes never gets a byte written outside the working directory.
 
 #[macro_use]
 mod common;
@@ -60,44 +61,52 @@ fn prompt_text(c: &mut Client, prompt: &str) -> String {
     t.text()
 }
 
-/// Writes into the FIFO at `path` whenever it has a reader, until dropped.
-struct Feeder(Arc<AtomicBool>);
+/// A thread doing `step` over and over until dropped (`step` sees the
+/// stop flag for its own inner loops).
+struct Repeat(Arc<AtomicBool>);
 
-impl Feeder {
-    fn start(path: PathBuf) -> Self {
+impl Repeat {
+    fn start(mut step: impl FnMut(&AtomicBool) + Send + 'static) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         std::thread::spawn(move || {
-            let chunk = vec![b'x'; 1 << 20];
             while !flag.load(Ordering::Relaxed) {
-                let open = std::fs::OpenOptions::new()
-                    .write(true)
-                    .custom_flags(libc::O_NONBLOCK)
-                    .open(&path);
-                let Ok(mut pipe) = open else {
-                    // No reader yet (ENXIO).
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                };
-                while !flag.load(Ordering::Relaxed) {
-                    match pipe.write(&chunk) {
-                        Ok(_) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(1));
-                        }
-                        Err(_) => break, // the reader is gone (EPIPE)
-                    }
-                }
+                step(&flag);
             }
         });
-        Feeder(stop)
+        Repeat(stop)
     }
 }
 
-impl Drop for Feeder {
+impl Drop for Repeat {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
     }
+}
+
+/// Writes into the FIFO at `path` whenever it has a reader, until dropped.
+fn feed(path: PathBuf) -> Repeat {
+    let chunk = vec![b'x'; 1 << 20];
+    Repeat::start(move |stop| {
+        let open = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path);
+        let Ok(mut pipe) = open else {
+            // No reader yet (ENXIO).
+            std::thread::sleep(Duration::from_millis(5));
+            return;
+        };
+        while !stop.load(Ordering::Relaxed) {
+            match pipe.write(&chunk) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(_) => return, // the reader is gone (EPIPE)
+            }
+        }
+    })
 }
 
 #[test]
@@ -105,7 +114,7 @@ fn acp_read_of_a_fed_fifo_is_refused_at_once_with_bounded_memory() {
     let (_dir, d, mut c, ws) = acp(|b| b.address_space_limit(1 << 30));
     let fifo = ws.join("feed");
     mkfifo(&fifo);
-    let _feeder = Feeder::start(fifo.clone());
+    let _feeder = feed(fifo.clone());
     let before = d.peak_rss_kib().expect("VmHWM");
     let started = Instant::now();
     let text = prompt_text(&mut c, &format!("read {}", fifo.display()));
@@ -289,38 +298,23 @@ fn acp_writes_through_a_directory_that_leads_outside_are_refused() {
 /// Swaps the names `a` and `b` (`renameat2(RENAME_EXCHANGE)`) over and
 /// over until dropped: a directory on a written path that is, at any
 /// instant, either the real directory or a symlink leading outside.
-struct Swapper(Arc<AtomicBool>);
-
-impl Swapper {
-    fn start(a: &Path, b: &Path) -> Self {
-        let c = |p: &Path| CString::new(p.as_os_str().as_encoded_bytes()).expect("no NUL");
-        let (a, b) = (c(a), c(b));
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                // SAFETY: two NUL-terminated paths that outlive the call.
-                let r = unsafe {
-                    libc::syscall(
-                        libc::SYS_renameat2,
-                        libc::AT_FDCWD,
-                        a.as_ptr(),
-                        libc::AT_FDCWD,
-                        b.as_ptr(),
-                        libc::RENAME_EXCHANGE,
-                    )
-                };
-                assert_eq!(r, 0, "renameat2: {}", std::io::Error::last_os_error());
-            }
-        });
-        Swapper(stop)
-    }
-}
-
-impl Drop for Swapper {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
+fn swap(a: &Path, b: &Path) -> Repeat {
+    let c = |p: &Path| CString::new(p.as_os_str().as_encoded_bytes()).expect("no NUL");
+    let (a, b) = (c(a), c(b));
+    Repeat::start(move |_| {
+        // SAFETY: two NUL-terminated paths that outlive the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                libc::AT_FDCWD,
+                a.as_ptr(),
+                libc::AT_FDCWD,
+                b.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        assert_eq!(r, 0, "renameat2: {}", std::io::Error::last_os_error());
+    })
 }
 
 #[test]
@@ -333,15 +327,15 @@ fn acp_writes_while_a_directory_is_swapped_for_a_symlink_stay_inside() {
     let writes: Vec<_> = (0..400)
         .map(|_| format!("write {}/sub/f evil", ws.display()))
         .collect();
-    let swapper = Swapper::start(&ws.join("sub"), &ws.join("alt"));
+    let swapper = swap(&ws.join("sub"), &ws.join("alt"));
     let text = prompt_text(&mut c, &writes.join("\n"));
     drop(swapper);
     let wrote = text.matches("wrote").count();
     eprintln!("{wrote} of 400 written, the rest refused");
-    let rest = text.replace("wrote", "").replace("fs error -32602", "");
-    assert_eq!(rest, "", "every write answered `wrote` or refused");
     let left: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
     assert!(left.is_empty(), "written outside: {left:?}");
+    let rest = text.replace("wrote", "").replace("fs error -32602", "");
+    assert_eq!(rest, "", "every write answered `wrote` or refused");
 }
 
 #[test]
