@@ -132,10 +132,7 @@ mod tests {
         #[cfg(unix)]
         {
             std::fs::remove_file(git.join("HEAD")).unwrap();
-            let path = git.join("HEAD").into_os_string().into_encoded_bytes();
-            let fifo = std::ffi::CString::new(path).unwrap();
-            // SAFETY: a NUL-terminated path.
-            assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+            crate::confine::testing::mkfifo(&git.join("HEAD"));
             assert_eq!(head(&d.join("repo")), GitHead::default());
             std::fs::remove_file(git.join("HEAD")).unwrap();
         }

@@ -1,4 +1,4 @@
-//! Test fixtures of the confinement's unit tests (and the file tools'):
+//! Test fixtures of the confinement's unit tests (and of its callers'):
 //! a fresh scratch tree, a FIFO.
 
 use std::path::PathBuf;
