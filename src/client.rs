@@ -250,6 +250,29 @@ pub async fn status(config_dir: Option<&std::ffi::OsStr>, raw: bool) -> i32 {
     }
 }
 
+/// `zeroclaw pair`: `pairing/code`, printed with how to use it.
+pub async fn pair(config_dir: Option<&std::ffi::OsStr>) -> i32 {
+    let outcome = async {
+        let mut client = Client::connect(config_dir).await?;
+        client
+            .call("pairing/code", json!({}), &Answers::default(), |_| {})
+            .await
+    }
+    .await;
+    match outcome {
+        Ok(Answer::Result(v)) => {
+            println!("{}", field_text(&v, "code"));
+            if v["redeemable"] != Value::Bool(true) {
+                eprintln!("zeroclaw: note: the code is not redeemable now: the gateway is disabled or gateway.require_pairing is false");
+            } else {
+                eprintln!("Enter it in the dashboard, or: curl -X POST -H 'X-Pairing-Code: <code>' http://<gateway>/pair (single use)");
+            }
+            exit::OK
+        }
+        other => report(other),
+    }
+}
+
 /// Member `k` of `v` as display text: a string as it is, any other value
 /// as compact JSON, a missing one as "".
 pub fn field_text(v: &Value, k: &str) -> String {

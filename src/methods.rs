@@ -118,6 +118,7 @@ method_table! {
     Health = "health", g(System, Read), Any;
     LogsSubscribe = "logs/subscribe", g(System, Read), Channel;
     LogsQuery = "logs/query", g(System, Read), Any;
+    PairingCode = "pairing/code", Access::Admin, Local;
     DebugSetFaults = "debug/set-faults", Access::Admin, TestFaults;
 }
 

@@ -160,12 +160,12 @@ pub async fn start(daemon: &Arc<Daemon>, settings: Settings) -> Result<Gateway, 
         .map_err(bind_error)?;
     let local_addr = listener.local_addr().map_err(bind_error)?;
     // A code exists only while it is needed: pairing required and nothing paired yet.
-    let code = if g.require_pairing && g.paired_tokens.is_empty() {
-        Some(pairing::new_code().map_err(|e| GatewayError::Pairing(e.to_string()))?)
-    } else {
-        None
-    };
-    if let Some(code) = &code {
+    if g.require_pairing && g.paired_tokens.is_empty() {
+        let code = daemon
+            .pairing_code
+            .issue()
+            .await
+            .map_err(|e| GatewayError::Pairing(e.to_string()))?;
         tracing::info!(
             event = "pairing_code",
             code = %code,
@@ -177,11 +177,7 @@ pub async fn start(daemon: &Arc<Daemon>, settings: Settings) -> Result<Gateway, 
         daemon: daemon.clone(),
         handshakes: Arc::new(Semaphore::new(settings.max_handshakes)),
         sessions: Arc::new(Semaphore::new(settings.max_sessions)),
-        pairing: pairing::Pairing::new(
-            code,
-            settings.max_pairing_failures,
-            settings.pairing_lockout,
-        ),
+        pairing: pairing::Pairing::new(settings.max_pairing_failures, settings.pairing_lockout),
         settings,
         web: Arc::new(web_guard::WebGuard::new(tls.is_some(), g)),
     });
