@@ -66,9 +66,14 @@ export class Approvals {
 
   /** The connection is gone: every open request resolves as a denial (§8.12). */
   interruptAll() {
-    const n = this.cards.size;
-    for (const e of this.cards.values()) {
-      if (!e.card.classList.contains('settled')) this.settle(e, 'Interrupted: the connection was lost, so the daemon denied it.');
+    let n = 0;
+    for (const [id, e] of this.cards) {
+      if (e.card.classList.contains('settled')) {
+        this.remove(id);
+      } else {
+        this.settle(e, 'Interrupted: the connection was lost, so the daemon denied it.');
+        n += 1;
+      }
     }
     return n;
   }
