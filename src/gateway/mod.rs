@@ -18,6 +18,7 @@
 //! | `web_guard.rs` | the Host (DNS rebinding) and Origin checks, the security headers |
 //! | `dashboard.rs` | the dashboard's files, embedded, with ETags |
 //! | `rpc_http.rs` | `POST /rpc`: JSON-RPC over plain HTTP with a bearer token |
+//! | `http_json.rs` | JSON answers of the HTTP routes |
 //! | `pairing.rs` | the one-time code, its redemption and the per-IP lockout |
 //! | `ws_connection.rs` | one WebSocket connection on the shared driver: reading, the heartbeat, closing |
 //! | `sink.rs` | the connection's write queue drained into WebSocket messages |
@@ -29,6 +30,7 @@
 //! connections when `Daemon::shutdown` is, after running turns have ended.
 
 mod dashboard;
+mod http_json;
 mod pairing;
 mod routes;
 mod rpc_http;

@@ -17,11 +17,12 @@ use std::sync::Arc;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
 
+use super::http_json::json_response;
 use super::pairing::{PairOutcome, PAIRING_CODE_HEADER};
 use super::{dashboard, rpc_http, web_guard};
 use super::{peer_label, ws_connection, Shared, WS_MESSAGE_LIMIT};
@@ -45,15 +46,6 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
             guard,
             web_guard::guard,
         ))
-}
-
-pub(super) fn json_response(status: StatusCode, body: serde_json::Value) -> Response {
-    let mut r = (status, body.to_string()).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
 }
 
 /// `GET /ws`: takes a session permit, then upgrades. Over the session bound

@@ -14,7 +14,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::body::{to_bytes, Body};
+use axum::body::to_bytes;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tower::Service;
 
-use super::routes::json_response;
+use super::http_json::{bytes_response, json_response};
 use super::Shared;
 use crate::connection::{build_stack, new_conn, Stack};
 use crate::context::{PeerInfo, Transport};
@@ -172,16 +172,4 @@ fn respond(answers: Vec<Vec<u8>>, batch: bool) -> Response {
         answers.into_iter().next().unwrap_or_default()
     };
     bytes_response(StatusCode::OK, body)
-}
-
-fn bytes_response(status: StatusCode, mut body: Vec<u8>) -> Response {
-    while body.last() == Some(&b'\n') {
-        body.pop();
-    }
-    let mut r = (status, Body::from(body)).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
 }

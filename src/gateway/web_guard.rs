@@ -23,7 +23,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::json;
 
-use super::routes::json_response;
+use super::http_json::json_response;
 
 /// The dashboard's policy: only its own files, its own WebSocket, no frames,
 /// no `<base>`, forms to itself only.
@@ -63,14 +63,14 @@ impl WebGuard {
         bare.parse::<std::net::IpAddr>().is_ok()
             || name == "localhost"
             || name == self.host
-            || self.allowed_hosts.iter().any(|h| *h == name)
+            || self.allowed_hosts.contains(&name)
     }
 
     /// Whether a request with this `Origin` (and `Host`) may be served.
     pub fn origin_allowed(&self, origin: &str, host: Option<&str>) -> bool {
         let origin = normal_origin(origin);
         host.is_some_and(|h| origin == format!("{}://{}", self.scheme, h.to_ascii_lowercase()))
-            || self.allowed_origins.iter().any(|o| *o == origin)
+            || self.allowed_origins.contains(&origin)
     }
 }
 
