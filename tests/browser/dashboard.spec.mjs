@@ -24,6 +24,7 @@ let checks = 0;
 function check(cond, what) {
   if (!cond) throw new Error(`check failed: ${what}`);
   checks += 1;
+  console.error(`ok ${checks} - ${what}`);
 }
 
 const stdin = readline.createInterface({ input: process.stdin });
