@@ -6,9 +6,10 @@
 //! - `say TEXT` / `think TEXT`: one message / thought chunk;
 //! - `tool ID KIND TITLE`: a tool call, an `in_progress` update, then
 //!   `completed` with `rawOutput {"ok":true}`;
-//! - `ask ID`: a tool call then `session/request_permission` (options `yes`
+//! - `ask ID [TITLE]`: a tool call then `session/request_permission` (options `yes`
 //!   allow_once, `always` allow_always, `no` reject_once); says
-//!   `permission: <optionId>` or `permission: cancelled`;
+//!   `permission: <optionId>` or `permission: cancelled`; TITLE (default
+//!   `Edit ID`) is a JSON string literal, so a test types any bytes as escapes;
 //! - `read PATH` / `write PATH TEXT`: `fs/*`; says `read: <content>`,
 //!   `wrote` or `fs error <code>`;
 //! - `unknown`: a `terminal/create` request; says `terminal error <code>`;
@@ -25,14 +26,17 @@
 //!   requests for PATH, the answers not read (with `deaf` after it, the
 //!   client's queue to a deaf agent fills); `sleep MS`: sleeps MS ms (deaf
 //!   meanwhile);
-//! - `stderr TEXT`: a line on stderr; `history`: says how many earlier
+//! - `stderr TEXT`: a line on stderr; `stderr-env NAME`: `NAME=<its value in
+//!   the agent's environment>` on stderr; `history`: says how many earlier
 //!   prompts the session remembers; `pid`: says the process id; `links`:
 //!   says the `resource_link` URIs of the prompt;
 //! - `plan`: a `plan`, an `available_commands_update`, a
 //!   `current_mode_update`, a `usage_update`, a `config_option_update`, a
 //!   `session_info_update` and an image chunk (the daemon forwards all but
 //!   the image as its extra updates);
-//! - `stop REASON`: the stop reason (default `end_turn`).
+//! - `stop REASON`: the stop reason (default `end_turn`);
+//! - `env`, `orphan FILE`, `exitkeep CODE`: the agent boundary's probes
+//!   (examples/acp_test_agent/boundary.rs).
 //!
 //! Any other prompt is answered `you said: <prompt>`. Sessions are kept in
 //! `$ACP_TEST_STATE_DIR` (default `<cwd>/.acp-test-agent`), so `session/load`
@@ -49,6 +53,10 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
+#[path = "acp_test_agent/boundary.rs"]
+mod boundary;
+#[path = "acp_test_agent/requests.rs"]
+mod requests;
 #[path = "acp_test_agent/terminal.rs"]
 mod terminal;
 
@@ -359,6 +367,11 @@ impl Agent {
                     eprintln!("{rest}");
                     None
                 }
+                // Its own environment's value of `rest`, on stderr (a credential leaking).
+                "stderr-env" => {
+                    eprintln!("{rest}={}", std::env::var(rest).unwrap_or_default());
+                    None
+                }
                 "history" => {
                     let n = state["history"].as_array().map_or(0, Vec::len);
                     Some(format!("history: {n}"))
@@ -377,6 +390,10 @@ impl Agent {
                 "stop" => {
                     stop = rest.to_owned();
                     None
+                }
+                w @ ("env" | "orphan" | "exitkeep") => {
+                    let _ = self.out.flush();
+                    boundary::directive(w, rest)
                 }
                 _ => {
                     directives -= 1;
@@ -426,91 +443,6 @@ impl Agent {
             }
             let _ = std::fs::write("floodbig.tmp", (i * size as u64).to_string());
             let _ = std::fs::rename("floodbig.tmp", &file);
-        }
-    }
-
-    fn tool(&mut self, session: &str, rest: &str) {
-        let mut parts = rest.splitn(3, ' ');
-        let (id, kind, title) = (
-            parts.next().unwrap_or("t"),
-            parts.next().unwrap_or("other"),
-            parts.next().unwrap_or(""),
-        );
-        self.update(
-            session,
-            json!({"sessionUpdate": "tool_call", "toolCallId": id,
-            "title": title, "kind": kind, "status": "pending", "rawInput": {"arg": 1}}),
-        );
-        self.update(
-            session,
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
-            "status": "in_progress"}),
-        );
-        self.update(
-            session,
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
-            "status": "completed", "rawOutput": {"ok": true},
-            "content": [{"type": "content", "content": {"type": "text", "text": "done"}}]}),
-        );
-    }
-
-    fn ask(&mut self, session: &str, id: &str) -> String {
-        self.update(
-            session,
-            json!({"sessionUpdate": "tool_call", "toolCallId": id,
-            "title": format!("Edit {id}"), "kind": "edit", "status": "pending"}),
-        );
-        let r = self.request(
-            "session/request_permission",
-            json!({"sessionId": session,
-                   "toolCall": {"toolCallId": id, "title": format!("Edit {id}"), "kind": "edit"},
-                   "options": [
-                       {"optionId": "yes", "name": "Yes", "kind": "allow_once"},
-                       {"optionId": "always", "name": "Always", "kind": "allow_always"},
-                       {"optionId": "no", "name": "No", "kind": "reject_once"}]}),
-        );
-        let outcome = r.map(|r| r["result"]["outcome"].clone());
-        let said = match outcome {
-            Some(o) if o["outcome"] == "selected" => {
-                format!("permission: {}", o["optionId"].as_str().unwrap_or(""))
-            }
-            Some(_) => "permission: cancelled".to_owned(),
-            None => "permission: invalid".to_owned(),
-        };
-        let status = if said == "permission: yes" || said == "permission: always" {
-            "completed"
-        } else {
-            "failed"
-        };
-        self.update(
-            session,
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
-            "status": status}),
-        );
-        said
-    }
-
-    fn read(&mut self, session: &str, path: &str) -> String {
-        let r = self.request(
-            "fs/read_text_file",
-            json!({"sessionId": session, "path": path}),
-        );
-        match r {
-            Some(r) if r.get("result").is_some() => {
-                format!("read: {}", r["result"]["content"].as_str().unwrap_or(""))
-            }
-            Some(r) => format!("fs error {}", r["error"]["code"]),
-            None => "fs error none".into(),
-        }
-    }
-
-    fn write(&mut self, session: &str, rest: &str) -> String {
-        let (path, content) = rest.split_once(' ').unwrap_or((rest, ""));
-        let params = json!({"sessionId": session, "path": path, "content": content});
-        match self.request("fs/write_text_file", params) {
-            Some(r) if r.get("result").is_some() => "wrote".into(),
-            Some(r) => format!("fs error {}", r["error"]["code"]),
-            None => "fs error none".into(),
         }
     }
 }

@@ -21,7 +21,7 @@ use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::memory;
-use crate::request::Request;
+use crate::request::{Hold, Request};
 
 connection_layer! {
     /// Adds the in-flight bound of one connection.
@@ -46,12 +46,23 @@ impl Drop for Slot {
     }
 }
 
+/// Releases a request's [`Hold`] when its future ends or is dropped (the
+/// handler may have released it earlier, before writing its own answer).
+#[derive(Debug)]
+pub struct ReleaseOnDrop(Hold);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
 pin_project_lite::pin_project! {
     /// The inner future, holding its slot.
     pub struct LimitFuture<F> {
         #[pin]
         inner: Gate<F>,
-        slot: Option<Slot>,
+        slot: Option<ReleaseOnDrop>,
     }
 }
 
@@ -60,6 +71,7 @@ impl<F: Future<Output = Reply>> Future for LimitFuture<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
         let this = self.project();
         let out = std::task::ready!(this.inner.poll(cx));
+        // Before the envelope makes the answer's frame, so before it is written.
         this.slot.take();
         Poll::Ready(out)
     }
@@ -68,7 +80,7 @@ impl<F: Future<Output = Reply>> Future for LimitFuture<F> {
 impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request> for Limit<S> {
     gate_service_head!(LimitFuture<S::Future>);
 
-    fn call(&mut self, req: Request) -> Self::Future {
+    fn call(&mut self, mut req: Request) -> Self::Future {
         let bytes = req.frame_len();
         // The daemon-wide budget after the connection's own bound: a frame
         // the connection may hold can still be one too many for the daemon.
@@ -78,16 +90,19 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
             })
         });
         match admitted {
-            Ok(charge) => LimitFuture {
-                slot: Some(Slot {
+            Ok(charge) => {
+                req.hold = Hold::new(Slot {
                     conn: self.conn.clone(),
                     bytes,
                     _charge: charge,
-                }),
-                inner: Gate::Pass {
-                    fut: self.inner.call(req),
-                },
-            },
+                });
+                LimitFuture {
+                    slot: Some(ReleaseOnDrop(req.hold.clone())),
+                    inner: Gate::Pass {
+                        fut: self.inner.call(req),
+                    },
+                }
+            }
             Err(e) => {
                 if !req.expects_reply {
                     tracing::info!(event = "notification_dropped", peer = %self.conn.peer.label, method = req.method.name, reason = "in_flight_limit");

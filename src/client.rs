@@ -197,7 +197,9 @@ pub async fn rpc(
     let work = async {
         let mut client = Client::connect(config_dir).await?;
         client
-            .call(method, params, &answers, |line| eprintln!("{line}"))
+            .call(method, params, &answers, |line| {
+                eprintln!("{}", crate::shown::json(line));
+            })
             .await
     };
     let outcome = match timeout {
@@ -215,18 +217,21 @@ pub async fn rpc(
 
 /// Prints an outcome the way every client command does (§13): the
 /// result on stdout, an error object or a failure on stderr; the exit status.
+/// JSON goes out through [`crate::shown::json`] (the same value, no byte a
+/// terminal would act on).
 fn report(outcome: Result<Answer, Failure>) -> i32 {
+    use crate::shown::{json, Shown};
     match outcome {
         Ok(Answer::Result(v)) => {
-            println!("{v}");
+            println!("{}", json(&v.to_string()));
             exit::OK
         }
         Ok(Answer::Error(e)) => {
-            eprintln!("{e}");
+            eprintln!("{}", json(&e.to_string()));
             exit::RPC_ERROR
         }
         Err(f) => {
-            eprintln!("zeroclaw: {}", f.message);
+            eprintln!("zeroclaw: {}", Shown::line(&f.message));
             f.status
         }
     }
@@ -243,7 +248,7 @@ pub async fn status(config_dir: Option<&std::ffi::OsStr>, raw: bool) -> i32 {
     .await;
     match outcome {
         Ok(Answer::Result(v)) if !raw => {
-            print!("{}", render_status(&v));
+            print!("{}", crate::shown::Shown::text(&render_status(&v)));
             exit::OK
         }
         other => report(other),

@@ -106,6 +106,15 @@ pub async fn run(opts: Options) -> i32 {
 
 /// Steps 1–5 of §2.3, with the config loaded between directory creation and the claim.
 async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartError> {
+    // Signals are caught before the socket exists: a SIGTERM at any moment
+    // after it (systemd stopping a unit still starting, a client that read
+    // the ready line) is held until `serve` and becomes a graceful stop that
+    // removes the socket, never a death by signal that leaves it behind.
+    let signals = Signals::install()
+        .map_err(|e| StartError::Other(format!("installing signal handlers: {e}")))?;
+    // Before any child: escaped descendants come back to us, and our
+    // environment and memory are closed to same-uid processes.
+    crate::agent::hold_children();
     crate::memory::tune_allocator();
     crate::memory::configure_from_env().map_err(StartError::Other)?;
     let dirs = endpoint::resolve_dirs_from_env(opts.config_dir.as_deref())?;
@@ -180,9 +189,6 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
             .await
             .map_err(|e| StartError::Other(e.to_string()))?;
     }
-    // Signals are caught from before the ready line: a client may stop us the moment it reads it.
-    let signals = Signals::install()
-        .map_err(|e| StartError::Other(format!("installing signal handlers: {e}")))?;
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Ready<'a> {
@@ -234,6 +240,8 @@ async fn serve(daemon: Arc<Daemon>, claimed: Claimed, signals: Signals) -> i32 {
     // Running turns end and persist first (their answers still go out),
     // then every connection is closed.
     lifecycle::shut_down(&daemon.sessions, SHUTDOWN_GRACE).await;
+    // Every process we started, and whatever escaped their groups, goes now.
+    crate::agent::stop_children(SHUTDOWN_GRACE).await;
     daemon.shutdown.cancel();
     // Give the connections a moment to flush and close.
     let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;

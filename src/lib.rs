@@ -32,6 +32,7 @@ pub mod peer;
 pub mod private_dir;
 pub mod request;
 pub mod session;
+pub mod shown;
 pub mod state;
 pub mod storage_fault;
 pub mod store;

@@ -37,6 +37,7 @@ impl LiveConfig {
         authz: Arc<AuthzState>,
         faults: Arc<Faults>,
     ) -> Self {
+        install_secrets(&config);
         Self {
             write_lock: AsyncMutex::new(()),
             store: Arc::new(Mutex::new(store)),
@@ -86,6 +87,7 @@ impl LiveConfig {
             candidate.clone(),
         );
         crate::memory::apply_config(candidate.daemon.memory_budget_mib);
+        install_secrets(&candidate);
         let tokens_changed = previous.gateway.paired_tokens != candidate.gateway.paired_tokens;
         if tokens_changed || Policy::from_config(&previous) != policy {
             // Lock (3), for writing, only to install (§6.8).
@@ -95,6 +97,17 @@ impl LiveConfig {
         }
         Ok(())
     }
+}
+
+/// Installs `config`'s secrets as the ones logs and answers mask (at
+/// startup and at each commit: an agent's new key is masked from then on).
+pub fn install_secrets(config: &Config) {
+    let values = crate::config::secret_values(
+        config,
+        |name| std::env::var(name).ok(),
+        |path| crate::agent::openai_api_key_from_file(std::path::Path::new(path)).ok(),
+    );
+    crate::logging::secrets::install(values);
 }
 
 /// 32 random bytes from the operating system.

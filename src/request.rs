@@ -31,6 +31,9 @@ pub struct Request {
     pub binding: Option<Arc<Binding>>,
     /// The connection's dialect when the request was read.
     pub dialect: Dialect,
+    /// The request's place in its connection's in-flight bound, set by the
+    /// limit layer (see [`Hold`]).
+    pub hold: Hold,
 }
 
 impl Request {
@@ -50,6 +53,7 @@ impl Request {
             id: None,
             binding: None,
             dialect,
+            hold: Hold::default(),
         }
     }
 
@@ -103,6 +107,44 @@ impl Request {
 /// Whether `raw` is JSON `null` (§1.3: a null parameter is absent).
 pub fn is_null(raw: &RawValue) -> bool {
     kind(raw) == JsonKind::Null
+}
+
+/// What a request holds while it is in flight (its slot in the
+/// connection's bound, `layers/limit.rs`), type-erased: dropped when the
+/// request's future ends, or earlier through [`Hold::release`] by a handler
+/// that writes its own answer. Either way the slot is free before the
+/// answer's bytes can reach the client, so a client that sends its next
+/// request the moment it reads an answer is never refused for a slot that
+/// answer still held.
+#[derive(Clone, Default)]
+pub struct Hold(Arc<std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>>);
+
+impl Hold {
+    /// A hold of `guard` (whose drop gives the slot back).
+    pub fn new(guard: impl std::any::Any + Send) -> Self {
+        Self(Arc::new(std::sync::Mutex::new(Some(Box::new(guard)))))
+    }
+
+    /// Gives the slot back now; later calls (and clones) do nothing.
+    pub fn release(&self) {
+        let guard = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(guard);
+    }
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let held = self.0.lock().map(|g| g.is_some()).unwrap_or(false);
+        f.debug_struct("Hold").field("held", &held).finish()
+    }
+}
+
+/// Where a handler that writes its own answer (`session/prompt`) sends it:
+/// the request's id, and the hold it releases just before.
+#[derive(Debug, Clone)]
+pub struct ReplyTo {
+    pub id: IdText,
+    pub hold: Hold,
 }
 
 /// A request id as the exact JSON text received, stored inline when short

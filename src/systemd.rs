@@ -122,8 +122,10 @@ impl State<'_> {
     }
 }
 
-/// Sends `state` to `NOTIFY_SOCKET` if one was given. A lost notification
-/// is logged, never fatal: the service manager's timeout is the remedy.
+/// Sends `state` to `NOTIFY_SOCKET` if one was given, without ever waiting:
+/// a receiver whose queue is full (a stuck or hostile supervisor) costs the
+/// notification, never the start-up or the shutdown. A lost notification is
+/// logged, never fatal: the service manager's timeout is the remedy.
 pub fn notify(state: State<'_>) {
     let Some(Some(path)) = NOTIFY_SOCKET.get() else {
         return;
@@ -138,6 +140,9 @@ fn send(path: &OsString, msg: &[u8]) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::net::UnixDatagram;
     let sock = UnixDatagram::unbound()?;
+    // A full queue answers EAGAIN instead of parking this thread (and with
+    // it the start-up path and the signal handling) until the peer reads.
+    sock.set_nonblocking(true)?;
     let bytes = path.as_bytes();
     match bytes.split_first() {
         // `@name`: a Linux abstract socket.

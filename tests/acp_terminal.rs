@@ -10,22 +10,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::acp::AcpEnv;
-use common::acp_agent::{acp_config, new_acp_session, wait_update};
+use common::acp_agent::{open_acp as open, wait_update};
 use common::sessions::process_gone;
 use serde_json::json;
-
-/// A daemon hosting the test agent with `agent_lines`, a client and the
-/// workspace of its session `s-1`.
-fn open(agent_lines: &str) -> (AcpEnv, common::acp::Rpc, String) {
-    let e = AcpEnv::new(&acp_config(agent_lines, ""));
-    let mut rpc = e.rpc();
-    let ws = new_acp_session(&mut rpc, "s-1", "chat")["workspace_dir"]
-        .as_str()
-        .expect("workspace_dir")
-        .to_owned();
-    (e, rpc, ws)
-}
 
 /// `term` with `sh -c SCRIPT` and the extra `terminal/create` params.
 fn term(word: &str, script: &str, extra: serde_json::Value) -> String {

@@ -160,3 +160,53 @@ fn passed_socket_still_takes_the_data_dir_lock() {
     first.signal(libc::SIGTERM);
     assert!(first.wait_exit().success());
 }
+
+/// Fills `notify`'s receive queue from a nonblocking sender until the
+/// kernel answers EAGAIN: the next blocking send to it would wait forever.
+fn fill_queue(notify: &Notify) -> usize {
+    let sender = std::os::unix::net::UnixDatagram::unbound().expect("sender");
+    sender.set_nonblocking(true).expect("nonblocking sender");
+    let mut sent = 0;
+    loop {
+        match sender.send_to(b"FILLER=1\n", &notify.address) {
+            Ok(_) => sent += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return sent,
+            Err(e) => panic!("filling the notify queue: {e}"),
+        }
+    }
+}
+
+/// A supervisor that never reads its notify socket (its queue full) must
+/// cost the notifications, never the daemon: it serves, and SIGTERM stops
+/// it with status 0 (the blocking send parked the start-up forever).
+#[test]
+fn a_full_notify_queue_neither_stops_serving_nor_stopping() {
+    let dir = TestDir::new();
+    let notify = Notify::at(&dir.path().join("notify"));
+    let queued = fill_queue(&notify);
+    assert!(queued > 0, "nothing could be queued");
+    let mut d = common::Daemon::builder()
+        .env("NOTIFY_SOCKET", &notify.address)
+        .spawn();
+    let mut c = Client::connect(&d.socket);
+    c.send_json(&json!({"jsonrpc": "2.0", "method": "initialize", "params": {"protocolVersion": 1}, "id": 1}));
+    let answer = c.try_recv_line(WAIT).unwrap_or_else(|e| {
+        panic!(
+            "initialize unanswered ({}); stderr:\n{}",
+            common::describe(&e),
+            d.log.text()
+        )
+    });
+    assert!(answer.contains(r#""result""#), "{answer}");
+    assert!(c.status().is_object());
+    d.signal(libc::SIGTERM);
+    let status = d
+        .wait_exit(WAIT)
+        .unwrap_or_else(|| panic!("SIGTERM did not stop the daemon; stderr:\n{}", d.log.text()));
+    assert_eq!(status.code(), Some(0), "{}", d.log.text());
+    assert!(
+        d.log.text().contains("sd_notify_failed"),
+        "{}",
+        d.log.text()
+    );
+}

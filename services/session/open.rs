@@ -11,7 +11,7 @@ use crate::error::{Forbidden, RpcError};
 use crate::files::attach::{check_entries, read_entries, FileEntry};
 use crate::files::{self, UploadTarget};
 use crate::jsonrpc::Payload;
-use crate::request::Request;
+use crate::request::{ReplyTo, Request};
 use crate::session::lifecycle::{self, NewRequest};
 use crate::session::turn::run_prompt;
 use crate::session::update::Completion;
@@ -156,7 +156,10 @@ pub(super) async fn prompt(
             }
         }
     }
-    let reply_to = req.id.clone();
+    let reply_to = req.id.clone().map(|id| ReplyTo {
+        id,
+        hold: req.hold.clone(),
+    });
     req.release_frame();
     let answered = run_prompt(
         &daemon.sessions,

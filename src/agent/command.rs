@@ -15,7 +15,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::process::{agent_command, utf8_cut, GroupGuard, Tail};
+use super::child_env::EnvBase;
+use super::process::{agent_command, spawn, utf8_cut, GroupGuard, Tail};
 use super::sink::{EventSink, SinkClosed};
 use super::{context_json_input, InputMode, TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
 
@@ -81,8 +82,10 @@ async fn run_with_grace<S: EventSink>(
         ("ZEROCLAW_TURN_ID", input.turn_id),
         ("ZEROCLAW_AGENT_ALIAS", input.agent_alias),
     ];
-    let mut command = agent_command((program, args), input.cwd, &settings.env, &vars);
-    let mut child = match command.spawn() {
+    // §10.4: the daemon's environment (without any credential) plus `env`.
+    let base = EnvBase::DaemonWithout(&settings.withheld);
+    let mut command = agent_command((program, args), input.cwd, (base, &settings.env), &vars);
+    let mut child = match spawn(&mut command) {
         Ok(child) => child,
         Err(e) => return failed(format!("failed to start agent command `{program}`: {e}")),
     };
@@ -99,7 +102,7 @@ async fn run_with_grace<S: EventSink>(
         } // dropped here: the pipe is closed
     };
     tokio::pin!(write_stdin);
-    let deadline = tokio::time::sleep(Duration::from_secs(settings.timeout_secs));
+    let deadline = tokio::time::sleep_until(input.deadline.into());
     tokio::pin!(deadline);
 
     let mut stdin_done = false;

@@ -58,6 +58,8 @@ impl Cmd {
             settings: &self.settings,
             always_allowed: allowed,
             acp_hosts: None,
+            deadline: std::time::Instant::now()
+                + std::time::Duration::from_secs(self.settings.timeout_secs),
         }
     }
 

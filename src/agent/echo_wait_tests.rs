@@ -153,6 +153,8 @@ fn turn_future_is_send() {
         settings: &turn.settings,
         always_allowed: &turn.allowed,
         acp_hosts: None,
+        deadline: std::time::Instant::now()
+            + std::time::Duration::from_secs(turn.settings.timeout_secs),
     };
     let fut = run_turn(Backend::Command, input, &mut sink, &turn.cancel);
     assert_send(&fut);

@@ -11,13 +11,14 @@
 //! - [`acp`]: hosts an Agent Client Protocol agent process (issue 16).
 //! - [`openai`]: streams from an OpenAI-compatible model server, with tools.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 mod acp;
+mod child_env;
 mod coalesce;
 mod command;
 mod context;
@@ -28,17 +29,23 @@ mod extra;
 mod json;
 mod openai;
 mod process;
+mod reaper;
 mod sink;
 #[cfg(test)]
 mod testing;
 
 pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE};
+pub use child_env::secret_names;
 pub use command::{run_command, CommandRun};
 pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
 pub use directive::{echo_compaction_request, CompactionRequest};
 pub use extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 pub use json::compact_json;
-pub use openai::{Approval, OpenAiSettings};
+pub use openai::{
+    api_key as openai_api_key, api_key_from_file as openai_api_key_from_file,
+    redirect as model_redirect, Approval, OpenAiSettings,
+};
+pub use reaper::{start as hold_children, stop_all as stop_children};
 pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 
 /// The failure message of a turn stopped because its sink closed.
@@ -66,9 +73,12 @@ pub struct AgentSettings {
     pub command: Vec<String>,
     /// Command: what goes to stdin.
     pub input: InputMode,
-    /// Command: extra environment variables.
+    /// Command, ACP, openai (its `shell` tool): extra environment variables.
     pub env: BTreeMap<String, String>,
-    /// Command and ACP: wall-clock limit per turn.
+    /// Command: the credentials' variable names withheld from the daemon's
+    /// environment it inherits ([`secret_names`] of the config).
+    pub withheld: BTreeSet<String>,
+    /// Wall-clock limit per turn, whatever the backend (see `TurnInput::deadline`).
     pub timeout_secs: u64,
     /// ACP: the backend's own keys.
     pub acp: AcpSettings,
@@ -116,6 +126,7 @@ impl Default for AgentSettings {
             command: Vec::new(),
             input: InputMode::Prompt,
             env: BTreeMap::new(),
+            withheld: BTreeSet::new(),
             timeout_secs: 600,
             acp: AcpSettings::default(),
             openai: OpenAiSettings::default(),
@@ -149,6 +160,10 @@ pub struct TurnInput<'a> {
     /// The daemon's ACP agent processes (`None` where no backend needs them:
     /// unit tests of the other backends).
     pub acp_hosts: Option<&'a std::sync::Arc<AcpHosts>>,
+    /// When the turn must have ended: `timeout_secs` after it started. It
+    /// bounds every await inside the turn, approvals and questions included
+    /// (the runtime's sink waits for an answer at most until then).
+    pub deadline: std::time::Instant,
 }
 
 /// How a turn ended (§10.1).
@@ -221,12 +236,45 @@ pub async fn run_turn<S: EventSink>(
     cancel: &CancellationToken,
 ) -> TurnOutcome {
     match backend {
-        Backend::Echo => echo::run(&input, sink, cancel).await,
+        Backend::Echo => within_deadline(backend, &input, echo::run(&input, sink, cancel)).await,
+        // These two end their turn at `input.deadline` themselves: they
+        // stop a process gracefully, or mark a host broken, first.
         Backend::Command => run_command(&input, sink, cancel).await.outcome,
         Backend::Acp => match input.acp_hosts {
             Some(hosts) => acp::run(hosts, &input, sink, cancel).await,
             None => TurnOutcome::Failed("no ACP host registry".to_owned()),
         },
-        Backend::OpenAi => openai::run(&input, sink, cancel).await,
+        Backend::OpenAi => {
+            within_deadline(backend, &input, openai::run(&input, sink, cancel)).await
+        }
+    }
+}
+
+/// `turn`, ended at `input.deadline` (the deadline first: an approval its
+/// sink ended at that instant must not let the turn go on).
+async fn within_deadline(
+    backend: Backend,
+    input: &TurnInput<'_>,
+    turn: impl std::future::Future<Output = TurnOutcome>,
+) -> TurnOutcome {
+    tokio::select! {
+        biased;
+        () = tokio::time::sleep_until(input.deadline.into()) => {
+            deadline_passed(backend, input.settings.timeout_secs)
+        }
+        outcome = turn => outcome,
+    }
+}
+
+/// How a turn ends at its deadline: the model server's timeout class for
+/// `openai`, an agent failure otherwise.
+fn deadline_passed(backend: Backend, secs: u64) -> TurnOutcome {
+    match backend {
+        Backend::OpenAi => TurnOutcome::ProviderFailed(ProviderFailure {
+            reason: ProviderReason::Timeout,
+            status: None,
+            message: format!("the turn did not finish within {secs} s (timeout_secs)"),
+        }),
+        _ => TurnOutcome::Failed(format!("the agent did not finish the turn within {secs} s")),
     }
 }

@@ -1,12 +1,22 @@
-//! Process plumbing for the agents that run a program (`command`, `acp`):
-//! how the program is started, stopping it (and its process group) without
-//! leaving zombies or orphans, the bounded stderr tail, and the UTF-8-safe
-//! cut used to bound stdout lines.
+//! Process plumbing for everything the daemon runs (agent programs, the
+//! `shell` tool, ACP terminals): the one place children are made
+//! ([`child_command`], [`spawn`]), stopping them (and their process group)
+//! without leaving zombies or orphans, the bounded stderr tail, and the
+//! UTF-8-safe cut used to bound stdout lines.
 //!
-//! On Unix the child leads its own process group, so `SIGTERM`/`SIGKILL` reach
-//! whatever it spawned too (`sh -c` scripts fork). A [`GroupGuard`] kills the
-//! group if the turn's future is dropped mid-way (the runtime aborts a backend
-//! still running 5 s after cancellation); `kill_on_drop` covers the leader.
+//! Every child: its environment per [`super::child_env`]; it leads its own
+//! process group, so `SIGTERM`/`SIGKILL` reach whatever it spawned too
+//! (`sh -c` scripts fork); `SIGKILL`ed by the kernel when the daemon dies
+//! (Linux `PR_SET_PDEATHSIG`); registered with [`super::reaper`], which
+//! kills the descendants that escape the group. A [`GroupGuard`] kills the
+//! group if the turn's future is dropped mid-way (the runtime aborts a
+//! backend still running 5 s after cancellation); `kill_on_drop` covers the
+//! leader.
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that forked exits: children
+//! are spawned from async code only, on the runtime's worker threads (which
+//! live as long as the daemon), never from `spawn_blocking` (whose threads
+//! retire when idle).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,6 +24,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::process::{Child, Command};
+
+use super::child_env::{self, EnvBase};
+use super::reaper;
 
 /// The most of stderr kept (the tail).
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -78,44 +91,88 @@ pub fn utf8_cut(bytes: &[u8], max: usize) -> usize {
     end
 }
 
-/// The command of an agent program: argv without a shell, in `cwd`, with
-/// `env` and the `vars` naming the turn added to the inherited environment,
-/// all three pipes, killed on drop, leading its own process group (Unix).
-pub fn agent_command(
+/// A child of the daemon: argv without a shell, in `cwd`, its environment
+/// `base` then `env`, killed on drop, leading its own process group and
+/// killed with the daemon (Unix). Start it with [`spawn`].
+pub fn child_command(
     (program, args): (&str, &[String]),
     cwd: &Path,
+    base: EnvBase<'_>,
     env: &BTreeMap<String, String>,
-    vars: &[(&str, &str)],
 ) -> Command {
     let mut command = Command::new(program);
+    child_env::apply(&mut command, base);
     command
         .args(args)
         .current_dir(cwd)
         .envs(env)
-        .envs(vars.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);
+    #[cfg(target_os = "linux")]
+    die_with_the_daemon(&mut command);
     command
 }
 
-/// The command of a tool the agent runs (the `shell` tool, ACP `terminal/*`):
-/// argv without a shell, in `cwd`, stdin closed, killed on drop, leading its
-/// own process group (Unix) so [`GroupGuard`] reaches whatever it spawns.
-/// The caller sets stdout and stderr.
-pub fn tool_command(program: &str, args: &[String], cwd: &Path) -> Command {
-    let mut command = Command::new(program);
+/// The command of an agent program ([`child_command`]) with the `vars`
+/// naming the turn added and all three pipes.
+pub fn agent_command(
+    argv: (&str, &[String]),
+    cwd: &Path,
+    (base, env): (EnvBase<'_>, &BTreeMap<String, String>),
+    vars: &[(&str, &str)],
+) -> Command {
+    let mut command = child_command(argv, cwd, base, env);
     command
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
+        .envs(vars.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     command
+}
+
+/// The command of a tool an agent runs (the `shell` tool, ACP `terminal/*`):
+/// [`child_command`] with the minimal base and the agent's `env`, stdin
+/// closed. The caller sets stdout and stderr.
+pub fn tool_command(
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> Command {
+    let mut command = child_command((program, args), cwd, EnvBase::Minimal, env);
+    command.stdin(Stdio::null());
+    command
+}
+
+/// Starts `command`, registered with the reaper (so it is never taken for
+/// an escaped descendant).
+pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
+    reaper::spawn_registered(|| command.spawn())
+}
+
+/// `PR_SET_PDEATHSIG(SIGKILL)` in the child: the kernel kills it when the
+/// thread that forked it (a runtime worker: the daemon's lifetime) dies,
+/// `kill -9` of the daemon included.
+#[cfg(target_os = "linux")]
+fn die_with_the_daemon(command: &mut Command) {
+    // SAFETY: getpid has no preconditions.
+    let daemon = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only prctl(2) and getppid(2), both async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            let signal = libc::SIGKILL as libc::c_ulong;
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The daemon died between fork and prctl: do not outlive it.
+            if libc::getppid() != daemon {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Kills the child's process group when dropped, unless disarmed.
@@ -222,6 +279,41 @@ mod tests {
         assert_eq!(utf8_cut(b"abc", 10), 3);
         assert_eq!(utf8_cut(&[0xF0, 0x9F], 2), 2); // progress on a lone prefix
         assert_eq!(utf8_cut(&[b'a', 0xFF, 0xFE], 3), 3); // invalid bytes: no back-off
+    }
+
+    /// The daemon makes children in one place: the environment and death
+    /// rules above hold for every one (the CLI, a client, is not the daemon).
+    #[test]
+    fn children_are_made_here_only() {
+        fn walk(dir: &Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                let name = path.to_string_lossy().into_owned();
+                if path.is_dir() {
+                    if !name.ends_with("/src/cli") {
+                        walk(&path, found);
+                    }
+                } else if name.ends_with(".rs")
+                    && !name.ends_with("_tests.rs")
+                    && !name.ends_with("/src/agent/process.rs")
+                {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+                    if code.contains("Command::new(") {
+                        found.push(name);
+                    }
+                }
+            }
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut found = Vec::new();
+        for dir in ["src", "layers", "services"] {
+            walk(&root.join(dir), &mut found);
+        }
+        assert!(
+            found.is_empty(),
+            "children made outside process.rs: {found:?}"
+        );
     }
 
     #[test]

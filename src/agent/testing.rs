@@ -172,6 +172,8 @@ impl<'a> EchoTurn<'a> {
             settings: &self.settings,
             always_allowed: &self.allowed,
             acp_hosts: None,
+            deadline: std::time::Instant::now()
+                + std::time::Duration::from_secs(self.settings.timeout_secs),
         };
         run_turn(Backend::Echo, input, sink, &self.cancel).await
     }

@@ -11,18 +11,20 @@ use serde_json::{json, Value};
 
 use super::conn::{Conn, Incoming};
 use crate::client::exit;
+use crate::shown::Shown;
 
 /// Runs the command; the exit status.
 pub async fn run(config_dir: Option<&OsStr>, limit: u32, follow: bool) -> i32 {
     let mut conn = match Conn::open(config_dir).await {
         Ok(c) => c,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "zeroclaw: {}", e.message);
+            let _ = writeln!(std::io::stderr(), "zeroclaw: {}", Shown::line(&e.message));
             return e.status;
         }
     };
     let fail = |m: String| {
-        let _ = writeln!(std::io::stderr(), "zeroclaw: {m}");
+        // An error's message is the daemon's text.
+        let _ = writeln!(std::io::stderr(), "zeroclaw: {}", Shown::line(&m));
         exit::RPC_ERROR
     };
     if follow {
@@ -107,9 +109,8 @@ pub fn line(r: &Value) -> String {
             }
         }
     }
-    l.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    // An agent's stderr lines are logged: shown like all the daemon's text.
+    Shown::line(&l).to_string()
 }
 
 #[cfg(test)]

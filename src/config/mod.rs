@@ -19,12 +19,15 @@ mod toml_text;
 pub mod validate;
 
 pub use error::ConfigError;
-pub use paths::{is_env_name, is_env_value, is_valid_name, prop_paths, PropInfo};
+pub use paths::{
+    is_child_base_var, is_env_name, is_env_value, is_valid_name, prop_paths, PropInfo,
+    CHILD_BASE_VARS,
+};
 pub use policy::{
     is_admin_only_prop, is_paired, selector_matches, token_digest, token_from_bytes, AgentSelector,
     Grant, GrantSet, Policy, Principal, Resolution, Resource, Verb, SHARED_OPERATOR_ID,
 };
-pub use props::{effective_json, is_secret, PropError, PropReason};
+pub use props::{effective_json, is_secret, secret_values, PropError, PropReason};
 pub use schema::{
     AgentConfig, Config, DaemonConfig, GatewayConfig, PermissionProfile, SecurityConfig,
     Temperature, UserConfig, OPENAI_APPROVALS, OPENAI_TOOLS,

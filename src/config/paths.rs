@@ -74,6 +74,7 @@ pub(crate) const GATEWAY: &[Field] = &[
 ];
 pub(crate) const AGENT: &[Field] = &[
     ("api_key_env", Kind::Str),
+    ("api_key_file", Kind::Str),
     ("approval", Kind::Str),
     ("backend", Kind::Str),
     ("base_url", Kind::Str),
@@ -224,6 +225,34 @@ pub fn is_env_name(name: &str) -> bool {
 /// See [`is_env_name`].
 pub fn is_env_value(value: &str) -> bool {
     !value.contains('\0')
+}
+
+/// The daemon's variables every child process gets when the daemon has them
+/// (with every `LC_*`; docs/agents.md "Environment"): what finds programs
+/// (`npx`), the user's home and its config/cache directories, the locale,
+/// the terminal type, the time zone. Nothing else of the daemon's
+/// environment reaches an agent, a terminal or a tool.
+pub const CHILD_BASE_VARS: &[&str] = &[
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "USER",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+    "XDG_STATE_HOME",
+];
+
+/// Whether every child gets the daemon's `name` ([`CHILD_BASE_VARS`], `LC_*`).
+pub fn is_child_base_var(name: &str) -> bool {
+    CHILD_BASE_VARS.contains(&name) || name.starts_with("LC_")
 }
 
 /// Agent aliases, user names, profile names and principal ids: `[A-Za-z0-9][A-Za-z0-9_-]{0,63}`.

@@ -113,6 +113,7 @@ pub fn is_admin_only_prop(prop: &str) -> bool {
                     | "permission_default"
                     | "base_url"
                     | "api_key_env"
+                    | "api_key_file"
                     | "tools"
                     | "approval"
             )

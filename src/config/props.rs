@@ -177,6 +177,32 @@ fn mask_secrets(tree: &mut Value) {
     }
 }
 
+/// The values the daemon never shows, in a log line or an answer (issue #23): the `env` values
+/// of agents on an added backend (the ones [`mask_secrets`] masks in reads) and the value of the
+/// variable each agent's `api_key_env` names (`var` reads the daemon's environment), and the
+/// key in each agent's `api_key_file` (`file` reads it; an unreadable file holds none). Not the
+/// paired-token digests: `pairing/list` answers them (a digest grants nothing); the tokens
+/// themselves are never kept.
+pub fn secret_values(
+    config: &Config,
+    var: impl Fn(&str) -> Option<String>,
+    file: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let mut values = Vec::new();
+    for agent in config.agents.values() {
+        let added = agent
+            .backend
+            .as_deref()
+            .is_some_and(|b| !V1_BACKENDS.contains(&b));
+        if added {
+            values.extend(agent.env.values().cloned());
+        }
+        values.extend(agent.api_key_env.as_deref().and_then(&var));
+        values.extend(agent.api_key_file.as_deref().and_then(&file));
+    }
+    values
+}
+
 /// Whether reads mask `agent`'s `env` values (an agent entry of the JSON tree): its backend is
 /// not one of version 1's.
 fn env_is_secret(agent: &Value) -> bool {

@@ -36,6 +36,7 @@ fn descriptor_matches_the_serde_structs() {
         base_url: Some("http://h/v1".into()),
         model: Some("m".into()),
         api_key_env: Some("K".into()),
+        api_key_file: Some("/k".into()),
         temperature: Some(crate::config::Temperature(0.5)),
         max_tokens: Some(1),
         request_timeout_secs: Some(1),

@@ -153,6 +153,9 @@ pub struct AgentConfig {
     /// OpenAI: the name of the environment variable holding the API key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// OpenAI: the absolute path of a file (mode 600) holding the API key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_file: Option<String>,
     /// OpenAI: sampling temperature, 0–2.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<Temperature>,
@@ -313,6 +316,7 @@ impl Default for AgentConfig {
             base_url: None,
             model: None,
             api_key_env: None,
+            api_key_file: None,
             temperature: None,
             max_tokens: None,
             request_timeout_secs: None,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::error::ConfigError;
 use super::grant::{Resource, Verb};
-use super::paths::{self, is_env_name, is_env_value, is_valid_name, Kind, Node};
+use super::paths::{self, is_child_base_var, is_env_name, is_env_value, is_valid_name, Kind, Node};
 use super::schema::{AgentConfig, Config, OPENAI_APPROVALS, OPENAI_TOOLS};
 
 /// One failing check: the path it is about and why.
@@ -275,6 +275,18 @@ fn check_openai_keys(r: &mut Report, p: &str, a: &AgentConfig) {
         if !valid {
             let reason = "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)";
             r.fail(format!("{p}.api_key_env"), reason);
+        } else if is_child_base_var(name) {
+            // Every child gets the base: the key would reach them all.
+            let reason = "must not name a variable every child process gets (PATH, HOME, LC_*, …)";
+            r.fail(format!("{p}.api_key_env"), reason);
+        }
+    }
+    if let Some(path) = &a.api_key_file {
+        if !std::path::Path::new(path).is_absolute() {
+            r.fail(format!("{p}.api_key_file"), "must be an absolute path");
+        } else if a.api_key_env.is_some() {
+            let reason = "set either api_key_env or api_key_file, not both";
+            r.fail(format!("{p}.api_key_file"), reason);
         }
     }
     if let Some(t) = a.temperature {

@@ -72,6 +72,24 @@ fn each_rule_has_its_path_and_reason() {
             env,
         );
     }
+    // Every child gets PATH, HOME, LC_*: a key there would reach them all.
+    for base in ["PATH", "HOME", "LC_ALL"] {
+        fails(
+            &format!("{OK}api_key_env = \"{base}\""),
+            "agents.m.api_key_env",
+            "must not name a variable every child process gets (PATH, HOME, LC_*, …)",
+        );
+    }
+    fails(
+        &format!("{OK}api_key_file = \"key.txt\""),
+        "agents.m.api_key_file",
+        "must be an absolute path",
+    );
+    fails(
+        &format!("{OK}api_key_env = \"K\"\napi_key_file = \"/k\""),
+        "agents.m.api_key_file",
+        "set either api_key_env or api_key_file, not both",
+    );
     fails(
         &format!("{OK}temperature = 2.5"),
         "agents.m.temperature",

@@ -235,7 +235,10 @@ impl<W: Wire> Driver<'_, W> {
             // The stall clock starts when output begins to wait.
             self.last_progress = Instant::now();
         }
-        self.out.extend_from_slice(frame);
+        // Every frame to a client passes here: no configured secret leaves
+        // the daemon in an answer, a notification or a request (issue #23).
+        self.out
+            .extend_from_slice(&crate::logging::secrets::mask_json(frame));
     }
 
     /// Nothing moved: wait, unless output has waited too long. The timer is

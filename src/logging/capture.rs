@@ -247,6 +247,10 @@ struct Fields<'a>(&'a mut Record);
 
 impl Fields<'_> {
     fn text(&mut self, field: &Field, mut s: String) {
+        // Masked before it is kept (and before it is cut, which could split a secret).
+        if let std::borrow::Cow::Owned(masked) = super::secrets::mask_str(&s) {
+            s = masked;
+        }
         if s.len() > MAX_TEXT {
             let cut = crate::bounded::bound_text(&s, MAX_TEXT).into_owned();
             s = cut;

@@ -1,10 +1,12 @@
 //! The daemon's logging: JSON lines (or text) on stderr through a writer
 //! that never blocks and never fails the caller ([`writer`]), plus the
 //! in-process capture that clients read with `logs/query` and
-//! `logs/subscribe` ([`capture`]). Logging is best effort: a closed, broken
+//! `logs/subscribe` ([`capture`]). Both mask the configured secrets
+//! ([`secrets`]) before a line is queued or kept. Logging is best effort: a closed, broken
 //! or full stderr loses log lines (counted), never a request.
 
 pub mod capture;
+pub mod secrets;
 pub mod writer;
 
 use std::io::IsTerminal;

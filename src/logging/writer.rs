@@ -3,7 +3,9 @@
 //! pipe: a full queue drops the line, a failed write drops it, and both are
 //! counted. After a drop, the next line that does get through is preceded
 //! by a `log_lines_dropped` line with the running total, so whoever reads
-//! the log learns of the gap where it is.
+//! the log learns of the gap where it is. The thread also passes every line
+//! through the terminal sanitizer (`crate::shown`): an agent's stderr lines
+//! are logged, and stderr is often a person's terminal.
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -54,6 +56,8 @@ pub enum Notice {
 pub struct QueueWriter {
     tx: SyncSender<Vec<u8>>,
     stats: Arc<Stats>,
+    /// The lines' format: JSON lines are masked inside their strings only.
+    format: Notice,
 }
 
 impl QueueWriter {
@@ -72,12 +76,18 @@ impl QueueWriter {
             Self {
                 tx,
                 stats: stats.clone(),
+                format: notice,
             },
             stats,
         ))
     }
 
     fn push(&self, line: &[u8]) {
+        // Masked before it is queued: no configured secret reaches the log.
+        let line = match self.format {
+            Notice::Json => super::secrets::mask_json(line),
+            Notice::Text => super::secrets::mask_plain(line),
+        };
         self.stats.pending.fetch_add(1, Ordering::Relaxed);
         match self.tx.try_send(line.to_vec()) {
             Ok(()) => {}
@@ -117,11 +127,35 @@ fn drain<W: Write>(rx: Receiver<Vec<u8>>, mut sink: W, stats: &Stats, notice: No
                 reported = dropped;
             }
         }
+        let line = shown(notice, line);
         if stats.broken.load(Ordering::Relaxed) || !write_line(&mut sink, &line, stats) {
             stats.failed.fetch_add(1, Ordering::Relaxed);
         }
         stats.pending.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// A line with nothing a terminal would act on: text as `crate::shown`
+/// shows it, a JSON line with those characters `\u`-escaped (the same
+/// value). Unchanged (not copied) in the common case.
+fn shown(notice: Notice, line: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&line);
+    let (body, end) = match text.strip_suffix('\n') {
+        Some(body) => (body, "\n"),
+        None => (&*text, ""),
+    };
+    let text_shown;
+    let clean = match notice {
+        Notice::Text => {
+            text_shown = crate::shown::Shown::text(body);
+            std::borrow::Cow::Borrowed(text_shown.as_str())
+        }
+        Notice::Json => crate::shown::json(body),
+    };
+    if clean == body && matches!(text, std::borrow::Cow::Borrowed(_)) {
+        return line;
+    }
+    format!("{clean}{end}").into_bytes()
 }
 
 /// Writes one line; `false` if it was lost.
@@ -215,6 +249,22 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(notice).unwrap();
         assert_eq!(v["total"], dropped);
         assert_eq!(lines.last().unwrap(), "after\n");
+    }
+
+    #[test]
+    fn lines_are_written_as_a_terminal_may_show_them() {
+        let hostile = "ok \x1b]0;t\x07\x1b[2K\r\u{9b}\u{202e}\0";
+        assert_eq!(
+            shown(Notice::Text, format!("a {hostile}\n").into_bytes()),
+            "a ok ␛]0;t␇␛[2K␍<U+009B><U+202E>␀\n".as_bytes()
+        );
+        let json = serde_json::json!({"line": hostile}).to_string();
+        let out = String::from_utf8(shown(Notice::Json, format!("{json}\n").into_bytes())).unwrap();
+        assert_eq!(
+            out,
+            "{\"line\":\"ok \\u001b]0;t\\u0007\\u001b[2K\\r\\u009b\\u202e\\u0000\"}\n"
+        );
+        assert_eq!(shown(Notice::Text, b"plain\n".to_vec()), b"plain\n");
     }
 
     #[test]

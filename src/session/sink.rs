@@ -8,7 +8,7 @@
 //! suppresses the notifications, stops the turn and leaves the checkpoint.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -26,11 +26,28 @@ use crate::memory::Charge;
 use crate::peer::PeerReply;
 use crate::store::{CheckpointEvent, Store, StoreError};
 
-/// Timeouts of approvals and asks (from `[daemon]` at turn start).
+/// Timeouts of approvals and asks (from `[daemon]` at turn start), and the
+/// turn's deadline: an approval or a question waits at most until the
+/// earlier of its timeout and the deadline.
 #[derive(Debug, Clone, Copy)]
 pub struct Waits {
     pub approval: Duration,
     pub ask: Duration,
+    pub deadline: Instant,
+}
+
+impl Waits {
+    /// How long a wait of `timeout` may last from now: the turn's time left
+    /// caps it.
+    fn bounded(&self, timeout: Duration) -> Duration {
+        timeout.min(self.deadline.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// Whole seconds announced for a wait of `d` (rounded up: the client is
+/// never told less time than it has).
+fn announced_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
 /// The queue into an ACP turn's emitter task, and the task.
@@ -253,7 +270,10 @@ impl EventSink for TurnSink {
     ) -> Result<ApprovalDecision, SinkClosed> {
         let request_id = super::new_uuid();
         let decision = self.session.await_approval(&request_id);
-        let timeout_secs = self.waits.approval.as_secs();
+        // Forgotten however the wait ends, the future dropped included.
+        let _pending = Pending(self.session.clone(), &request_id);
+        let wait = self.waits.bounded(self.waits.approval);
+        let timeout_secs = announced_secs(wait);
         let event = Event::ApprovalRequest {
             request_id: &request_id,
             tool_name,
@@ -271,10 +291,9 @@ impl EventSink for TurnSink {
         let gone = self.conn.input_closed.clone();
         let outcome = tokio::select! {
             d = decision => d.unwrap_or(ApprovalDecision::Unreachable),
-            _ = tokio::time::sleep(self.waits.approval) => ApprovalDecision::TimedOut,
+            _ = tokio::time::sleep(wait) => ApprovalDecision::TimedOut,
             _ = gone.cancelled() => ApprovalDecision::Unreachable,
         };
-        self.session.forget_approval(&request_id);
         if outcome == ApprovalDecision::AllowAlways {
             self.session.allow_always(tool_name);
         }
@@ -314,7 +333,7 @@ impl EventSink for TurnSink {
                 &self.conn.outbound,
                 "elicitation/create",
                 &params,
-                self.waits.ask,
+                self.waits.bounded(self.waits.ask),
             )
             .await;
         Ok(match reply {
@@ -324,6 +343,16 @@ impl EventSink for TurnSink {
             }
             Err(e) => AskOutcome::Unavailable(e.to_string()),
         })
+    }
+}
+
+/// A pending approval of the session, removed when the wait ends (or its
+/// future is dropped: cancellation, the turn's deadline).
+struct Pending<'a>(Arc<Session>, &'a str);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.0.forget_approval(self.1);
     }
 }
 

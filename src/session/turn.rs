@@ -27,7 +27,7 @@ use crate::error::{InternalReason, RpcError};
 use crate::jsonrpc::{error_frame, Payload};
 use crate::limits::SHUTDOWN_GRACE;
 use crate::live_config::LiveConfig;
-use crate::request::IdText;
+use crate::request::ReplyTo;
 use crate::store::{provider_safe, Store};
 
 /// After a soft cancel, how long the backend may take to stop.
@@ -74,7 +74,7 @@ pub async fn run_prompt(
     session: Arc<Session>,
     conn: Conn,
     prompt: String,
-    reply_to: Option<IdText>,
+    reply_to: Option<ReplyTo>,
 ) -> Answered {
     // Over the daemon's memory budget no new turn starts (issue 13).
     if let Err(e) = crate::memory::budget().check() {
@@ -104,12 +104,15 @@ pub async fn run_prompt(
         async move {
             let runtime = (&store, &*config, &hosts);
             let mut out = execute(runtime, &session, &conn, &prompt, &signals).await;
-            if let Some(id) = reply_to {
+            if let Some(ReplyTo { id, hold }) = reply_to {
                 let frame = match &out.result {
                     Ok(r) => Payload::new(r, Default::default()).map(|p| p.into_frame(id.as_str())),
                     Err(e) => Ok(error_frame(e, Some(id.as_str()))),
                 };
                 if let Ok(frame) = frame {
+                    // The request is answered: its in-flight slot is free
+                    // before the client can read the answer and send again.
+                    hold.release();
                     let _ = conn.outbound.send_or_cancelled(frame, &signals.soft).await;
                     out.answer_sent = true;
                 }
@@ -128,7 +131,7 @@ pub async fn run_prompt(
     }
 }
 
-fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
+fn settings_of(agent: &AgentConfig, config: &Config) -> (Backend, AgentSettings) {
     let backend = match agent.backend.as_deref() {
         Some("command") => Backend::Command,
         Some("acp") => Backend::Acp,
@@ -145,6 +148,11 @@ fn settings_of(agent: &AgentConfig) -> (Backend, AgentSettings) {
             InputMode::Prompt
         },
         env: agent.env.clone(),
+        withheld: if backend == Backend::Command {
+            agent::secret_names(config)
+        } else {
+            Default::default()
+        },
         timeout_secs: u64::from(agent.timeout_secs),
         acp: AcpSettings {
             load_session: agent.load_session != "never",
@@ -175,7 +183,7 @@ async fn execute(
             Some(InternalReason::AgentFailed),
         ));
     };
-    let (backend, settings) = settings_of(agent);
+    let (backend, settings) = settings_of(agent, config);
     let acp_row = session.acp_row;
 
     // 1. A checkpoint left by a failed append or finalization is recovered first.
@@ -210,9 +218,13 @@ async fn execute(
     }
 
     // 4. The agent.
+    // One deadline for the whole turn: the backend's own waits and the
+    // approvals and questions the sink waits on all end by it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(settings.timeout_secs);
     let waits = Waits {
         approval: Duration::from_secs(u64::from(config.daemon.approval_timeout_secs)),
         ask: Duration::from_secs(u64::from(config.daemon.ask_timeout_secs)),
+        deadline,
     };
     let mut sink = TurnSink::new(
         session.clone(),
@@ -234,6 +246,7 @@ async fn execute(
         settings: &settings,
         always_allowed: &always_allowed,
         acp_hosts: Some(hosts),
+        deadline,
     };
     let outcome = with_cancellation(
         agent::run_turn(backend, input, &mut sink, &signals.soft),

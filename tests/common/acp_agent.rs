@@ -26,11 +26,16 @@ pub fn agent_bin() -> PathBuf {
                 .join("acp_test_agent");
             let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
             let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-            let newest = ["acp_test_agent.rs", "acp_test_agent/terminal.rs"]
-                .iter()
-                .map(|s| modified(&examples.join(s)))
-                .max()
-                .flatten();
+            let newest = [
+                "acp_test_agent.rs",
+                "acp_test_agent/boundary.rs",
+                "acp_test_agent/requests.rs",
+                "acp_test_agent/terminal.rs",
+            ]
+            .iter()
+            .map(|s| modified(&examples.join(s)))
+            .max()
+            .flatten();
             if modified(&path) < newest {
                 let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
                 let st = Command::new(cargo)
@@ -78,6 +83,18 @@ pub fn acp_client(env: &AcpEnv, mode: &str) -> Rpc {
     let mut rpc = env.rpc();
     new_acp_session(&mut rpc, "s-1", mode);
     rpc
+}
+
+/// A daemon hosting the test agent with `agent_lines`, a client and the
+/// workspace of its session `s-1` (chat mode).
+pub fn open_acp(agent_lines: &str) -> (AcpEnv, Rpc, String) {
+    let e = AcpEnv::new(&acp_config(agent_lines, ""));
+    let mut rpc = e.rpc();
+    let ws = new_acp_session(&mut rpc, "s-1", "chat")["workspace_dir"]
+        .as_str()
+        .expect("workspace_dir")
+        .to_owned();
+    (e, rpc, ws)
 }
 
 /// The update params of `turn` without `turn_complete`.

@@ -142,6 +142,24 @@ impl Tty {
         }
     }
 
+    /// The pane's title (what an OSC 0 or 2 sequence sets).
+    pub fn title(&self) -> String {
+        self.run(&["display-message", "-p", "#{pane_title}"])
+            .trim_end()
+            .to_owned()
+    }
+
+    /// Lets the program write tmux's clipboard (OSC 52), so a test sees
+    /// whether it tried: the clipboard is tmux's paste buffers.
+    pub fn allow_clipboard_writes(&self) {
+        self.run(&["set-option", "-g", "set-clipboard", "on"]);
+    }
+
+    /// tmux's paste buffers, one line each (empty: nothing was copied).
+    pub fn buffers(&self) -> String {
+        self.run(&["list-buffers"])
+    }
+
     /// Resizes the pane's window.
     pub fn resize(&self, cols: u32, rows: u32) {
         self.run(&[

@@ -21,7 +21,8 @@ use tokio::task::JoinHandle;
 use super::incoming::{Incoming, WireError};
 use super::reader;
 use super::wire::{self, ReadFault};
-use crate::agent::process::{agent_command, GroupGuard, Tail};
+use crate::agent::child_env::EnvBase;
+use crate::agent::process::{agent_command, spawn, GroupGuard, Tail};
 
 /// Messages read ahead of the turn, at most.
 pub const INBOUND_CAPACITY: usize = 64;
@@ -31,7 +32,10 @@ const OUTBOUND_CAPACITY: usize = 64;
 const STDERR_LOG_LINE: usize = 2048;
 /// Stderr bytes logged per process; past it one `acp_agent_stderr_capped` line.
 const STDERR_LOG_BUDGET: usize = 1024 * 1024;
-/// How long an agent whose stdout closed may take to exit before we stop it.
+/// How long an agent whose stdout closed may take to exit before we stop it,
+/// and how long, once it exited, what it wrote may take to arrive (the
+/// rest of its process group is killed at its exit, so the pipes close at
+/// once unless a descendant escaped the group; the reaper kills those).
 const EXIT_WAIT: Duration = Duration::from_secs(2);
 
 /// What starts an agent process.
@@ -92,6 +96,9 @@ pub struct Host {
     next_id: i64,
     /// Set once the connection is unusable.
     broken: Option<String>,
+    /// When the process was seen to exit: what it wrote is read until
+    /// then + [`EXIT_WAIT`], whoever holds its stdout.
+    exited_at: Option<tokio::time::Instant>,
     /// The agent offers `session/load`.
     pub load_session: bool,
     /// The ACP session holding our session's context, once opened.
@@ -134,9 +141,9 @@ impl Host {
             ("ZEROCLAW_SESSION_ID", spec.session_id),
             ("ZEROCLAW_AGENT_ALIAS", spec.alias),
         ];
-        let mut command = agent_command((program, args), spec.cwd, spec.env, &vars);
-        let mut child = command
-            .spawn()
+        let env = (EnvBase::Minimal, spec.env);
+        let mut command = agent_command((program, args), spec.cwd, env, &vars);
+        let mut child = spawn(&mut command)
             .map_err(|e| format!("failed to start ACP agent `{program}`: {e}"))?;
         let pid = child.id();
         let guard = GroupGuard::new(pid);
@@ -165,6 +172,7 @@ impl Host {
             stderr: tail,
             next_id: 0,
             broken: None,
+            exited_at: None,
             load_session: false,
             agent_session: None,
             start_time: Duration::ZERO,
@@ -225,7 +233,26 @@ impl Host {
         if let Some(fault) = self.fault.take() {
             return Err(self.end_of(fault).await);
         }
-        match self.inbound.recv().await {
+        let next = loop {
+            // The agent's exit is noticed by waiting on it, not only by the
+            // end of its stdout: a descendant may keep that open for ever.
+            let drained = async {
+                match self.exited_at {
+                    Some(at) => tokio::time::sleep_until(at + EXIT_WAIT).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                m = self.inbound.recv() => break m,
+                _ = self.child.wait(), if self.exited_at.is_none() => {
+                    self.exited_at = Some(tokio::time::Instant::now());
+                    // Nothing of its group has a use without it.
+                    self.guard.kill_group();
+                }
+                () = drained => break None,
+            }
+        };
+        match next {
             Some(Ok(m)) => Ok(m),
             Some(Err(fault)) => Err(self.end_of(fault).await),
             None => Err(self.end_of(ReadFault::Eof).await),
@@ -305,9 +332,14 @@ impl Host {
                     None => ReadFault::Eof.describe(),
                 };
                 // Its last stderr lines may still be in the pipe: read to EOF
-                // (bounded: a grandchild may hold the pipe open).
+                // (bounded: a grandchild may hold the pipe open; no longer
+                // than [`EXIT_WAIT`] after the exit, give or take 100 ms).
+                let now = tokio::time::Instant::now();
+                let until = self.exited_at.map_or(now + EXIT_WAIT, |at| {
+                    (at + EXIT_WAIT).max(now + Duration::from_millis(100))
+                });
                 if let Some(mut task) = self.stderr_task.take() {
-                    if tokio::time::timeout(EXIT_WAIT, &mut task).await.is_err() {
+                    if tokio::time::timeout_at(until, &mut task).await.is_err() {
                         task.abort();
                     }
                 }

@@ -6,8 +6,9 @@
 //!   the agent names one) in its own process group, stdin closed, stdout and
 //!   stderr into one pipe, in `cwd` (default: the session's working
 //!   directory; else an absolute directory under it, resolved through
-//!   symlinks, confined by [`super::fs::confined_dir`]), with `env` added to
-//!   the daemon's environment;
+//!   symlinks, confined by [`super::fs::confined_dir`]), its environment the
+//!   minimal base, the agent's configured `env`, then the request's `env`
+//!   ([`crate::agent::process::tool_command`]: never the daemon's);
 //! - the output is kept up to `outputByteLimit` bytes (default and cap
 //!   [`MAX_OUTPUT_BYTES`]), dropped from its beginning at a UTF-8 character
 //!   boundary, as the protocol says;
@@ -31,7 +32,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::fs::{self, FsError};
-use crate::agent::process::{tool_command, GroupGuard};
+use crate::agent::process::{spawn, tool_command, GroupGuard};
 use crate::config::{is_env_name, is_env_value};
 
 /// The most output kept per terminal, and the default (1 MiB).
@@ -157,6 +158,8 @@ pub struct Terminals {
 pub struct Turn<'a> {
     /// The session's working directory.
     pub cwd: &'a Path,
+    /// The agent's configured `env` (its terminals get it too).
+    pub env: &'a std::collections::BTreeMap<String, String>,
     pub cancel: &'a CancellationToken,
     pub deadline: Instant,
 }
@@ -170,7 +173,7 @@ impl Terminals {
         turn: Turn<'_>,
     ) -> Result<Value, FsError> {
         if method == "terminal/create" {
-            return self.create(params, turn.cwd);
+            return self.create(params, &turn);
         }
         let id = params
             .get("terminalId")
@@ -208,7 +211,8 @@ impl Terminals {
         }
     }
 
-    fn create(&mut self, params: &Value, cwd: &Path) -> Result<Value, FsError> {
+    fn create(&mut self, params: &Value, turn: &Turn<'_>) -> Result<Value, FsError> {
+        let cwd = turn.cwd;
         if self.held.len() >= MAX_TERMINALS {
             let why = format!(
                 "at most {MAX_TERMINALS} terminals are held at once in a turn; release one first"
@@ -252,14 +256,14 @@ impl Terminals {
         let internal = |e: std::io::Error| (INTERNAL, format!("cannot run {program:?}: {e}"));
         let (pipe, child) = {
             let (reader, writer) = std::io::pipe().map_err(internal)?;
-            let mut command = tool_command(program, &args, &dir);
+            let mut command = tool_command(program, &args, &dir, turn.env);
             command
                 .envs(env)
                 .stdout(Stdio::from(writer.try_clone().map_err(internal)?))
                 .stderr(Stdio::from(writer));
             // The command (and with it our copies of the write end) is
             // dropped here, so the reader sees EOF once the group is done.
-            (reader, command.spawn().map_err(internal)?)
+            (reader, spawn(&mut command).map_err(internal)?)
         };
         let guard = GroupGuard::new(child.id());
         let output = Arc::new(Mutex::new(Output {
@@ -423,8 +427,10 @@ mod tests {
     async fn runs_waits_kills_and_refuses() {
         let cwd = std::env::temp_dir().canonicalize().unwrap();
         let cancel = CancellationToken::new();
+        let env = std::collections::BTreeMap::new();
         let ending_in = |secs| Turn {
             cwd: &cwd,
+            env: &env,
             cancel: &cancel,
             deadline: Instant::now() + Duration::from_secs(secs),
         };

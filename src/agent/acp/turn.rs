@@ -10,7 +10,7 @@
 //! answers (the runtime aborts the turn after its grace if it never does,
 //! which stops the process). A connection that broke is never reused.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -25,7 +25,7 @@ use super::terminal::{self, Terminals};
 use super::wire;
 use super::{fs, hosts::AcpHosts, prompt};
 use crate::agent::coalesce::Coalesce;
-use crate::agent::sink::EventSink;
+use crate::agent::sink::{EventSink, SinkClosed};
 use crate::agent::{TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
 
 /// Most messages read without waiting in a row (see `prompt`).
@@ -41,7 +41,7 @@ pub async fn run<S: EventSink>(
     sink: &mut S,
     cancel: &CancellationToken,
 ) -> TurnOutcome {
-    let deadline = Instant::now() + Duration::from_secs(input.settings.timeout_secs);
+    let deadline = input.deadline;
     let ready = tokio::select! {
         r = ready_host(hosts, input, deadline) => r,
         () = cancel.cancelled() => return TurnOutcome::Cancelled,
@@ -115,13 +115,7 @@ async fn prompt<S: EventSink>(
                 }
                 continue;
             }
-            () = tokio::time::sleep_until(deadline.into()) => {
-                host.mark_broken("turn timed out");
-                return TurnOutcome::Failed(format!(
-                    "the ACP agent did not finish the turn within {} s",
-                    input.settings.timeout_secs
-                ));
-            }
+            () = tokio::time::sleep_until(deadline.into()) => return timed_out(host, input),
             m = host.recv() => m,
             }
         };
@@ -160,41 +154,54 @@ async fn prompt<S: EventSink>(
                 if let Err(end) = flush(&mut pending, sink, host).await {
                     return end;
                 }
-                let reply = match method.as_str() {
-                    "session/request_permission" => {
-                        let ask = Ask {
-                            tools: &tools,
-                            always: &mut always,
-                            default: input.settings.acp.permission_default,
-                            cancel,
-                        };
-                        match permission::answer(params, ask, sink).await {
-                            Err(_) => return sink_closed(host),
-                            Ok(Ok(result)) => wire::response(&rid, &result),
-                            Ok(Err(text)) => wire::error_response(&rid, -32602, &text),
+                // Served within the turn's deadline, whatever it waits on
+                // (an unanswered approval, a slow disk): at the deadline the
+                // turn ends as a timeout, and no late answer goes out.
+                let serving = async {
+                    Ok(match method.as_str() {
+                        "session/request_permission" => {
+                            let ask = Ask {
+                                tools: &tools,
+                                always: &mut always,
+                                default: input.settings.acp.permission_default,
+                                cancel,
+                            };
+                            match permission::answer(params, ask, sink).await? {
+                                Ok(result) => wire::response(&rid, &result),
+                                Err(text) => wire::error_response(&rid, -32602, &text),
+                            }
                         }
-                    }
-                    "fs/read_text_file" | "fs/write_text_file" if input.settings.acp.fs => {
-                        match fs::serve(&method, &params, input.cwd).await {
-                            Ok(result) => wire::response(&rid, &result),
-                            Err((code, text)) => wire::error_response(&rid, code, &text),
+                        "fs/read_text_file" | "fs/write_text_file" if input.settings.acp.fs => {
+                            match fs::serve(&method, &params, input.cwd).await {
+                                Ok(result) => wire::response(&rid, &result),
+                                Err((code, text)) => wire::error_response(&rid, code, &text),
+                            }
                         }
-                    }
-                    m if m.starts_with("terminal/") && input.settings.acp.terminal => {
-                        let turn = terminal::Turn {
-                            cwd: input.cwd,
-                            cancel,
-                            deadline,
-                        };
-                        match terminals.serve(m, &params, turn).await {
-                            Ok(result) => wire::response(&rid, &result),
-                            Err((code, text)) => wire::error_response(&rid, code, &text),
+                        m if m.starts_with("terminal/") && input.settings.acp.terminal => {
+                            let turn = terminal::Turn {
+                                cwd: input.cwd,
+                                env: &input.settings.env,
+                                cancel,
+                                deadline,
+                            };
+                            match terminals.serve(m, &params, turn).await {
+                                Ok(result) => wire::response(&rid, &result),
+                                Err((code, text)) => wire::error_response(&rid, code, &text),
+                            }
                         }
-                    }
-                    other => {
-                        let text = format!("{other} is not served by this client");
-                        wire::error_response(&rid, METHOD_NOT_FOUND, &text)
-                    }
+                        other => {
+                            let text = format!("{other} is not served by this client");
+                            wire::error_response(&rid, METHOD_NOT_FOUND, &text)
+                        }
+                    })
+                };
+                let reply = tokio::select! {
+                    biased;
+                    () = tokio::time::sleep_until(deadline.into()) => return timed_out(host, input),
+                    served = serving => match served {
+                        Ok(reply) => reply,
+                        Err(SinkClosed) => return sink_closed(host),
+                    },
                 };
                 if let Err(why) = host.send(reply, deadline).await {
                     return TurnOutcome::Failed(why);
@@ -202,6 +209,16 @@ async fn prompt<S: EventSink>(
             }
         }
     }
+}
+
+/// The end of a turn past its deadline (the agent is stopped: its turn is
+/// still running).
+fn timed_out(host: &mut Host, input: &TurnInput<'_>) -> TurnOutcome {
+    host.mark_broken("turn timed out");
+    TurnOutcome::Failed(format!(
+        "the ACP agent did not finish the turn within {} s",
+        input.settings.timeout_secs
+    ))
 }
 
 /// Sends the coalesced chunks; a closed sink ends the turn.

@@ -12,7 +12,7 @@
 //! event's JSON), [`shape`] (a token stream's repeated event shape), [`pending`] (joining deltas), [`delta`] (tool call
 //! assembly), [`tools`], [`settings`].
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -21,7 +21,9 @@ use tokio_util::sync::CancellationToken;
 mod body;
 mod chunk;
 mod delta;
+mod key;
 mod pending;
+pub mod redirect;
 mod request;
 mod retry;
 mod settings;
@@ -30,6 +32,7 @@ mod sse;
 mod stream;
 mod tools;
 
+pub use key::{api_key, from_file as api_key_from_file};
 pub use settings::{Approval, OpenAiSettings};
 
 use super::sink::{ApprovalDecision, EventSink, SinkClosed};
@@ -74,22 +77,23 @@ pub async fn run<S: EventSink>(
     cancel: &CancellationToken,
 ) -> TurnOutcome {
     let settings = &input.settings.openai;
-    let api_key = match &settings.api_key_env {
-        None => None,
-        Some(name) => match std::env::var(name) {
-            Ok(key) if !key.is_empty() => Some(key),
-            // The name is config; the value is never logged or echoed.
-            _ => {
-                return TurnOutcome::Failed(format!(
-                    "the API key variable {name} is not set in the daemon's environment"
-                ))
-            }
-        },
+    let api_key = match key::api_key(settings) {
+        Ok(key) => key,
+        Err(why) => return TurnOutcome::Failed(why),
     };
+    // The `shell` tool's `env`: the agent's, never its key variable.
+    let tool_env = input
+        .settings
+        .env
+        .iter()
+        .filter(|(name, _)| settings.api_key_env.as_deref() != Some(name.as_str()))
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
     let mut turn = Turn {
         input,
         settings,
         api_key: api_key.as_deref(),
+        tool_env: &tool_env,
         cancel,
         allowed_this_turn: HashSet::new(),
         used_ids: HashSet::new(),
@@ -108,6 +112,7 @@ struct Turn<'t, 'a> {
     input: &'t TurnInput<'a>,
     settings: &'t OpenAiSettings,
     api_key: Option<&'t str>,
+    tool_env: &'t BTreeMap<String, String>,
     cancel: &'t CancellationToken,
     /// `allow_always` answers of this turn (`always_allowed` is a snapshot).
     allowed_this_turn: HashSet<String>,
@@ -243,8 +248,8 @@ impl Turn<'_, '_> {
             (Some(tool), Ok((raw, args))) => match self.approve(sink, tool, &raw).await? {
                 Some(denied) => denied,
                 None => {
-                    let hidden = self.settings.api_key_env.as_deref();
-                    match tools::run(tool, &args, self.input.cwd, hidden, self.cancel).await {
+                    let place = (self.input.cwd, self.tool_env);
+                    match tools::run(tool, &args, place, self.cancel).await {
                         Ran::Output(out) => out,
                         Ran::Cancelled => return Err(End::Cancelled),
                     }

@@ -60,6 +60,9 @@ pub struct OpenAiSettings {
     pub model: String,
     /// The environment variable holding the bearer token, if any.
     pub api_key_env: Option<String>,
+    /// The file holding the bearer token, if any (wins over `api_key_env`;
+    /// the config allows one of them).
+    pub api_key_file: Option<std::path::PathBuf>,
     /// Sent when set.
     pub temperature: Option<Temperature>,
     /// Sent when set.
@@ -99,6 +102,7 @@ impl OpenAiSettings {
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             model: agent.model.clone().unwrap_or_default(),
             api_key_env: agent.api_key_env.clone(),
+            api_key_file: agent.api_key_file.as_ref().map(Into::into),
             temperature: agent.temperature,
             max_tokens: agent.max_tokens,
             request_timeout: Duration::from_secs(u64::from(

@@ -56,7 +56,8 @@ pub struct Answer {
 
 /// The daemon's one HTTP client (rustls with ring; connection reuse across
 /// turns). No proxy from the environment: a daemon's environment is not the
-/// user's shell, and a loopback model server must never go through one.
+/// user's shell, and a loopback model server must never go through one. No
+/// redirects (`redirect.rs`).
 fn client() -> Result<&'static reqwest::Client, ProviderFailure> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
@@ -64,6 +65,7 @@ fn client() -> Result<&'static reqwest::Client, ProviderFailure> {
             reqwest::Client::builder()
                 .use_rustls_tls()
                 .no_proxy()
+                .redirect(super::redirect::policy())
                 .tcp_nodelay(true)
                 .pool_idle_timeout(Duration::from_secs(60))
                 .build()
@@ -161,6 +163,10 @@ pub async fn open(
                 finished: false,
                 done: false,
             });
+        }
+        if let Some(message) = super::redirect::refused(status, response.headers()) {
+            let code = Some(status.as_u16());
+            return Err(failure(ProviderReason::Protocol, code, message).into());
         }
         let delay = retry::delay(response.headers(), backoff);
         let message = error_message(response, settings.request_timeout, cancel).await?;

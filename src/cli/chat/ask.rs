@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::editor::{Input, Line, Purpose};
+use crate::shown::Shown;
 
 /// What to send with `session/approve`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,12 +59,14 @@ pub async fn approval(input: &mut Input, p: &Value) -> Decision {
     let mut purpose = Purpose::Question;
     loop {
         let left = secs.saturating_sub(asked.elapsed().as_secs());
+        // One line, sanitized whole: the agent's name and summary can
+        // neither move the cursor nor break the line to forge the question.
         let prompt = format!(
             "approve {} {}? [a]llow once, al[w]ays, [r]eject (Enter), [e]dit TEXT ({left} s left): ",
             s("toolName"),
             s("argumentsSummary")
         );
-        let answer = input.read(&prompt, purpose).await;
+        let answer = input.read(&Shown::line(&prompt), purpose).await;
         purpose = Purpose::FollowUp;
         match answer {
             Line::Text { text, .. } => match parse_decision(&text) {
@@ -89,7 +92,11 @@ pub async fn elicitation(input: &mut Input, p: &Value, line: &str) -> Value {
         .unwrap_or_default();
     let mut content = Map::new();
     let mut purpose = Purpose::Question;
-    let mut header = format!("question: {message}  (Enter: decline, Ctrl-C: cancel)\n");
+    // The message may span lines; a field's title and a choice are one line each.
+    let mut header = format!(
+        "question: {}  (Enter: decline, Ctrl-C: cancel)\n",
+        Shown::text(message)
+    );
     for (name, field) in &props {
         let title = field.get("title").and_then(Value::as_str).unwrap_or(name);
         let kind = field
@@ -99,11 +106,11 @@ pub async fn elicitation(input: &mut Input, p: &Value, line: &str) -> Value {
         let choices = choices(field);
         let mut prompt = std::mem::take(&mut header);
         for (i, (_, label)) in choices.iter().enumerate() {
-            prompt.push_str(&format!("  {}) {label}\n", i + 1));
+            prompt.push_str(&format!("  {}) {}\n", i + 1, Shown::line(label)));
         }
-        prompt.push_str(&format!("{title}: "));
+        prompt.push_str(&format!("{}: ", Shown::line(title)));
         loop {
-            let answer = input.read(&prompt, purpose).await;
+            let answer = input.read(&Shown::text(&prompt), purpose).await;
             purpose = Purpose::FollowUp;
             let text = match answer {
                 Line::Text { text, .. } => text,

@@ -8,6 +8,8 @@ use std::io::BufRead;
 
 use tokio::sync::mpsc;
 
+use crate::shown::Shown;
+
 /// The longest typed line taken as a prompt; a longer paste is refused
 /// (read to its end and dropped, so it never stalls the terminal).
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
@@ -80,12 +82,14 @@ impl Input {
     }
 
     /// The next line, shown `prompt` (on a terminal), read for `purpose`.
-    /// Cancel-safe: dropped before its line came, the next call waits for
-    /// that same line (its prompt is already showing).
-    pub async fn read(&mut self, prompt: &str, purpose: Purpose) -> Line {
+    /// The prompt is [`Shown`]: a question quoting the daemon is sanitized
+    /// before the editor draws it. Cancel-safe: dropped before its line
+    /// came, the next call waits for that same line (its prompt is already
+    /// showing).
+    pub async fn read(&mut self, prompt: &Shown<'_>, purpose: Purpose) -> Line {
         if !self.asked {
             let ask = Ask {
-                prompt: prompt.to_owned(),
+                prompt: prompt.as_str().to_owned(),
                 purpose,
             };
             if self.asks.send(ask).is_err() {

@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 
 use super::conn::{self, CallError, Conn, Incoming};
 use crate::client::exit;
+use crate::shown::Shown;
 use editor::{Input, Line, Purpose};
 use render::{notice, Render};
 use session::Current;
@@ -190,8 +191,9 @@ impl Chat {
             self.render.flush();
             // The connection is watched meanwhile, so a daemon that stops is
             // noticed (and reconnected to) while the person is still typing.
+            let prompt = Shown::line(if self.render.tty { PROMPT } else { "" });
             let waited = tokio::select! {
-                l = self.input.read(if self.render.tty { PROMPT } else { "" }, Purpose::Prompt) => AtPrompt::Line(l),
+                l = self.input.read(&prompt, Purpose::Prompt) => AtPrompt::Line(l),
                 _ = self.interrupts.next() => AtPrompt::Line(Line::Interrupted),
                 ev = self.conn.next(), if self.watching => AtPrompt::Daemon(ev),
             };
@@ -314,7 +316,7 @@ impl Chat {
         match e {
             CallError::Lost(_) => self.reconnect().await.err(),
             CallError::Rpc(_) => {
-                self.render.line(&format!("error: {}", e.message()));
+                self.render.error(&e.message());
                 None
             }
         }

@@ -4,6 +4,10 @@
 //! Output is buffered: written at once when the turn ends or a question is
 //! asked, else at most once per [`FRAME`] while the answer streams, so a
 //! 100,000-chunk turn costs a few dozen writes, not one per chunk.
+//!
+//! Every byte the renderer writes is either a [`Shown`] (the daemon's text,
+//! sanitized: see `crate::shown`) or one of its own [`Style`] codes: `put`
+//! and `style` are the only ways into its buffer.
 
 use std::io::Write;
 use std::time::Duration;
@@ -12,11 +16,17 @@ use tokio::time::Instant;
 
 use serde_json::Value;
 
-const DIM: &str = "\x1b[2m";
-const BOLD: &str = "\x1b[1m";
-const RESET: &str = "\x1b[0m";
+use crate::shown::Shown;
+
+/// The renderer's own terminal codes: the only escape sequences it writes.
+#[derive(Clone, Copy)]
+enum Style {
+    Dim,
+    Bold,
+    Reset,
+}
 /// How much of a tool's input or output its line shows.
-const TOOL_PREVIEW: usize = 120;
+pub const TOOL_PREVIEW: usize = 120;
 /// How often streamed output reaches the screen: a frame at 60 Hz, below
 /// what a reader notices, far above what a terminal needs.
 pub const FRAME: Duration = Duration::from_millis(16);
@@ -62,13 +72,17 @@ impl Render {
             "agent_thought_chunk" => self.chunk(true, s("text")),
             "tool_call" => {
                 let input = p.get("rawInput").map(Value::to_string).unwrap_or_default();
-                self.line(&format!("[tool {} {}]", s("name"), preview(&input)));
+                self.line(&format!(
+                    "[tool {} {}]",
+                    Shown::line(s("name")),
+                    Shown::preview(&input, TOOL_PREVIEW)
+                ));
             }
             "tool_result" => {
                 self.line(&format!(
                     "[result {}: {}]",
-                    s("name"),
-                    preview(s("rawOutput"))
+                    Shown::line(s("name")),
+                    Shown::preview(s("rawOutput"), TOOL_PREVIEW)
                 ));
             }
             "compaction_notice" => {
@@ -87,7 +101,9 @@ impl Render {
                 match &outcome {
                     Outcome::Completed => self.finish_line(),
                     Outcome::Cancelled => self.line("[cancelled]"),
-                    Outcome::Failed(why) => self.line(&format!("[failed: {why}]")),
+                    Outcome::Failed(why) => {
+                        self.line(&format!("[failed: {}]", Shown::line(why)));
+                    }
                 }
                 self.flush();
                 return Some(outcome);
@@ -107,9 +123,9 @@ impl Render {
         } else if !self.in_thought {
             self.in_thought = true;
             if self.tty {
-                self.put(DIM);
+                self.style(Style::Dim);
             } else {
-                self.put("(thinking) ");
+                self.put(Shown::line("(thinking) "));
             }
         }
         self.text(text);
@@ -119,7 +135,7 @@ impl Render {
         if self.in_thought {
             self.in_thought = false;
             if self.tty {
-                self.put(RESET);
+                self.style(Style::Reset);
             }
             self.finish_line();
         }
@@ -130,38 +146,51 @@ impl Render {
             return;
         }
         // Control characters from an agent must not drive the terminal.
-        let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
-        if t.contains(unsafe_char) {
-            let clean: String = t
-                .chars()
-                .map(|c| if unsafe_char(c) { '\u{fffd}' } else { c })
-                .collect();
-            self.put(&clean);
-        } else {
-            self.put(t);
-        }
+        self.put(Shown::text(t));
         self.mid_line = !t.ends_with('\n');
     }
 
-    fn put(&mut self, s: &str) {
-        let _ = self.out.write_all(s.as_bytes());
+    /// The one way text reaches the buffer: already sanitized.
+    fn put(&mut self, s: Shown<'_>) {
+        let _ = self.out.write_all(s.as_str().as_bytes());
     }
 
-    /// A line of its own, after any text in progress.
+    fn style(&mut self, s: Style) {
+        let code = match s {
+            Style::Dim => "\x1b[2m",
+            Style::Bold => "\x1b[1m",
+            Style::Reset => "\x1b[0m",
+        };
+        let _ = self.out.write_all(code.as_bytes());
+    }
+
+    fn newline(&mut self) {
+        self.put(Shown::text("\n"));
+    }
+
+    /// A line of its own, after any text in progress (the daemon's text:
+    /// sanitized here; it may span lines).
     pub fn line(&mut self, l: &str) {
         self.end_thought_quiet();
         self.finish_line();
         if self.tty {
-            self.put(&format!("{BOLD}{l}{RESET}\n"));
-        } else {
-            self.put(l);
-            self.put("\n");
+            self.style(Style::Bold);
         }
+        self.put(Shown::text(l));
+        if self.tty {
+            self.style(Style::Reset);
+        }
+        self.newline();
+    }
+
+    /// `error: MESSAGE` on a line of its own (a failed call's message, one line).
+    pub fn error(&mut self, msg: &str) {
+        self.line(&format!("error: {}", Shown::line(msg)));
     }
 
     fn end_thought_quiet(&mut self) {
         if self.in_thought && self.tty {
-            self.put(RESET);
+            self.style(Style::Reset);
         }
         self.in_thought = false;
     }
@@ -169,7 +198,7 @@ impl Render {
     /// Ends a line in progress.
     pub fn finish_line(&mut self) {
         if self.mid_line {
-            self.put("\n");
+            self.newline();
             self.mid_line = false;
         }
     }
@@ -194,19 +223,8 @@ impl Render {
     }
 }
 
-/// A notice about the client itself (reconnects, refused input), on stderr.
+/// A notice about the client itself (reconnects, refused input), on
+/// stderr; one line, sanitized (it may quote the daemon).
 pub fn notice(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "zeroclaw chat: {msg}");
-}
-
-fn preview(s: &str) -> String {
-    let one_line: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if one_line.chars().count() <= TOOL_PREVIEW {
-        return one_line;
-    }
-    let cut: String = one_line.chars().take(TOOL_PREVIEW).collect();
-    format!("{cut}…")
+    let _ = writeln!(std::io::stderr(), "zeroclaw chat: {}", Shown::line(msg));
 }

@@ -5,6 +5,8 @@
 use serde_json::{json, Value};
 
 use super::super::conn::{CallError, Conn};
+use super::render::TOOL_PREVIEW;
+use crate::shown::Shown;
 
 /// The chat's session.
 #[derive(Debug, Clone)]
@@ -61,7 +63,8 @@ pub async fn open(conn: &mut Conn, agent: &str, id: Option<&str>) -> Result<Valu
     conn.call("session/new", params).await
 }
 
-/// The last `n` transcript rows as display lines.
+/// The last `n` transcript rows as display lines (shown through the
+/// renderer, which sanitizes them; names and results are one line here).
 pub async fn history(conn: &mut Conn, id: &str, n: usize) -> Result<Vec<String>, CallError> {
     let page = conn
         .call(
@@ -81,20 +84,17 @@ fn row_line(row: &Value) -> String {
     let s = |k: &str| row.get(k).and_then(Value::as_str).unwrap_or_default();
     let content: String = s("content").chars().take(2000).collect();
     match (s("role"), s("kind")) {
-        (_, "tool_call") => format!("[tool {}]", s("tool_name")),
-        (_, "tool_result") => format!("[result {}: {}]", s("tool_name"), one_line(&content)),
+        (_, "tool_call") => format!("[tool {}]", Shown::line(s("tool_name"))),
+        (_, "tool_result") => format!(
+            "[result {}: {}]",
+            Shown::line(s("tool_name")),
+            Shown::preview(&content, TOOL_PREVIEW)
+        ),
         (_, "interruption_marker") => format!("[{content}]"),
         ("user", _) => format!("you: {content}"),
         ("assistant", _) => format!("agent: {content}"),
         (role, _) => format!("{role}: {content}"),
     }
-}
-
-fn one_line(s: &str) -> String {
-    s.chars()
-        .take(120)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 /// One line per session for `/sessions`.

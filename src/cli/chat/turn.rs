@@ -107,8 +107,7 @@ impl Chat {
                 Some(Incoming::Answer { id: got, outcome }) if got == id => {
                     if let Err(e) = outcome {
                         self.render.finish_line();
-                        self.render
-                            .line(&format!("error: {}", CallError::Rpc(e).message()));
+                        self.render.error(&CallError::Rpc(e).message());
                     }
                     return None;
                 }

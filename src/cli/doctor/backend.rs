@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::Check;
-use crate::agent::OpenAiSettings;
+use crate::agent::{model_redirect, openai_api_key, OpenAiSettings};
 use crate::config::AgentConfig;
 
 /// How long an ACP agent or a model server gets to answer.
@@ -147,26 +147,33 @@ async fn acp_answers(
     }
 }
 
-/// `GET <base_url>/models`, with the key when `api_key_env` names a set variable.
+/// `GET <base_url>/models`, with the key when one is configured and readable.
 async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) -> Check {
     let settings = OpenAiSettings::from_config(agent);
     let url = format!("{}/models", settings.base_url.trim_end_matches('/'));
-    let client = match reqwest::Client::builder().timeout(ANSWER_WAIT).build() {
+    let client = reqwest::Client::builder()
+        .timeout(ANSWER_WAIT)
+        .redirect(model_redirect::policy());
+    let client = match client.build() {
         Ok(c) => c,
         Err(e) => return Check::fail(name, format!("no HTTP client: {e}"), "report this"),
     };
     let mut request = client.get(&url);
-    if let Some(key) = settings
-        .api_key_env
-        .as_deref()
-        .and_then(|v| std::env::var(v).ok())
-    {
+    if let Ok(Some(key)) = openai_api_key(&settings) {
         request = request.bearer_auth(key);
     }
     match request.send().await {
         Ok(r) if r.status().is_success() => {
             Check::pass(name, format!("model server {url} answers {}", r.status()))
         }
+        Ok(r) if r.status().is_redirection() => Check::fail(
+            name,
+            format!(
+                "model server {url}: {}",
+                model_redirect::refused(r.status(), r.headers()).unwrap_or_default()
+            ),
+            format!("set agents.{alias}.base_url to where the model server answers"),
+        ),
         Ok(r) => {
             let fix = match r.status().as_u16() {
                 401 | 403 => format!(

@@ -73,7 +73,8 @@ pub async fn run(config_dir: Option<&OsStr>) -> i32 {
     let checks = checks(config_dir).await;
     let mut out = std::io::stdout().lock();
     for c in &checks {
-        let _ = writeln!(out, "{}", c.line());
+        // A check may quote an agent's reply or a file name: sanitized.
+        let _ = writeln!(out, "{}", crate::shown::Shown::line(&c.line()));
     }
     let failed = checks.iter().filter(|c| !c.ok).count();
     let _ = if failed == 0 {

@@ -6,6 +6,7 @@
 //! an `error: …` output that goes back to the model. Every output is bounded
 //! at the SPEC's 16 KiB tool-output bound (§9.3).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -102,13 +103,13 @@ impl Tool {
     }
 }
 
-/// Runs `tool` with `args` (a JSON object) in `cwd`. `hidden_env` names an
-/// environment variable a shell command must not inherit (the API key).
+/// Runs `tool` with `args` (a JSON object) in `cwd`; a shell command's
+/// environment is the minimal base plus `env` (the agent's, without its key
+/// variable).
 pub async fn run(
     tool: Tool,
     args: &Value,
-    cwd: &Path,
-    hidden_env: Option<&str>,
+    (cwd, env): (&Path, &BTreeMap<String, String>),
     cancel: &CancellationToken,
 ) -> Ran {
     let file_tool = match tool {
@@ -117,7 +118,7 @@ pub async fn run(
         Tool::ListDir => fs::list_dir,
         Tool::SearchText => fs::search_text,
         Tool::Shell => {
-            return match shell::run(cwd, args, hidden_env, cancel).await {
+            return match shell::run((cwd, env), args, cancel).await {
                 Some(r) => Ran::Output(bounded(&r.unwrap_or_else(|e| format!("error: {e}")))),
                 None => Ran::Cancelled,
             }

@@ -1,9 +1,11 @@
 //! The `shell` tool: an argv, or a command line for `sh -c`, run in the
-//! working directory with stdin closed, a timeout (default 60 s, at most
+//! working directory with stdin closed, the minimal base environment plus
+//! the agent's `env` (never the daemon's environment, so never its key), a timeout (default 60 s, at most
 //! 600 s), stdout and stderr each read up to the tool-output bound (the rest
 //! drained and dropped, so the child never blocks on a full pipe), and its
 //! whole process group killed on timeout or cancellation.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -12,7 +14,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::process::{tool_command, GroupGuard};
+use crate::agent::process::{spawn, tool_command, GroupGuard};
 use crate::limits::TOOL_OUTPUT_MAX;
 
 const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -20,9 +22,8 @@ const MAX_TIMEOUT_SECS: u64 = 600;
 
 /// The output, an error, or `None` when the turn was cancelled.
 pub async fn run(
-    cwd: &Path,
+    (cwd, env): (&Path, &BTreeMap<String, String>),
     args: &Value,
-    hidden_env: Option<&str>,
     cancel: &CancellationToken,
 ) -> Option<Result<String, String>> {
     let argv: Vec<String> = match args.get("command") {
@@ -56,12 +57,9 @@ pub async fn run(
             }
         },
     };
-    let mut command = tool_command(&argv[0], &argv[1..], cwd);
+    let mut command = tool_command(&argv[0], &argv[1..], cwd, env);
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    if let Some(name) = hidden_env {
-        command.env_remove(name);
-    }
-    let mut child = match command.spawn() {
+    let mut child = match spawn(&mut command) {
         Ok(c) => c,
         Err(e) => return Some(Err(format!("cannot run {:?}: {e}", argv[0]))),
     };
@@ -132,31 +130,25 @@ mod tests {
     #[tokio::test]
     async fn runs_lines_and_argv_and_bounds_and_times_out() {
         let cwd = std::env::temp_dir();
+        let cwd = (cwd.as_path(), &BTreeMap::new());
         let cancel = CancellationToken::new();
         let out = run(
-            &cwd,
+            cwd,
             &json!({"command": "echo hi; echo err >&2; exit 3"}),
-            None,
             &cancel,
         )
         .await
         .unwrap()
         .unwrap();
         assert_eq!(out, "exit status 3\n--- stdout\nhi\n\n--- stderr\nerr\n");
-        let out = run(
-            &cwd,
-            &json!({"command": ["printf", "%s", "a b"]}),
-            None,
-            &cancel,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        let out = run(cwd, &json!({"command": ["printf", "%s", "a b"]}), &cancel)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(out, "exit status 0\n--- stdout\na b");
         let big = run(
-            &cwd,
+            cwd,
             &json!({"command": "head -c 100000 /dev/zero | tr '\\0' x"}),
-            None,
             &cancel,
         )
         .await
@@ -173,15 +165,14 @@ mod tests {
             format!("{head}{kept}{}", crate::bounded::TRUNCATION_SUFFIX)
         );
         let slow = run(
-            &cwd,
+            cwd,
             &json!({"command": "sleep 30", "timeout_secs": 1}),
-            None,
             &cancel,
         )
         .await
         .unwrap();
         assert_eq!(slow.unwrap_err(), "timed out after 1 s (killed)");
-        assert!(run(&cwd, &json!({"command": []}), None, &cancel)
+        assert!(run(cwd, &json!({"command": []}), &cancel)
             .await
             .unwrap()
             .is_err());
@@ -197,9 +188,8 @@ mod tests {
         });
         let started = std::time::Instant::now();
         let r = run(
-            &std::env::temp_dir(),
+            (&std::env::temp_dir(), &BTreeMap::new()),
             &json!({"command": "sleep 30"}),
-            None,
             &cancel,
         )
         .await;
