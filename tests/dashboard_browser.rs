@@ -10,6 +10,8 @@
 //! or `tests/browser/node_modules` is missing, unless `CI=true`: then it
 //! fails (`.ci/run` installs chromium and runs `npm ci`).
 //! `ZC_SCREENSHOTS=1` makes the script write `docs/dashboard/*.png`.
+//! The script also times a 100,000-chunk turn in the page against a bare
+//! WebSocket reader and prints a `perf:` line (docs/gateway.md).
 
 #[macro_use]
 mod common;

@@ -68,6 +68,18 @@ async function crossOrigin(browser) {
   server.close();
 }
 
+// Polls `fn(arg)` in the page until it is truthy. (Playwright's
+// waitForFunction polls with eval, which the page's CSP rightly refuses.)
+async function until(page, fn, arg, { timeout } = { timeout: T }) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const v = await page.evaluate(fn, arg);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${fn}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 async function prompt(page, text) {
   await page.fill('#prompt', text);
   await page.click('#send');
@@ -77,6 +89,92 @@ async function lastTurn(page, outcome) {
   const turn = page.locator('.turn').last();
   await turn.locator(`xpath=self::*[contains(@class, "outcome-${outcome}")]`).waitFor({ timeout: T });
   return turn;
+}
+
+// The 100,000-chunk turn (`::chunk 4` + `::repeat`: 400,000 characters).
+const CHUNKS = 100000;
+const BIG = `::chunk 4\n::repeat ${CHUNKS} abcd`;
+
+// The baseline: a bare WebSocket reader on the gateway's origin (no page
+// code), prompting the same turn in a session of its own. Times are from the
+// prompt sent; `last` is when the last chunk arrived.
+async function rawReader(context, token) {
+  const page = await context.newPage();
+  await page.goto(URL_ + '/assets/favicon.svg');
+  const r = await page.evaluate(({ token, prompt }) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(location.origin.replace('http', 'ws') + '/ws');
+    let id = 0;
+    const pending = new Map();
+    const call = (method, params) => new Promise((res, rej) => {
+      pending.set(++id, { res, rej });
+      ws.send(JSON.stringify({ jsonrpc: '2.0', method, params, id }));
+    });
+    let chunks = 0;
+    let chars = 0;
+    let last = 0;
+    let t0 = 0;
+    ws.onmessage = (ev) => {
+      const m = JSON.parse(ev.data);
+      if (m.method === 'session/update' && m.params.type === 'agent_message_chunk') {
+        chunks += 1;
+        chars += m.params.text.length;
+        last = performance.now();
+      } else if (m.id && pending.has(m.id)) {
+        const p = pending.get(m.id);
+        pending.delete(m.id);
+        if (m.error) p.rej(new Error(JSON.stringify(m.error))); else p.res(m.result);
+      }
+    };
+    ws.onerror = () => reject(new Error('raw reader: socket error'));
+    ws.onopen = async () => {
+      try {
+        await call('initialize', { protocolVersion: 1, authToken: token });
+        const s = await call('session/new', { agent_alias: 'echo' });
+        t0 = performance.now();
+        await call('session/prompt', { session_id: s.session_id, prompt });
+        const done = performance.now();
+        ws.close();
+        resolve({ chunks, chars, last: last - t0, done: done - t0 });
+      } catch (e) { reject(e); }
+    };
+  }), { token, prompt: BIG });
+  await page.close();
+  return r;
+}
+
+// The same turn in the dashboard: from the click on Send to the last chunk's
+// text on screen (sampled every animation frame), then the page's JS heap
+// after a garbage collection and its DOM node count (CDP Performance metrics).
+async function bigTurn(page, token) {
+  const raw = await rawReader(page.context(), token);
+  check(raw.chunks === CHUNKS && raw.chars === 4 * CHUNKS, `the raw reader got ${raw.chunks} chunks`);
+  await page.click('nav button[data-view=agents]');
+  await page.click('button[data-agent=echo]');
+  await page.locator('#session-view').waitFor({ timeout: T });
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  await page.fill('#prompt', BIG);
+  await page.evaluate(() => { window.zcT0 = performance.now(); document.querySelector('#send').click(); });
+  // Sampled in the page each animation frame.
+  const shown = await page.evaluate((n) => new Promise((resolve, reject) => {
+    const give = setTimeout(() => reject(new Error('the text never reached the screen')), 120000);
+    const tick = () => {
+      const t = [...document.querySelectorAll('.turn')].pop()?.querySelector('.turn-body .text');
+      if (t && t.textContent.length >= n) { clearTimeout(give); resolve(performance.now() - window.zcT0); } else requestAnimationFrame(tick);
+    };
+    tick();
+  }), 4 * CHUNKS);
+  await lastTurn(page, 'completed');
+  check((await page.locator('.turn').last().locator('.turn-body .text').textContent()) === 'abcd'.repeat(CHUNKS), 'the whole 100,000-chunk text is on screen, in order');
+  await cdp.send('HeapProfiler.collectGarbage');
+  const metrics = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+  const heapMb = metrics.JSHeapUsedSize / 1048576;
+  const lag = shown - raw.last;
+  console.error(`perf: 100000 chunks: raw reader last chunk at ${raw.last.toFixed(0)} ms (reply at ${raw.done.toFixed(0)} ms); dashboard text on screen at ${shown.toFixed(0)} ms (lag ${lag.toFixed(0)} ms); page JS heap after the turn ${heapMb.toFixed(1)} MiB, ${metrics.Nodes} DOM nodes`);
+  check(lag < Math.max(3000, raw.last / 2), `the page keeps up: on screen ${lag.toFixed(0)} ms after the raw reader's last chunk (bound: the larger of 3 s and half the raw reader's ${raw.last.toFixed(0)} ms; a relayout per frame took as long again as the raw reader)`);
+  check(heapMb < 64, `the page's JS heap after the turn is ${heapMb.toFixed(1)} MiB (< 64)`);
+  check(metrics.Nodes < 5000, `one text node per segment, not per chunk (${metrics.Nodes} DOM nodes)`);
+  await cdp.detach();
 }
 
 async function main() {
@@ -168,7 +266,7 @@ async function main() {
   await prompt(page, '::delay 40\nstreaming words arrive one chunk at a time\n::think pondering\n::tool echo {"a":1}\ndone');
   const running = page.locator('.turn.running .turn-body .text').first();
   await running.waitFor({ timeout: T });
-  await page.waitForFunction(() => {
+  await until(page, () => {
     const t = document.querySelector('.turn.running .turn-body .text');
     return t && t.textContent.length > 0 && !t.textContent.includes('one chunk at a time');
   }, null, { timeout: T });
@@ -187,7 +285,7 @@ async function main() {
   await card.waitFor({ timeout: T });
   check((await card.textContent()).includes('rm'), 'the tool is named');
   check((await card.locator('pre').textContent()) === '{"path":"x"}', 'the arguments are shown');
-  await page.waitForFunction(() => /\d+ s left/.test(document.querySelector('.approval .countdown')?.textContent ?? ''), null, { timeout: T });
+  await until(page, () => /\d+ s left/.test(document.querySelector('.approval .countdown')?.textContent ?? ''), null, { timeout: T });
   await shot(page, 'approval');
   await card.locator('button[data-decision=allow_once]').click();
   turn = await lastTurn(page, 'completed');
@@ -219,6 +317,9 @@ async function main() {
   await page.locator('#cancel:not([disabled])').click({ timeout: T });
   turn = await lastTurn(page, 'cancelled');
   check((await turn.locator('.turn-body').textContent()) === 'before', 'the cancelled turn stopped after what it had sent');
+
+  // Performance: a 100,000-chunk turn, against a bare WebSocket reader.
+  await bigTurn(page, token);
 
   // Health, agents, the log tail.
   await page.click('nav button[data-view=health]');
@@ -255,7 +356,7 @@ async function main() {
   check(true, 'the transcript shows the interrupted turn');
   await shot(page, 'reconnected');
   await page.click('nav button[data-view=health]');
-  await page.waitForFunction((old) => {
+  await until(page, (old) => {
     const dd = document.querySelectorAll('#health-view dd')[1];
     return dd && dd.textContent !== old;
   }, pid1, { timeout: T });

@@ -1,9 +1,14 @@
 // The live stream of a turn (`session/update`, docs/protocol.md §8.5):
 // message chunks as text, thoughts folded in a <details>, tool calls with
 // their results, the outcome. Chunks are buffered and written once per
-// animation frame, so a long turn costs one DOM write per frame.
+// animation frame, so a long turn costs one DOM write per frame; once a
+// segment is long, at most every SLOW_MS: each write relays out the whole
+// segment, and doing that every frame would fall behind the socket.
 
 import { clean, el, pre, setText, text } from './dom.js';
+
+const LONG_SEGMENT = 32768;
+const SLOW_MS = 200;
 
 class TurnView {
   constructor(prompt) {
@@ -24,18 +29,22 @@ class TurnView {
       const node = text('');
       if (kind === 'text') this.body.append(el('div', { class: 'text' }, node));
       else this.body.append(el('details', { class: 'thought' }, el('summary', {}, 'Thinking'), el('pre', { class: 'output' }, node)));
-      this.segment = { kind, node };
+      this.segment = { kind, node, length: 0 };
     }
     this.buffer += s;
     if (!this.scheduled) {
       this.scheduled = true;
-      requestAnimationFrame(() => this.flush());
+      const frame = () => requestAnimationFrame(() => this.flush());
+      if (this.segment.length > LONG_SEGMENT) setTimeout(frame, SLOW_MS); else frame();
     }
   }
 
   flush() {
     this.scheduled = false;
-    if (this.segment && this.buffer) this.segment.node.appendData(clean(this.buffer));
+    if (this.segment && this.buffer) {
+      this.segment.node.appendData(clean(this.buffer));
+      this.segment.length += this.buffer.length;
+    }
     this.buffer = '';
   }
 
