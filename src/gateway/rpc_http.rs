@@ -71,11 +71,7 @@ pub(super) async fn rpc(
 
     let daemon = &shared.daemon;
     let guard = daemon.admit_remote();
-    let peer = PeerInfo {
-        uid: None,
-        pid: None,
-        label: peer_label(addr),
-    };
+    let peer = PeerInfo::remote(peer_label(addr));
     let (conn, mut queue) = new_conn(guard.id, peer, Transport::Http);
     // Nothing is written to this connection but answers, which come back
     // from the stack directly: refuse the rest at once.
