@@ -1,7 +1,8 @@
 //! The dashboard in a real browser: Debian's Chromium, headless, driven by
 //! `tests/browser/dashboard.spec.mjs` (playwright-core, plain node). This
-//! test starts the daemon with the gateway, prepares two sessions (a long
-//! one for paging, a hostile one whose transcript must stay inert), runs
+//! test starts the daemon with the gateway, prepares three sessions (a long
+//! one for paging, a hostile one whose transcript must stay inert, a killed
+//! one), runs
 //! the script and asserts its exit status; when the script asks for a
 //! daemon restart ("RESTART" on its stdout) it SIGKILLs the daemon and
 //! starts it again on the same port and config ("RESTARTED" on its stdin).
@@ -70,6 +71,14 @@ fn dashboard_browser() {
     for i in 0..30 {
         c.prompt_ok("s-long", &format!("message {i}"));
     }
+    c.new_session_of("echo", "s-killed", "acp");
+    c.prompt_ok("s-killed", "bye");
+    let killed = c.call(
+        "session/kill",
+        serde_json::json!({"session_id": "s-killed"}),
+        serde_json::json!(90),
+    );
+    assert_eq!(killed["result"]["killed"], true, "{killed}");
     drop(c);
     assert!(text.contains("[agents.echo]"), "{text}");
     std::fs::write(&config, format!("{text}chunk_chars = 4\n")).unwrap();

@@ -226,6 +226,9 @@ async function main() {
   await page.locator('button[data-session="s-hostile"]').waitFor({ timeout: T });
   await page.locator('button[data-session="s-long"]').waitFor({ timeout: T });
   await shot(page, 'sessions');
+  await page.locator('button[data-session="s-killed"]').waitFor({ timeout: T });
+  const states = await page.locator('#session-rows tr').evaluateAll((rs) => rs.map((r) => `${r.querySelector('button').textContent}:${r.className}:${r.querySelector('.badge').textContent}`).sort());
+  check(JSON.stringify(states) === JSON.stringify(['s-hostile:state-persisted:persisted', 's-killed:state-killed:killed', 's-long:state-persisted:persisted']), `persisted and killed sessions are listed with their state (${states})`);
   await page.fill('#session-filter', 'hostile');
   check((await page.locator('#session-rows tr').count()) === 1, 'the filter keeps one row');
   await page.fill('#session-filter', 'no-such-thing');
@@ -294,6 +297,14 @@ async function main() {
   await page.locator('.approval:not(.settled) button[data-decision=reject]').click({ timeout: T });
   turn = await lastTurn(page, 'completed');
   check((await turn.locator('.tool pre.output').textContent()) === 'denied: rejected', 'rejected: denied');
+  await prompt(page, '::approve ls {"path":"w"}');
+  await page.locator('.approval:not(.settled) button[data-decision=allow_always]').click({ timeout: T });
+  turn = await lastTurn(page, 'completed');
+  check((await turn.locator('.tool pre.output').textContent()) === '{"path":"w"}', 'always allowed: the tool ran');
+  const cards = await page.locator('.approval').count();
+  await prompt(page, '::approve ls {"path":"v"}');
+  turn = await lastTurn(page, 'completed');
+  check((await turn.locator('.tool pre.output').textContent()) === '{"path":"v"}' && (await page.locator('.approval').count()) === cards, 'and the next call of that tool is not asked again');
 
   // Elicitation forms from the schema.
   await prompt(page, '::ask Your name?');
@@ -320,6 +331,11 @@ async function main() {
 
   // Performance: a 100,000-chunk turn, against a bare WebSocket reader.
   await bigTurn(page, token);
+
+  // The sessions this page opened are listed live.
+  await page.click('nav button[data-view=sessions]');
+  await page.locator('#session-rows tr.state-live').first().waitFor({ timeout: T });
+  check(true, 'a live session is listed as live');
 
   // Health, agents, the log tail.
   await page.click('nav button[data-view=health]');
