@@ -85,8 +85,9 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
         // The daemon-wide budget after the connection's own bound: a frame
         // the connection may hold can still be one too many for the daemon.
         let admitted = self.conn.in_flight.try_acquire(bytes).and_then(|()| {
-            memory::budget().try_charge(bytes).inspect_err(|_| {
+            memory::budget().try_charge(bytes).map_err(|over| {
                 self.conn.in_flight.release(bytes);
+                over.into()
             })
         });
         match admitted {

@@ -14,11 +14,12 @@
 //! counter may go over the budget, and only new work is turned away.
 //!
 //! One budget per process, like the allocator it protects, so every layer
-//! reaches it without plumbing: [`budget`].
+//! reaches it without plumbing: [`budget`]. It stands among the backends
+//! (it names no wire error: [`OverBudget`] becomes
+//! `-32004` `memory` in `error/`), so that even agent code, which reads
+//! files for an agent, charges what it holds.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-use crate::error::{LimitName, RpcError};
 
 use crate::limits::{BUDGET_MIB_RANGE, BUDGET_MIB_RULE, DEFAULT_BUDGET_MIB};
 
@@ -30,6 +31,13 @@ pub const BUDGET_ENV: &str = "ZEROCLAW_MEMORY_BUDGET_MIB";
 
 /// Set once [`BUDGET_ENV`] has set the budget: the config no longer does.
 static PINNED_BY_ENV: AtomicBool = AtomicBool::new(false);
+
+/// New work refused: the budget (`max` bytes) is spent. The wire's
+/// `-32004` `{"limit":"memory"}` (`From<OverBudget> for RpcError`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverBudget {
+    pub max: u64,
+}
 
 /// The bytes held for clients, and the most new work may bring it to.
 #[derive(Debug)]
@@ -90,8 +98,8 @@ impl Budget {
         self.limit.load(Ordering::Relaxed)
     }
 
-    /// `-32004` `memory` when the budget is spent: new work is refused.
-    pub fn check(&self) -> Result<(), RpcError> {
+    /// [`OverBudget`] when the budget is spent: new work is refused.
+    pub fn check(&self) -> Result<(), OverBudget> {
         if self.used() >= self.limit() {
             Err(self.exceeded())
         } else {
@@ -99,14 +107,14 @@ impl Budget {
         }
     }
 
-    /// Admits `n` more bytes of new work, or refuses it with `-32004` `memory`.
-    pub fn try_charge(&'static self, n: usize) -> Result<Charge, RpcError> {
+    /// Admits `n` more bytes of new work, or refuses it.
+    pub fn try_charge(&'static self, n: usize) -> Result<Charge, OverBudget> {
         self.admit(n)?;
         Ok(Charge { budget: self, n })
     }
 
     /// Counts `n` bytes of new work if they fit, else counts nothing.
-    fn admit(&self, n: usize) -> Result<(), RpcError> {
+    fn admit(&self, n: usize) -> Result<(), OverBudget> {
         let before = self.used.fetch_add(n, Ordering::AcqRel);
         if before.saturating_add(n) > self.limit() {
             self.used.fetch_sub(n, Ordering::AcqRel);
@@ -125,9 +133,8 @@ impl Budget {
         self.used.fetch_sub(n, Ordering::AcqRel);
     }
 
-    fn exceeded(&self) -> RpcError {
-        RpcError::LimitExceeded {
-            limit: LimitName::Memory,
+    fn exceeded(&self) -> OverBudget {
+        OverBudget {
             max: self.limit() as u64,
         }
     }
@@ -161,9 +168,9 @@ impl Charge {
 }
 
 impl Charge {
-    /// Charges `n` more bytes of new work, or refuses them with `-32004`
-    /// `memory` and leaves the charge as it was.
-    pub fn try_grow(&mut self, n: usize) -> Result<(), RpcError> {
+    /// Charges `n` more bytes of new work, or refuses them and leaves the
+    /// charge as it was.
+    pub fn try_grow(&mut self, n: usize) -> Result<(), OverBudget> {
         self.budget.admit(n)?;
         self.n += n;
         Ok(())

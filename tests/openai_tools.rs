@@ -365,6 +365,25 @@ fn unknown_tools_bad_arguments_and_escapes_go_back_as_tool_errors() {
         .collect();
     assert_eq!(tool_msgs.len(), 5);
     assert_eq!(tool_msgs[2], outside);
+    // The calls go back as the transcript records them: never the broken
+    // text, which a server that parses its calls (llama.cpp's) answers 500.
+    let sent: Vec<&str> = reqs[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .map(|c| c["function"]["arguments"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            "{}",
+            r#"{"invalid_arguments":"{\"path\":"}"#,
+            r#"{"path":"../../etc/passwd"}"#,
+            r#"{"command":"id"}"#,
+            r#"{"invalid_arguments":"[1]"}"#,
+        ]
+    );
 }
 
 #[test]

@@ -21,15 +21,16 @@ pub(super) const RANKS: &[(&str, u32)] = &[
     ("storage_fault", 0),
     ("faults", 0),
     ("systemd", 0),
-    // backends: configuration, agent processes, persistence, logging
+    // backends: configuration, the memory budget, agent processes,
+    // persistence, logging
     ("endpoint", 1),
+    ("memory", 1),
     ("config", 1),
     ("agent", 2),
     ("store", 3),
     ("logging", 4),
     // vocabulary: errors, wire frames, method table, write queues
     ("error", 5),
-    ("memory", 6),
     ("codec", 6),
     ("methods", 6),
     ("jsonrpc", 7),

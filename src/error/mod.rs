@@ -270,6 +270,16 @@ impl From<crate::store::StoreError> for RpcError {
     }
 }
 
+impl From<crate::memory::OverBudget> for RpcError {
+    /// The budget is spent: `-32004` `{"limit":"memory"}` with the budget.
+    fn from(e: crate::memory::OverBudget) -> Self {
+        Self::LimitExceeded {
+            limit: LimitName::Memory,
+            max: e.max,
+        }
+    }
+}
+
 impl From<crate::config::ConfigError> for RpcError {
     fn from(e: crate::config::ConfigError) -> Self {
         use crate::config::ConfigError as C;

@@ -78,7 +78,7 @@ pub async fn run_prompt(
 ) -> Answered {
     // Over the daemon's memory budget no new turn starts (issue 13).
     if let Err(e) = crate::memory::budget().check() {
-        return Answered::early(e);
+        return Answered::early(e.into());
     }
     let permit = match session.enqueue().await {
         Ok(p) => p,

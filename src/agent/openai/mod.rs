@@ -144,13 +144,16 @@ impl Turn<'_, '_> {
                     c
                 })
                 .collect();
+            let inputs: Vec<CallInput> =
+                calls.iter().map(|c| CallInput::of(&c.arguments)).collect();
             let api_calls = calls
                 .iter()
-                .map(|c| request::tool_call(&c.id, &c.name, &c.arguments))
+                .zip(&inputs)
+                .map(|(c, input)| request::tool_call(&c.id, &c.name, input.sent(&c.arguments)))
                 .collect();
             messages.push(request::assistant(&text, api_calls));
-            for call in &calls {
-                let output = self.call(sink, call).await?;
+            for (call, input) in calls.iter().zip(inputs) {
+                let output = self.call(sink, call, input).await?;
                 messages.push(request::tool_result(&call.id, &output));
             }
         }
@@ -227,15 +230,11 @@ impl Turn<'_, '_> {
         &mut self,
         sink: &mut S,
         call: &AssembledCall,
+        input: CallInput,
     ) -> Result<String, End> {
-        let parsed = parse_arguments(&call.arguments);
-        let input = match &parsed {
-            Ok((raw, _)) => raw.clone(),
-            Err(_) => invalid_input(&call.arguments),
-        };
-        sink.tool_call(&call.id, &call.name, &input).await?;
+        sink.tool_call(&call.id, &call.name, &input.raw).await?;
         let offered = Tool::parse(&call.name).filter(|t| self.settings.tools.contains(t));
-        let output = match (offered, parsed) {
+        let output = match (offered, input.args) {
             (None, _) => {
                 let names: Vec<&str> = self.settings.tools.iter().map(|t| t.name()).collect();
                 format!(
@@ -245,7 +244,7 @@ impl Turn<'_, '_> {
                 )
             }
             (Some(_), Err(e)) => format!("error: {e}"),
-            (Some(tool), Ok((raw, args))) => match self.approve(sink, tool, &raw).await? {
+            (Some(tool), Ok(args)) => match self.approve(sink, tool, &input.raw).await? {
                 Some(denied) => denied,
                 None => {
                     let place = (self.input.cwd, self.tool_env);
@@ -290,6 +289,44 @@ impl Turn<'_, '_> {
             ApprovalDecision::TimedOut => Some("denied: timed_out".into()),
             ApprovalDecision::Unreachable => Some("denied: unreachable".into()),
         })
+    }
+}
+
+/// A call's arguments as every step after the stream sees them.
+struct CallInput {
+    /// What the transcript records: the compact object the model sent, or
+    /// `{"invalid_arguments": "<its text, bounded>"}` when that is not a
+    /// JSON object (a model cut off by `max_tokens` mid-call).
+    raw: Box<RawValue>,
+    /// The parsed object, or why the tool does not run.
+    args: Result<Value, String>,
+}
+
+impl CallInput {
+    fn of(text: &str) -> CallInput {
+        match parse_arguments(text) {
+            Ok((raw, value)) => CallInput {
+                raw,
+                args: Ok(value),
+            },
+            Err(why) => CallInput {
+                raw: invalid_input(text),
+                args: Err(why),
+            },
+        }
+    }
+
+    /// The call's `arguments` in the turn's next request: the model's own
+    /// text when it is an object (byte for byte, so a server's prompt cache
+    /// still matches; `{}` for none), else what the transcript records.
+    /// Never broken JSON: a server that parses its calls back (llama.cpp's)
+    /// answers 500 to it, failing the whole turn (issue #25, item 6).
+    fn sent<'a>(&'a self, text: &'a str) -> &'a str {
+        match &self.args {
+            Ok(_) if text.trim().is_empty() => "{}",
+            Ok(_) => text,
+            Err(_) => self.raw.get(),
+        }
     }
 }
 
