@@ -160,7 +160,7 @@ async function bigTurn(page, token) {
     const give = setTimeout(() => reject(new Error('the text never reached the screen')), 120000);
     const tick = () => {
       const t = [...document.querySelectorAll('.turn')].pop()?.querySelector('.turn-body .text');
-      if (t && t.textContent.length >= n) { clearTimeout(give); resolve(performance.now() - window.zcT0); } else requestAnimationFrame(tick);
+      if (t && t.firstChild && t.firstChild.length >= n) { clearTimeout(give); resolve(performance.now() - window.zcT0); } else requestAnimationFrame(tick);
     };
     tick();
   }), 4 * CHUNKS);

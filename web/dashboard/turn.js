@@ -1,14 +1,16 @@
 // The live stream of a turn (`session/update`, docs/protocol.md §8.5):
 // message chunks as text, thoughts folded in a <details>, tool calls with
 // their results, the outcome. Chunks are buffered and written once per
-// animation frame, so a long turn costs one DOM write per frame; once a
-// segment is long, at most every SLOW_MS: each write relays out the whole
-// segment, and doing that every frame would fall behind the socket.
+// animation frame, so a long turn costs one DOM write per frame. Each write
+// relays out the whole segment, so once a segment is long the writes are
+// spaced by its length (1 ms per 256 characters, at most 1 s): the layout
+// work per second stays flat and the page keeps up with the socket.
 
 import { clean, el, pre, setText, text } from './dom.js';
 
 const LONG_SEGMENT = 32768;
-const SLOW_MS = 200;
+const CHARS_PER_MS = 256;
+const MAX_SPACING_MS = 1000;
 
 class TurnView {
   constructor(prompt) {
@@ -35,7 +37,8 @@ class TurnView {
     if (!this.scheduled) {
       this.scheduled = true;
       const frame = () => requestAnimationFrame(() => this.flush());
-      if (this.segment.length > LONG_SEGMENT) setTimeout(frame, SLOW_MS); else frame();
+      const n = this.segment.length;
+      if (n > LONG_SEGMENT) setTimeout(frame, Math.min(MAX_SPACING_MS, n / CHARS_PER_MS)); else frame();
     }
   }
 
