@@ -8,7 +8,7 @@
 //! starts it again on the same port and config ("RESTARTED" on its stdin).
 //!
 //! Skipped (printed `SKIPPED dashboard_browser: …`) when node, the browser
-//! or `tests/browser/node_modules` is missing, unless `CI=true`: then it
+//! or the script's packages (`npm ci` in tests/browser) are missing, unless `CI=true`: then it
 //! fails (`.ci/run` installs chromium and runs `npm ci`).
 //! `ZC_SCREENSHOTS=1` makes the script write `docs/dashboard/*.png`.
 //! The script also times a 100,000-chunk turn in the page against a bare

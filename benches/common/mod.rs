@@ -81,6 +81,16 @@ impl Server {
     /// The release daemon on a fresh config dir holding `config` as its
     /// `config.toml` (mode 0600).
     pub fn daemon_with_config(name: &'static str, config: &str) -> std::io::Result<Self> {
+        Self::daemon_with_config_from(name, env!("CARGO_BIN_EXE_zeroclaw").as_ref(), config)
+    }
+
+    /// The daemon `bin` (another build: before and after a change in one
+    /// run) on a fresh config dir holding `config`.
+    pub fn daemon_with_config_from(
+        name: &'static str,
+        bin: &std::path::Path,
+        config: &str,
+    ) -> std::io::Result<Self> {
         use std::os::unix::fs::OpenOptionsExt;
         let dir = ScratchDir::new(name)?;
         let mut f = std::fs::OpenOptions::new()
@@ -89,7 +99,7 @@ impl Server {
             .mode(0o600)
             .open(dir.path().join("config.toml"))?;
         std::io::Write::write_all(&mut f, config.as_bytes())?;
-        Self::daemon_in(name, env!("CARGO_BIN_EXE_zeroclaw").as_ref(), dir)
+        Self::daemon_in(name, bin, dir)
     }
 
     fn daemon_in(
