@@ -276,14 +276,15 @@ impl Chat {
                 .call("session/cancel", json!({"session_id": self.current.id}))
                 .await
                 .map(|_| vec!["cancelled".to_owned()]),
-            Slash::Resume(id) => {
-                let agent = match session::stored_agent(&mut self.conn, &id).await {
-                    Ok(a) => a.unwrap_or_else(|| self.current.agent.clone()),
-                    Err(e) => return self.failed(e).await,
-                };
-                self.current = Current { id, agent };
-                self.enter(true).await.map(|()| Vec::new())
-            }
+            // Only a session that exists: a typo must not create one.
+            Slash::Resume(id) => match session::stored_agent(&mut self.conn, &id).await {
+                Ok(Some(agent)) => {
+                    self.current = Current { id, agent };
+                    self.enter(true).await.map(|()| Vec::new())
+                }
+                Ok(None) => Ok(vec![session::no_session(&id)]),
+                Err(e) => return self.failed(e).await,
+            },
             Slash::Upload(path) => {
                 self.render.flush();
                 let status = crate::client::upload(

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 use super::super::conn::{CallError, Incoming};
-use super::render::notice;
+use super::render::{notice, Outcome};
 use super::{ask, garbage, Chat};
 
 impl Chat {
@@ -37,6 +37,9 @@ impl Chat {
             Err(e) => return self.failed(e).await,
         };
         let mut cancelling = false;
+        // A failed turn_complete was shown: the prompt's error answer is the
+        // same failure and is not printed again (one failure, one line).
+        let mut failure_shown = false;
         // Buffered output is due on the screen when `frame` fires (see
         // `Render::flush_soon`). One timer, reset once per frame: a timer
         // made per line re-armed the runtime's clock (a wake-up) per line.
@@ -81,8 +84,8 @@ impl Chat {
                         if let Err(e) = self.conn.request("session/approve", approve).await {
                             return self.failed(e).await;
                         }
-                    } else {
-                        self.render.update(&params);
+                    } else if let Some(Outcome::Failed(_)) = self.render.update(&params) {
+                        failure_shown = true;
                     }
                 }
                 Some(Incoming::Notification { .. }) => {}
@@ -105,9 +108,12 @@ impl Chat {
                     }
                 }
                 Some(Incoming::Answer { id: got, outcome }) if got == id => {
-                    if let Err(e) = outcome {
-                        self.render.finish_line();
-                        self.render.error(&CallError::Rpc(e).message());
+                    match outcome {
+                        Err(e) if !failure_shown => {
+                            self.render.finish_line();
+                            self.render.error(&CallError::Rpc(e).message());
+                        }
+                        _ => {}
                     }
                     return None;
                 }
