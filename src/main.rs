@@ -72,13 +72,19 @@ enum Command {
     },
     /// Chat with an agent (resumes the most recent chat session unless told otherwise).
     Chat {
-        /// The session to resume or create.
+        /// A first prompt, sent at once; the chat then goes on interactively.
+        prompt: Option<String>,
+        /// The session to open: resumed if it exists, else created with this id.
+        #[arg(long, value_name = "ID", conflicts_with = "resume")]
         session: Option<String>,
+        /// The session to resume; one that does not exist is an error (exit 1).
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
         /// The agent to talk to (default: the session's, else the first configured).
         #[arg(long, value_name = "ALIAS")]
         agent: Option<String>,
         /// Start a new session even if one could be resumed.
-        #[arg(long, conflicts_with = "session")]
+        #[arg(long, conflicts_with_all = ["session", "resume"])]
         new: bool,
     },
     /// Show the daemon's recent log records; -f follows new ones.
@@ -214,12 +220,16 @@ fn main() -> ExitCode {
             filename,
         } => rt.block_on(client::upload(config_dir, &session, &file, filename)),
         Command::Chat {
+            prompt,
             session,
+            resume,
             agent,
             new,
         } => {
             let opts = cli::chat::Options {
+                prompt,
                 session,
+                resume,
                 agent,
                 new,
             };

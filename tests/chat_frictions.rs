@@ -7,7 +7,9 @@
 #[macro_use]
 mod common;
 
-use common::chat_tty::{echo_round, leave, new_echo_chat, prompt_lines, prompts_received, session_id};
+use common::chat_tty::{
+    echo_round, leave, new_echo_chat, prompt_lines, prompts_received, session_id,
+};
 use serde_json::json;
 
 /// A failed turn used to print its failure twice: `[failed: boom]` from
@@ -20,7 +22,11 @@ fn a_failed_turn_prints_one_line() {
     t.wait_for("[failed: boom]");
     echo_round(&t, "next");
     let screen = t.screen();
-    assert_eq!(screen.matches("boom").count(), 2, "the prompt and one failure line:\n{screen}");
+    assert_eq!(
+        screen.matches("boom").count(),
+        2,
+        "the prompt and one failure line:\n{screen}"
+    );
     assert!(!screen.contains("error:"), "{screen}");
     leave(&t);
 }
@@ -47,4 +53,47 @@ fn resume_of_an_unknown_id_says_so_and_stays() {
     assert_eq!(ids, [sid.as_str()], "{list}");
     leave(&t);
     let _ = prompt_lines;
+}
+
+/// `zeroclaw chat hello` used to open a session named "hello" (the ollama
+/// habit: the person meant a prompt). The positional is the first prompt,
+/// sent at once; the chat goes on; `--session ID` names the session.
+#[test]
+fn the_positional_argument_is_a_first_prompt() {
+    if !common::tty::available() {
+        skip_test!("tmux is not installed");
+    }
+    let env = common::start::start_echo();
+    let t = common::chat_tty::chat_tty(&env, &["hello there"]);
+    let sid = session_id(&t);
+    t.wait_for("> hello there\nhello there\n> ");
+    echo_round(&t, "and then");
+    assert_eq!(prompts_received(&env, &sid), ["hello there", "and then"]);
+    assert_ne!(sid, "hello there");
+    leave(&t);
+
+    let named = common::chat_tty::chat_tty(&env, &["--session", "s-named", "first"]);
+    assert_eq!(session_id(&named), "s-named");
+    named.wait_for("> first\nfirst\n> ");
+    leave(&named);
+    assert_eq!(prompts_received(&env, "s-named"), ["first"]);
+}
+
+/// `--resume ID` resumes an existing session and refuses an unknown id,
+/// creating nothing.
+#[test]
+fn resume_flag_refuses_an_unknown_session() {
+    let env = common::start::start_echo();
+    let mut cmd = env.cli();
+    cmd.args(["chat", "--resume", "s-nope"]);
+    let (code, out, err) = common::run_cli_code(cmd);
+    assert_eq!(code, Some(1), "stdout: {out}\nstderr: {err}");
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        "zeroclaw chat: no session \"s-nope\" (/sessions lists them)\n"
+    );
+    let mut c = env.client();
+    let list = c.ok("session/list", json!({}));
+    assert_eq!(list["sessions"], json!([]), "{list}");
 }

@@ -183,6 +183,17 @@ impl Render {
         self.newline();
     }
 
+    /// A line the person gave on the command line, shown as if typed at
+    /// `prompt` (on a terminal; plain mode echoes no typed line).
+    pub fn typed(&mut self, prompt: &str, text: &str) {
+        if self.tty {
+            self.finish_line();
+            self.put(Shown::line(prompt));
+            self.put(Shown::text(text));
+            self.newline();
+        }
+    }
+
     /// `error: MESSAGE` on a line of its own (a failed call's message, one line).
     pub fn error(&mut self, msg: &str) {
         self.line(&format!("error: {}", Shown::line(msg)));
