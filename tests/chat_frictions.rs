@@ -52,7 +52,6 @@ fn resume_of_an_unknown_id_says_so_and_stays() {
         .collect();
     assert_eq!(ids, [sid.as_str()], "{list}");
     leave(&t);
-    let _ = prompt_lines;
 }
 
 /// `zeroclaw chat hello` used to open a session named "hello" (the ollama
@@ -96,4 +95,25 @@ fn resume_flag_refuses_an_unknown_session() {
     let mut c = env.client();
     let list = c.ok("session/list", json!({}));
     assert_eq!(list["sessions"], json!([]), "{list}");
+}
+
+/// Ctrl-C at an approval prompt used to reject only that call: a turn that
+/// keeps calling tools asked again, once per Ctrl-C. Now it rejects the
+/// call and cancels the turn; no later call of that turn is asked.
+#[test]
+fn ctrl_c_at_an_approval_rejects_and_cancels_the_turn() {
+    let (env, t) = ok_or_skip!(new_echo_chat());
+    let sid = session_id(&t);
+    prompt_lines(&t, &["::approve rm", "::approve cp", "::approve mv", "end"]);
+    t.wait_for("approve rm {}? [a]llow once");
+    t.keys(&["C-c"]);
+    t.wait_for("zeroclaw chat: Ctrl-C: the call is rejected; cancelling the turn…");
+    t.wait_for("[cancelled]\n> ");
+    let screen = t.screen();
+    assert!(!screen.contains("approve cp {}?"), "{screen}");
+    assert!(!screen.contains("approve mv {}?"), "{screen}");
+    assert!(!screen.contains("\nend"), "{screen}");
+    echo_round(&t, "after");
+    assert_eq!(prompts_received(&env, &sid).len(), 2);
+    leave(&t);
 }

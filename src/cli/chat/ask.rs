@@ -47,15 +47,29 @@ pub fn parse_decision(answer: &str) -> Option<Decision> {
     }
 }
 
+impl Decision {
+    /// `reject`: Enter, Ctrl-D, Ctrl-C, and every request of a turn being cancelled.
+    pub fn reject() -> Decision {
+        Decision {
+            decision: "reject",
+            replacement: None,
+        }
+    }
+}
+
+/// What the person did at an approval prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Decided(Decision),
+    /// Ctrl-C: the call is rejected and the turn cancelled.
+    Interrupted,
+}
+
 /// Asks about one `approval_request` (its params).
-pub async fn approval(input: &mut Input, p: &Value) -> Decision {
+pub async fn approval(input: &mut Input, p: &Value) -> Answer {
     let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or_default();
     let secs = p.get("timeoutSecs").and_then(Value::as_u64).unwrap_or(0);
     let asked = Instant::now();
-    let reject = Decision {
-        decision: "reject",
-        replacement: None,
-    };
     let mut purpose = Purpose::Question;
     loop {
         let left = secs.saturating_sub(asked.elapsed().as_secs());
@@ -70,11 +84,12 @@ pub async fn approval(input: &mut Input, p: &Value) -> Decision {
         purpose = Purpose::FollowUp;
         match answer {
             Line::Text { text, .. } => match parse_decision(&text) {
-                Some(d) => return d,
+                Some(d) => return Answer::Decided(d),
                 None => super::render::notice("answer a, w, r or e TEXT"),
             },
             Line::TooLong(_) | Line::NotUtf8 => super::render::notice("answer a, w, r or e TEXT"),
-            Line::Interrupted | Line::Eof => return reject,
+            Line::Eof => return Answer::Decided(Decision::reject()),
+            Line::Interrupted => return Answer::Interrupted,
         }
     }
 }

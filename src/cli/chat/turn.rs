@@ -55,13 +55,8 @@ impl Chat {
                     continue;
                 }
                 _ = self.interrupts.next() => {
-                    if !cancelling {
-                        cancelling = true;
-                        notice("cancelling the turn…");
-                        let cancel = json!({"session_id": self.current.id});
-                        if let Err(e) = self.conn.request("session/cancel", cancel).await {
-                            return self.failed(e).await;
-                        }
+                    if let Err(e) = self.cancel(&mut cancelling, "cancelling the turn…").await {
+                        return self.failed(e).await;
                     }
                     continue;
                 }
@@ -70,18 +65,7 @@ impl Chat {
                 Some(Incoming::Chunk { thought, text }) => self.render.chunk(thought, &text),
                 Some(Incoming::Notification { method, params }) if method == "session/update" => {
                     if params.get("type").and_then(Value::as_str) == Some("approval_request") {
-                        self.render.finish_line();
-                        self.render.flush();
-                        let d = ask::approval(&mut self.input, &params).await;
-                        let mut approve = json!({
-                            "session_id": self.current.id,
-                            "request_id": params.get("requestId"),
-                            "decision": d.decision,
-                        });
-                        if let Some(r) = d.replacement {
-                            approve["replacement"] = json!(r);
-                        }
-                        if let Err(e) = self.conn.request("session/approve", approve).await {
+                        if let Err(e) = self.approval(&params, &mut cancelling).await {
                             return self.failed(e).await;
                         }
                     } else if let Some(Outcome::Failed(_)) = self.render.update(&params) {
@@ -142,6 +126,56 @@ impl Chat {
                 }
             }
         }
+    }
+}
+
+impl Chat {
+    /// Asks about one `approval_request` and answers it. Ctrl-C there
+    /// rejects the call and cancels the turn, as Ctrl-C while it streams
+    /// does; a request of a turn being cancelled is rejected unasked.
+    async fn approval(&mut self, params: &Value, cancelling: &mut bool) -> Result<(), CallError> {
+        let answer = if *cancelling {
+            ask::Answer::Interrupted
+        } else {
+            self.render.finish_line();
+            self.render.flush();
+            ask::approval(&mut self.input, params).await
+        };
+        let (d, interrupted) = match answer {
+            ask::Answer::Decided(d) => (d, false),
+            ask::Answer::Interrupted => (ask::Decision::reject(), true),
+        };
+        let mut approve = json!({
+            "session_id": self.current.id,
+            "request_id": params.get("requestId"),
+            "decision": d.decision,
+        });
+        if let Some(r) = d.replacement {
+            approve["replacement"] = json!(r);
+        }
+        self.conn.request("session/approve", approve).await?;
+        if interrupted {
+            self.cancel(
+                cancelling,
+                "Ctrl-C: the call is rejected; cancelling the turn…",
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// `session/cancel` for the running turn, once, saying `why` on screen.
+    async fn cancel(&mut self, cancelling: &mut bool, why: &str) -> Result<(), CallError> {
+        if *cancelling {
+            return Ok(());
+        }
+        *cancelling = true;
+        notice(why);
+        let cancel = json!({"session_id": self.current.id});
+        self.conn
+            .request("session/cancel", cancel)
+            .await
+            .map(|_| ())
     }
 }
 
