@@ -117,3 +117,24 @@ fn ctrl_c_at_an_approval_rejects_and_cancels_the_turn() {
     assert_eq!(prompts_received(&env, &sid).len(), 2);
     leave(&t);
 }
+
+/// The approval prompt's seconds left used to be drawn once and never
+/// change. They count down in place: the same one prompt line, redrawn.
+#[test]
+fn the_approval_countdown_counts_down_in_place() {
+    let (_env, t) = ok_or_skip!(new_echo_chat());
+    t.line("::approve rm");
+    t.wait_for("[e]dit TEXT (120 s left): ");
+    t.type_text("a");
+    t.wait_for_within(
+        "[e]dit TEXT (118 s left): a",
+        std::time::Duration::from_secs(6),
+    );
+    let screen = t.screen();
+    assert_eq!(screen.matches("approve rm {}?").count(), 1, "{screen}");
+    assert!(!screen.contains("(120 s left)"), "{screen}");
+    // What was typed meanwhile is kept and answers.
+    t.keys(&["Enter"]);
+    t.wait_for("[result rm: {}]\n> ");
+    leave(&t);
+}

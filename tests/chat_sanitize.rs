@@ -86,7 +86,7 @@ fn every_chat_output_path_shows_hostile_text_inert() {
     assert_chat_inert(&c);
 
     // Resumed: the last messages shown as the chat opens.
-    let mut again = chat(&env, &[&sid]);
+    let mut again = chat(&env, &["--resume", &sid]);
     again.wait_out(&format!("choice: {SHOWN}\n"), 0);
     assert!(again.finish().success());
     assert_chat_inert(&again);

@@ -8,6 +8,7 @@
 //! | `editor.rs` | typed lines (rustyline on a terminal, stdin otherwise) |
 //! | `render.rs` | how a turn's updates are shown |
 //! | `ask.rs` | approval and elicitation prompts |
+//! | `countdown.rs` | the approval's seconds left, redrawn in the prompt |
 //! | `slash.rs` | parsing `/commands` |
 //! | `turn.rs` | one turn: streamed, asked, cancelled; the Ctrl-C watcher |
 //!
@@ -15,6 +16,7 @@
 //! prints plain text, so it works in scripts and pipes.
 
 mod ask;
+mod countdown;
 mod editor;
 mod render;
 mod session;
