@@ -138,3 +138,16 @@ fn the_approval_countdown_counts_down_in_place() {
     t.wait_for("[result rm: {}]\n> ");
     leave(&t);
 }
+
+/// A thought used to be glued to the answer text before it (`axyz`); it
+/// stands apart now: on its own prefixed line, the answer after it on a new line.
+#[test]
+fn thoughts_stand_apart_from_the_answer() {
+    let (_env, t) = ok_or_skip!(new_echo_chat());
+    prompt_lines(&t, &["a", "::think xyz", "b"]);
+    t.wait_for("\nb\n> ");
+    let screen = t.screen();
+    assert!(screen.contains("\na\n│ xyz\n"), "{screen}");
+    assert!(!screen.contains("axyz"), "{screen}");
+    leave(&t);
+}
