@@ -1,6 +1,8 @@
 //! Transport restriction (§3.5 step 2, §8.18): local-only methods
-//! answer `-32012` `local_only` on a WebSocket connection, before the
-//! handshake gate, so the answer does not depend on the connection's state.
+//! answer `-32012` `local_only` on a WebSocket connection, and methods that
+//! need a connection that stays open answer `-32012` `channel_required` on
+//! `POST /rpc` (docs/gateway.md), before the handshake gate, so the answer
+//! does not depend on the connection's state.
 
 use tower::Service;
 
@@ -26,6 +28,11 @@ impl<S: Service<Request, Response = crate::jsonrpc::Payload, Error = RpcError>> 
     fn call(&mut self, req: Request) -> Self::Future {
         if req.method.local_only() && self.transport != Transport::Local {
             return Gate::reject(RpcError::Forbidden(Forbidden::LocalOnly {
+                method: req.method.name.to_owned(),
+            }));
+        }
+        if req.method.needs_channel() && self.transport == Transport::Http {
+            return Gate::reject(RpcError::Forbidden(Forbidden::ChannelRequired {
                 method: req.method.name.to_owned(),
             }));
         }

@@ -163,7 +163,7 @@ impl Initialize {
                 }
                 (Credential::Token(token_digest(&token)), "native")
             }
-            None if self.conn.transport == Transport::Wss => {
+            None if self.conn.transport != Transport::Local => {
                 return Err(RpcError::Auth(AuthReason::TokenRequired))
             }
             None => match self.conn.peer.uid {
@@ -197,6 +197,7 @@ impl Initialize {
             transport: self.conn.transport.as_str(),
             capabilities: methods::capabilities(
                 self.conn.transport == Transport::Local,
+                self.conn.transport != Transport::Http,
                 self.daemon.test_faults,
             )
             .collect(),

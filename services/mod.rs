@@ -128,7 +128,7 @@ impl Router {
             Initialize => self.initialize.call(req),
             Status => self.status.call(req),
             ConfigGet | ConfigSet | ConfigSetMany => self.config.call(req),
-            PairingList | PairingCreate | PairingRevoke => self.pairing.call(req),
+            PairingList | PairingCreate | PairingRevoke | PairingCode => self.pairing.call(req),
             SessionNew | SessionPrompt | SessionCancel | SessionClose | SessionApprove
             | SessionKill | SessionDelete | SessionList | SessionListAcp | SessionMessages => {
                 self.session.call(req)

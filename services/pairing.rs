@@ -1,4 +1,6 @@
-//! `pairing/list`, `pairing/create`, `pairing/revoke` (§6.7, §8.19).
+//! `pairing/list`, `pairing/create`, `pairing/revoke` (§6.7, §8.19), and
+//! `pairing/code` (docs/protocol-additions.md): the gateway's open pairing
+//! code for `zeroclaw pair`.
 //!
 //! Tokens are stored only as SHA-256 digests in `gateway.paired_tokens`.
 //! Create and revoke run steps 2, 3, 8 and 9 of the config pipeline, so a
@@ -92,6 +94,20 @@ async fn revoke(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     Payload::new(&json!({ "revoked": revoked }), Default::default())
 }
 
+/// `pairing/code`: the open code, or a new one. Local and admin-only: the
+/// code is worth a token. The code itself is not logged here (the caller
+/// has it); the startup code is logged as before.
+async fn code(daemon: Arc<Daemon>) -> Result<Payload, RpcError> {
+    let (code, issued) = daemon.pairing_code.current_or_issue().await?;
+    let g = &daemon.config.current().gateway;
+    let redeemable = g.enabled && g.require_pairing;
+    tracing::info!(event = "pairing_code_shown", issued, redeemable);
+    Payload::new(
+        &json!({"code": code, "issued": issued, "redeemable": redeemable}),
+        Default::default(),
+    )
+}
+
 fn list(daemon: &Daemon) -> Result<Payload, RpcError> {
     let hashes: Vec<String> = daemon
         .config
@@ -110,12 +126,15 @@ impl PairingService {
     fn route(&mut self, req: Request) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
         match req.method.id {
-            Method::PairingList | Method::PairingCreate if req.no_params().is_err() => {
+            Method::PairingList | Method::PairingCreate | Method::PairingCode
+                if req.no_params().is_err() =>
+            {
                 RouteFuture::ready(req.no_params().map(|()| Payload::empty_object()))
             }
             Method::PairingList => RouteFuture::ready(list(&daemon)),
             Method::PairingCreate => RouteFuture::boxed(create(daemon, conn, req)),
             Method::PairingRevoke => RouteFuture::boxed(revoke(daemon, conn, req)),
+            Method::PairingCode => RouteFuture::boxed(code(daemon)),
             _ => crate::services::misrouted(&req),
         }
     }

@@ -237,18 +237,35 @@ fn report(outcome: Result<Answer, Failure>) -> i32 {
     }
 }
 
+/// Connects and calls `method` without params (no daemon requests expected).
+async fn call_once(config_dir: Option<&std::ffi::OsStr>, method: &str) -> Result<Answer, Failure> {
+    let mut client = Client::connect(config_dir).await?;
+    client
+        .call(method, json!({}), &Answers::default(), |_| {})
+        .await
+}
+
 /// `zeroclaw status [--json]`.
 pub async fn status(config_dir: Option<&std::ffi::OsStr>, raw: bool) -> i32 {
-    let outcome = async {
-        let mut client = Client::connect(config_dir).await?;
-        client
-            .call("status", json!({}), &Answers::default(), |_| {})
-            .await
-    }
-    .await;
-    match outcome {
+    match call_once(config_dir, "status").await {
         Ok(Answer::Result(v)) if !raw => {
             print!("{}", crate::shown::Shown::text(&render_status(&v)));
+            exit::OK
+        }
+        other => report(other),
+    }
+}
+
+/// `zeroclaw pair`: `pairing/code`, printed with how to use it.
+pub async fn pair(config_dir: Option<&std::ffi::OsStr>) -> i32 {
+    match call_once(config_dir, "pairing/code").await {
+        Ok(Answer::Result(v)) => {
+            println!("{}", field_text(&v, "code"));
+            if v["redeemable"] != Value::Bool(true) {
+                eprintln!("zeroclaw: note: the code is not redeemable now: the gateway is disabled or gateway.require_pairing is false");
+            } else {
+                eprintln!("Enter it in the dashboard, or: curl -X POST -H 'X-Pairing-Code: <code>' http://<gateway>/pair (single use)");
+            }
             exit::OK
         }
         other => report(other),

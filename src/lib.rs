@@ -11,6 +11,7 @@ pub mod cli;
 pub mod client;
 pub mod codec;
 pub mod config;
+pub mod confine;
 pub mod connection;
 pub mod context;
 pub mod daemon;

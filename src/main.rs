@@ -64,6 +64,8 @@ enum Command {
         #[arg(long)]
         filename: Option<String>,
     },
+    /// Print the gateway's pairing code (issuing one if none is open) for a browser or remote client.
+    Pair,
     /// Show the daemon's status.
     Status {
         /// Print the raw JSON result.
@@ -214,6 +216,7 @@ fn main() -> ExitCode {
             rt.block_on(client::rpc(config_dir, &method, params, answers, timeout))
         }
         Command::Status { json } => rt.block_on(client::status(config_dir, json)),
+        Command::Pair => rt.block_on(client::pair(config_dir)),
         Command::Upload {
             session,
             file,

@@ -23,6 +23,10 @@ pub enum Scope {
     Any,
     /// Local connections only (`-32012` `local_only` on WebSocket).
     Local,
+    /// A connection that stays open for what follows the answer (a turn's
+    /// updates and approvals, a log stream): local or WebSocket, not
+    /// `POST /rpc` (`-32012` `channel_required`).
+    Channel,
     /// Only when the daemon runs with `--test-faults`.
     TestFaults,
 }
@@ -44,6 +48,11 @@ impl MethodSpec {
     /// Served only on local connections.
     pub fn local_only(&self) -> bool {
         self.scope == Scope::Local
+    }
+
+    /// Needs a connection that stays open (not `POST /rpc`).
+    pub fn needs_channel(&self) -> bool {
+        self.scope == Scope::Channel
     }
 
     /// Exists only when the daemon runs with `--test-faults`.
@@ -80,7 +89,7 @@ method_table! {
     Initialize = "initialize", Access::Handshake, Any;
     Status = "status", g(System, Read), Any;
     SessionNew = "session/new", g(Sessions, Create), Any;
-    SessionPrompt = "session/prompt", g(Sessions, Execute), Any;
+    SessionPrompt = "session/prompt", g(Sessions, Execute), Channel;
     SessionCancel = "session/cancel", g(Sessions, Update), Any;
     SessionClose = "session/close", g(Sessions, Update), Any;
     SessionApprove = "session/approve", g(Sessions, Update), Any;
@@ -107,8 +116,9 @@ method_table! {
     AgentsStatus = "agents/status", g(Sessions, Read), Any;
     SessionGitBranch = "session/git_branch", g(Sessions, Read), Any;
     Health = "health", g(System, Read), Any;
-    LogsSubscribe = "logs/subscribe", g(System, Read), Any;
+    LogsSubscribe = "logs/subscribe", g(System, Read), Channel;
     LogsQuery = "logs/query", g(System, Read), Any;
+    PairingCode = "pairing/code", Access::Admin, Local;
     DebugSetFaults = "debug/set-faults", Access::Admin, TestFaults;
 }
 
@@ -119,11 +129,20 @@ pub fn lookup(name: &str, test_faults: bool) -> Option<&'static MethodSpec> {
         .find(|m| m.name == name && (test_faults || !m.test_faults_only()))
 }
 
-/// The `capabilities` list of `initialize` (§8.1) for a transport.
-pub fn capabilities(local: bool, test_faults: bool) -> impl Iterator<Item = &'static str> {
+/// The `capabilities` list of `initialize` (§8.1) for a transport: `local`
+/// (else no local-only method), `channel` (else no method that needs one).
+pub fn capabilities(
+    local: bool,
+    channel: bool,
+    test_faults: bool,
+) -> impl Iterator<Item = &'static str> {
     METHODS
         .iter()
-        .filter(move |m| (local || !m.local_only()) && (test_faults || !m.test_faults_only()))
+        .filter(move |m| {
+            (local || !m.local_only())
+                && (channel || !m.needs_channel())
+                && (test_faults || !m.test_faults_only())
+        })
         .map(|m| m.name)
 }
 

@@ -100,24 +100,24 @@ fn no_code_while_a_token_is_paired_or_pairing_is_off() {
 }
 
 #[test]
-fn only_post_pair_and_get_ws_exist() {
+fn unknown_paths_are_404_and_known_paths_405_for_another_method() {
     let gw = Gateway::start();
     let mut s = std::net::TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
     use std::io::{Read, Write};
-    s.write_all(b"GET /pair HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.write_all(b"GET /pair HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     assert_eq!(gateway_support::parse_http(&raw).status, 405, "{raw}");
     let mut s = std::net::TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
-    s.write_all(b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.write_all(b"GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     assert_eq!(gateway_support::parse_http(&raw).status, 404, "{raw}");
     // /ws without the upgrade headers is not an upgrade.
     let mut s = std::net::TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
-    s.write_all(b"GET /ws HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.write_all(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();

@@ -277,6 +277,7 @@ const METHOD_TABLE: &[&str] = &[
     "health",
     "logs/subscribe",
     "logs/query",
+    "pairing/code",
     "debug/set-faults",
 ];
 

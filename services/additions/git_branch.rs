@@ -1,7 +1,9 @@
 //! `session/git_branch` (protocol addition, polled by zerocode every
 //! second): the git branch and commit of a live session's working
 //! directory, read from `.git/HEAD` and the ref it names — no `git` process,
-//! bounded reads, and `null`s outside a repository.
+//! bounded non-blocking reads of regular files only (a FIFO, a device: as
+//! if absent), and `null`s outside a repository. The caller runs it in the
+//! bounded git-head pool (src/confine/pool.rs).
 
 use std::path::{Path, PathBuf};
 
@@ -19,15 +21,10 @@ pub struct GitHead {
     pub hash: Option<String>,
 }
 
+/// A git file's text: a regular file only, opened without blocking (the
+/// agent may make `.git/HEAD` a FIFO), at most [`MAX_READ`] bytes.
 fn read_small(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut s = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(MAX_READ)
-        .read_to_string(&mut s)
-        .ok()?;
-    Some(s)
+    String::from_utf8(crate::confine::read_regular(path, MAX_READ).ok()?).ok()
 }
 
 /// The git dir for `dir`: the nearest `.git` directory, or the one a `.git`
@@ -130,6 +127,15 @@ mod tests {
         let got = head(&d.join("repo"));
         assert_eq!(got.branch.as_deref(), Some("feature/x"));
         assert_eq!(got.hash.as_deref(), Some(H2));
+
+        // A FIFO as HEAD (no writer) answers at once, as no repository.
+        #[cfg(unix)]
+        {
+            std::fs::remove_file(git.join("HEAD")).unwrap();
+            crate::confine::testing::mkfifo(&git.join("HEAD"));
+            assert_eq!(head(&d.join("repo")), GitHead::default());
+            std::fs::remove_file(git.join("HEAD")).unwrap();
+        }
 
         std::fs::write(git.join("HEAD"), format!("{H2}\n")).unwrap();
         assert_eq!(

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::RouteFuture;
+use crate::confine::pool;
 use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
@@ -98,7 +99,9 @@ impl AdditionsService {
                         })?;
                 check_owner(principal, &session.owner)?;
                 let dir = session.workspace_dir.clone();
-                let head = tokio::task::spawn_blocking(move || git_branch::head(&dir))
+                // Bounded like every read of a path the agent controls: a
+                // stuck read or a full pool answers `null`s, never holds on.
+                let head = pool::run(pool::Work::GitHead, move || Ok(git_branch::head(&dir)))
                     .await
                     .unwrap_or_default();
                 payload(&json!(head))

@@ -21,6 +21,7 @@ pub(super) const RANKS: &[(&str, u32)] = &[
     ("storage_fault", 0),
     ("faults", 0),
     ("systemd", 0),
+    ("confine", 0),
     // backends: configuration, the memory budget, agent processes,
     // persistence, logging
     ("endpoint", 1),

@@ -62,6 +62,8 @@ pub(crate) const SECURITY: &[Field] = &[
     ("trust_daemon_uid", Kind::Bool),
 ];
 pub(crate) const GATEWAY: &[Field] = &[
+    ("allowed_hosts", Kind::StrList),
+    ("allowed_origins", Kind::StrList),
     ("enabled", Kind::Bool),
     ("host", Kind::Str),
     ("paired_tokens", Kind::StrList),

@@ -27,6 +27,8 @@ fn descriptor_matches_the_serde_structs() {
     full.daemon.advertised_server_version = Some("1.0.0".into());
     full.gateway.tls_cert = Some("c".into());
     full.gateway.tls_key = Some("k".into());
+    full.gateway.allowed_hosts = vec!["h".into()];
+    full.gateway.allowed_origins = vec!["http://h".into()];
     let agent = AgentConfig {
         backend: Some("echo".into()),
         workspace_dir: Some("/w".into()),

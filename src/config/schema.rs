@@ -92,6 +92,13 @@ pub struct GatewayConfig {
     /// TLS key file (later milestone).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_key: Option<String>,
+    /// Host names (without port) a request's `Host` may name besides IP
+    /// literals, `localhost` and `host` (DNS-rebinding check, docs/gateway.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`scheme://host[:port]`) allowed besides the gateway's own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_origins: Vec<String>,
 }
 
 /// `[agents.<alias>]` (§10.2).
@@ -282,6 +289,8 @@ impl Default for GatewayConfig {
             paired_tokens: Vec::new(),
             tls_cert: None,
             tls_key: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
 }

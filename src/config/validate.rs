@@ -119,10 +119,47 @@ fn check_gateway(r: &mut Report, config: &Config) {
         let reason = format!("entry {bad:?} is not 64 hex digits");
         r.fail("gateway.paired_tokens".into(), reason);
     }
+    if let Some(bad) = g.allowed_hosts.iter().find(|h| !is_host_name(h)) {
+        let reason = format!("entry {bad:?} is not a host name (no port, scheme or path)");
+        r.fail("gateway.allowed_hosts".into(), reason);
+    }
+    if let Some(bad) = g.allowed_origins.iter().find(|o| !is_origin(o)) {
+        let reason = format!("entry {bad:?} is not an origin (http(s)://host[:port])");
+        r.fail("gateway.allowed_origins".into(), reason);
+    }
     if g.enabled && !g.require_pairing && g.paired_tokens.is_empty() {
         let reason = "pairing is impossible: set require_pairing or pair a token";
         r.fail("gateway.enabled".into(), reason);
     }
+}
+
+/// A DNS name or IP literal as a `Host` header names it, without the port.
+fn is_host_name(h: &str) -> bool {
+    (1..=253).contains(&h.len())
+        && h.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// `http://host` or `https://host:port`, as browsers send `Origin`.
+fn is_origin(o: &str) -> bool {
+    let Some(rest) = o
+        .strip_prefix("http://")
+        .or_else(|| o.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) if !p.contains(']') => (h, Some(p)),
+        _ => (rest, None),
+    };
+    let host_ok = is_host_name(host)
+        || (host.starts_with('[')
+            && host.ends_with(']')
+            && host[1..host.len() - 1]
+                .parse::<std::net::Ipv6Addr>()
+                .is_ok());
+    host_ok && port.is_none_or(|p| p.parse::<u16>().is_ok_and(|n| n > 0))
 }
 
 fn is_digest(token: &str) -> bool {

@@ -22,6 +22,8 @@ pub enum Transport {
     Local,
     /// The WebSocket gateway.
     Wss,
+    /// One `POST /rpc` request of the gateway: no channel after the answer.
+    Http,
 }
 
 impl Transport {
@@ -30,6 +32,7 @@ impl Transport {
         match self {
             Self::Local => "local",
             Self::Wss => "wss",
+            Self::Http => "http",
         }
     }
 }

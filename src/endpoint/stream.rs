@@ -29,7 +29,7 @@ pub struct PeerInfo {
     pub uid: Option<u32>,
     /// The peer's pid, when the platform gives one.
     pub pid: Option<u32>,
-    /// `unix:pid=<pid>,uid=<uid>`, `unix:unknown` or `pipe:local`.
+    /// `unix:pid=<pid>,uid=<uid>`, `unix:unknown`, `pipe:local`, or a gateway peer's.
     pub label: String,
 }
 
@@ -49,6 +49,15 @@ impl PeerInfo {
             uid: None,
             pid: None,
             label: "unix:unknown".to_owned(),
+        }
+    }
+
+    /// A gateway client (`wss:<ip>:<port>`, `http:<ip>:<port>`): no uid, no pid.
+    pub fn remote(label: String) -> Self {
+        PeerInfo {
+            uid: None,
+            pid: None,
+            label,
         }
     }
 

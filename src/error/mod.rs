@@ -112,6 +112,9 @@ fn forbidden_message(f: &Forbidden) -> String {
             };
             format!("{family} is only available on local connections")
         }
+        Forbidden::ChannelRequired { method } => {
+            format!("{method} needs a connection that stays open: use the WebSocket")
+        }
         Forbidden::NoGrants => {
             "Authenticated, but no permission profile grants this identity anything".to_owned()
         }
@@ -191,6 +194,7 @@ impl RpcError {
                 }
                 Forbidden::Revoked => reason(Reason::Revoked),
                 Forbidden::LocalOnly { .. } => reason(Reason::LocalOnly),
+                Forbidden::ChannelRequired { .. } => reason(Reason::ChannelRequired),
                 Forbidden::NoGrants => reason(Reason::NoGrants),
             }),
         }

@@ -46,6 +46,7 @@ pub enum Reason {
     ConfigPath,
     Revoked,
     LocalOnly,
+    ChannelRequired,
     NoGrants,
 }
 
@@ -86,6 +87,7 @@ impl Reason {
             Self::ConfigPath => "config_path",
             Self::Revoked => "revoked",
             Self::LocalOnly => "local_only",
+            Self::ChannelRequired => "channel_required",
             Self::NoGrants => "no_grants",
         }
     }
@@ -212,5 +214,6 @@ pub enum Forbidden {
     ConfigPath { index: Option<usize>, prop: String },
     Revoked,
     LocalOnly { method: String },
+    ChannelRequired { method: String },
     NoGrants,
 }

@@ -1,6 +1,7 @@
 //! The HTTP/WebSocket gateway (§12): `GET /ws` carries the same
 //! JSON-RPC methods as the local endpoint, one message per WebSocket text
-//! message; `POST /pair` redeems the one-time pairing code for a token.
+//! message; `POST /pair` redeems the one-time pairing code for a token;
+//! `POST /rpc` answers requests over plain HTTP; `GET /` is the dashboard.
 //!
 //! The gateway owns only what is WebSocket-specific: admission, TLS, the
 //! HTTP routes, message framing and the heartbeat. Every JSON-RPC rule,
@@ -13,7 +14,11 @@
 //! |---|---|
 //! | `mod.rs` | settings, binding, the accept loop, admission and the handshake deadline |
 //! | `tls.rs` | loading `gateway.tls_cert` / `gateway.tls_key` into a rustls acceptor |
-//! | `routes.rs` | the axum router: `GET /ws`, `POST /pair` |
+//! | `routes.rs` | the axum router: `GET /ws`, `POST /pair`, `POST /rpc`, the dashboard |
+//! | `web_guard.rs` | the Host (DNS rebinding) and Origin checks, the security headers |
+//! | `dashboard.rs` | the dashboard's files, embedded, with ETags |
+//! | `rpc_http.rs` | `POST /rpc`: JSON-RPC over plain HTTP with a bearer token |
+//! | `http_json.rs` | JSON answers of the HTTP routes |
 //! | `pairing.rs` | the one-time code, its redemption and the per-IP lockout |
 //! | `ws_connection.rs` | one WebSocket connection on the shared driver: reading, the heartbeat, closing |
 //! | `sink.rs` | the connection's write queue drained into WebSocket messages |
@@ -24,10 +29,14 @@
 //! `Daemon::stop` is cancelled; open sessions close with the local
 //! connections when `Daemon::shutdown` is, after running turns have ended.
 
+mod dashboard;
+mod http_json;
 mod pairing;
 mod routes;
+mod rpc_http;
 mod sink;
 mod tls;
+mod web_guard;
 mod ws_connection;
 
 use std::net::SocketAddr;
@@ -45,6 +54,8 @@ use crate::limits::{ACCEPT_BACKOFF, MAX_FRAME_BYTES};
 use crate::state::Daemon;
 
 pub use pairing::PAIRING_CODE_HEADER;
+pub use rpc_http::MAX_BATCH;
+pub use web_guard::CONTENT_SECURITY_POLICY;
 
 /// The largest WebSocket message (and frame) the gateway reads whole. A
 /// message over 8 MiB but within this bound is answered with
@@ -123,6 +134,8 @@ struct Shared {
     /// Permits for open WebSocket sessions.
     sessions: Arc<Semaphore>,
     pairing: pairing::Pairing,
+    /// The Host and Origin rules of this gateway's web surface.
+    web: Arc<web_guard::WebGuard>,
 }
 
 /// Binds `gateway.host:gateway.port`, logs the pairing code when one is
@@ -149,12 +162,12 @@ pub async fn start(daemon: &Arc<Daemon>, settings: Settings) -> Result<Gateway, 
         .map_err(bind_error)?;
     let local_addr = listener.local_addr().map_err(bind_error)?;
     // A code exists only while it is needed: pairing required and nothing paired yet.
-    let code = if g.require_pairing && g.paired_tokens.is_empty() {
-        Some(pairing::new_code().map_err(|e| GatewayError::Pairing(e.to_string()))?)
-    } else {
-        None
-    };
-    if let Some(code) = &code {
+    if g.require_pairing && g.paired_tokens.is_empty() {
+        let code = daemon
+            .pairing_code
+            .issue()
+            .await
+            .map_err(|e| GatewayError::Pairing(e.to_string()))?;
         tracing::info!(
             event = "pairing_code",
             code = %code,
@@ -166,12 +179,9 @@ pub async fn start(daemon: &Arc<Daemon>, settings: Settings) -> Result<Gateway, 
         daemon: daemon.clone(),
         handshakes: Arc::new(Semaphore::new(settings.max_handshakes)),
         sessions: Arc::new(Semaphore::new(settings.max_sessions)),
-        pairing: pairing::Pairing::new(
-            code,
-            settings.max_pairing_failures,
-            settings.pairing_lockout,
-        ),
+        pairing: pairing::Pairing::new(settings.max_pairing_failures, settings.pairing_lockout),
         settings,
+        web: Arc::new(web_guard::WebGuard::new(tls.is_some(), g)),
     });
     let gateway = Gateway {
         local_addr,

@@ -1,10 +1,10 @@
 //! Pairing over HTTP (§6.7, §12): `POST /pair` with
 //! `X-Pairing-Code: <6 digits>` redeems the one-time code the daemon logged
-//! at startup for a new token.
+//! at startup, or `pairing/code` issued (`Daemon::pairing_code`), for a new token.
 //!
-//! - The code exists only if, at startup, `gateway.require_pairing` was true
-//!   and no token was paired. It is single-use, and redeemable only while
-//!   `require_pairing` stays true.
+//! - A code is open if, at startup, `gateway.require_pairing` was true and no
+//!   token was paired, or once an admin called `pairing/code`. It is
+//!   single-use, and redeemable only while `require_pairing` is true.
 //! - The new token's digest is committed exactly as `pairing/create`
 //!   commits one: under the config write lock, through `LiveConfig::commit`
 //!   (which persists `config.toml` and bumps the policy generation). A
@@ -32,14 +32,6 @@ pub const PAIRING_CODE_HEADER: &str = "X-Pairing-Code";
 /// Entries kept before expired ones are swept (bounds the map under a spray of IPs).
 const SWEEP_AT: usize = 1024;
 
-/// A fresh 6-digit code.
-pub(super) fn new_code() -> Result<String, RpcError> {
-    let b = random_bytes()?;
-    let n = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-    // The modulo bias over 2^64 is below 1e-13.
-    Ok(format!("{:06}", n % 1_000_000))
-}
-
 /// What one `/pair` request gets.
 #[derive(Debug)]
 pub(super) enum PairOutcome {
@@ -62,20 +54,17 @@ struct Failures {
     locked_until: Option<Instant>,
 }
 
-/// The pairing state of one gateway.
+/// The lockout state of one gateway (the code itself is the daemon's).
 #[derive(Debug)]
 pub(super) struct Pairing {
-    /// The unused code; the async lock serializes redemptions across the commit.
-    code: tokio::sync::Mutex<Option<String>>,
     failures: Mutex<HashMap<IpAddr, Failures>>,
     max_failures: u32,
     lockout: Duration,
 }
 
 impl Pairing {
-    pub(super) fn new(code: Option<String>, max_failures: u32, lockout: Duration) -> Self {
+    pub(super) fn new(max_failures: u32, lockout: Duration) -> Self {
         Self {
-            code: tokio::sync::Mutex::new(code),
             failures: Mutex::new(HashMap::new()),
             max_failures: max_failures.max(1),
             lockout,
@@ -92,7 +81,7 @@ impl Pairing {
         if let Some(left) = self.locked_out(ip, Instant::now()) {
             return PairOutcome::LockedOut(left);
         }
-        let mut slot = self.code.lock().await;
+        let mut slot = daemon.pairing_code.lock().await;
         let open = daemon.config.current().gateway.require_pairing;
         let outcome = match (slot.as_deref(), given.and_then(well_formed)) {
             (Some(code), Some(given)) if open && constant_time_eq(code, given) => {
@@ -201,14 +190,6 @@ mod tests {
     }
 
     #[test]
-    fn codes_are_six_digits() {
-        for _ in 0..100 {
-            let c = new_code().unwrap();
-            assert!(well_formed(&c).is_some(), "{c}");
-        }
-    }
-
-    #[test]
     fn only_six_digits_are_well_formed() {
         assert_eq!(well_formed(" 012345 "), Some("012345"));
         for bad in ["", "12345", "1234567", "12345a", "١٢٣٤٥٦"] {
@@ -225,7 +206,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn five_failures_lock_an_ip_out_for_the_lockout() {
-        let p = Pairing::new(None, 5, Duration::from_secs(300));
+        let p = Pairing::new(5, Duration::from_secs(300));
         let t0 = Instant::now();
         for i in 1..5 {
             assert!(!p.failed(ip(1), t0), "attempt {i}");
@@ -245,7 +226,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn old_failures_are_forgotten_and_success_clears() {
-        let p = Pairing::new(None, 2, Duration::from_secs(300));
+        let p = Pairing::new(2, Duration::from_secs(300));
         let t0 = Instant::now();
         assert!(!p.failed(ip(1), t0));
         assert!(!p.failed(ip(1), t0 + Duration::from_secs(300)));
@@ -256,7 +237,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_map_is_swept() {
-        let p = Pairing::new(None, 5, Duration::from_secs(1));
+        let p = Pairing::new(5, Duration::from_secs(1));
         let t0 = Instant::now();
         for n in 0..SWEEP_AT as u32 {
             p.failed(IpAddr::from(n.to_be_bytes()), t0);

@@ -1,6 +1,9 @@
 //! The gateway's HTTP routes (§12): `GET /ws` upgrades to a WebSocket
-//! session, `POST /pair` redeems the pairing code. Anything else is 404
-//! (405 for a known path with another method).
+//! session, `POST /pair` redeems the pairing code, `POST /rpc` answers
+//! JSON-RPC over plain HTTP (`rpc_http`), `GET /` and `GET /assets/…` serve
+//! the dashboard (`dashboard`). Anything else is 404 (405 for a known path
+//! with another method). Every request first passes the Host and Origin
+//! checks of `web_guard`, which also adds the security headers.
 //!
 //! `/pair` answers JSON: `200 {"token":"zc_…"}`; `401
 //! {"error":"invalid_pairing_code"}`; `403 {"error":"pairing_unavailable"}`
@@ -14,12 +17,14 @@ use std::sync::Arc;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
 
+use super::http_json::json_response;
 use super::pairing::{PairOutcome, PAIRING_CODE_HEADER};
+use super::{dashboard, rpc_http, web_guard};
 use super::{peer_label, ws_connection, Shared, WS_MESSAGE_LIMIT};
 
 /// The WebSocket library's read buffer per session.
@@ -27,19 +32,20 @@ const WS_READ_BUFFER: usize = 16 * 1024;
 
 /// The router of one gateway.
 pub(super) fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
+    let guard = shared.web.clone();
+    let mut router = Router::new()
         .route("/ws", get(upgrade))
         .route("/pair", post(pair))
+        .route("/rpc", post(rpc_http::rpc));
+    for path in dashboard::paths() {
+        router = router.route(path, get(dashboard::serve));
+    }
+    router
         .with_state(shared)
-}
-
-fn json_response(status: StatusCode, body: serde_json::Value) -> Response {
-    let mut r = (status, body.to_string()).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
+        .layer(axum::middleware::from_fn_with_state(
+            guard,
+            web_guard::guard,
+        ))
 }
 
 /// `GET /ws`: takes a session permit, then upgrades. Over the session bound

@@ -46,11 +46,7 @@ pub(super) async fn serve(
 ) {
     let daemon = &shared.daemon;
     let guard = daemon.admit_remote();
-    let peer = PeerInfo {
-        uid: None,
-        pid: None,
-        label: peer_label(addr),
-    };
+    let peer = PeerInfo::remote(peer_label(addr));
     let (conn, queue) = new_conn(guard.id, peer, Transport::Wss);
     let (sink, stream) = socket.split();
     let close = CloseSlot::default();

@@ -17,7 +17,9 @@ use crate::live_config::LiveConfig;
 use crate::session::Sessions;
 use crate::store::Store;
 
+mod pairing_code;
 mod status_template;
+pub use pairing_code::{new_code, PairingCode};
 pub use status_template::StatusTemplate;
 
 /// Resolved locations (§2.1, §2.2), as `status` reports them.
@@ -69,6 +71,8 @@ pub struct Daemon {
     conn_seq: AtomicU64,
     /// Notified whenever the connection count changes (ephemeral mode watches it).
     pub clients_changed: Notify,
+    /// The gateway's open pairing code (`POST /pair`, `pairing/code`).
+    pub pairing_code: PairingCode,
 }
 
 impl Daemon {
@@ -116,6 +120,7 @@ impl Daemon {
             local_connections: AtomicUsize::new(0),
             conn_seq: AtomicU64::new(0),
             clients_changed: Notify::new(),
+            pairing_code: PairingCode::default(),
         })
     }
 

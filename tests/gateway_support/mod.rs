@@ -162,19 +162,39 @@ impl HttpAnswer {
 
 /// `POST /pair` over plain HTTP/1.1 (the connection closed after the answer).
 pub fn post_pair(port: u16, code: Option<&str>) -> HttpAnswer {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connecting to the gateway");
-    s.set_read_timeout(Some(RECV_TIMEOUT)).unwrap();
     let header = code
         .map(|c| format!("X-Pairing-Code: {c}\r\n"))
         .unwrap_or_default();
-    write!(
-        s,
-        "POST /pair HTTP/1.1\r\nHost: 127.0.0.1\r\n{header}Content-Length: 0\r\nConnection: close\r\n\r\n"
+    http(
+        port,
+        &format!("POST /pair HTTP/1.1\r\nHost: 127.0.0.1\r\n{header}Content-Length: 0\r\nConnection: close\r\n\r\n"),
     )
-    .unwrap();
+}
+
+/// Sends `request` (whole, with `Connection: close`) and reads the answer to the end.
+pub fn http(port: u16, request: &str) -> HttpAnswer {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connecting to the gateway");
+    s.set_read_timeout(Some(RECV_TIMEOUT)).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).expect("reading the answer");
     parse_http(&raw)
+}
+
+/// Sends `request` and reads only the answer's head (for an upgrade that stays open).
+pub fn http_head(port: u16, request: &str) -> HttpAnswer {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connecting to the gateway");
+    s.set_read_timeout(Some(RECV_TIMEOUT)).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => raw.push(byte[0]),
+            _ => break,
+        }
+    }
+    parse_http(&String::from_utf8_lossy(&raw))
 }
 
 /// Parses a whole HTTP/1.1 answer with a Content-Length body.

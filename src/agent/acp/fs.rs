@@ -1,20 +1,23 @@
 //! `fs/read_text_file` and `fs/write_text_file`, confined to the session's
-//! working directory (docs/agents.md).
-//!
-//! A path is refused unless it is absolute, has no `..` component, lies
-//! lexically under the working directory, and still does once every symlink
-//! on it is resolved (the file itself for reads and for writes over an
-//! existing file, the deepest existing ancestor for new files). Writes are
-//! atomic: a temporary file in the target's directory, fsynced, renamed
-//! over the target. [`confined_dir`] applies the same confinement to the
-//! working directory of `terminal/create` (see [`super::terminal`]).
+//! working directory (docs/agents.md) by [`crate::confine`]: the path must
+//! be absolute, without `..`, under the working directory as given; the
+//! kernel then resolves it beneath the opened directory (a symlink that
+//! leaves it is refused at open time). Reads are of regular files only,
+//! never blocking, at most [`MAX_READ_BYTES`]; writes are atomic (a fresh
+//! temporary of an unpredictable name, fsynced, renamed inside the opened
+//! directory). The blocking work runs in the bounded agent-files pool.
+//! [`confined_dir`] applies the same confinement to `terminal/create`'s `cwd`.
 
-use std::io::Write;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::confine::{pool, Dir, Error, Rel, Root};
+use crate::memory::Charge;
+
 /// The largest file served to an agent (its answer is one line of ours).
+/// What a read holds is charged to the daemon's memory budget as it is
+/// read (refused over it); the pool's 8 permits bound it too (8 x 8 MiB).
 pub const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 
 /// ACP's "invalid params" and "resource not found" codes.
@@ -32,6 +35,7 @@ pub async fn serve(method: &str, params: &Value, cwd: &Path) -> Result<Value, Fs
         .and_then(Value::as_str)
         .ok_or((INVALID_PARAMS, "missing \"path\"".to_owned()))?
         .to_owned();
+    let shown = path.clone();
     let (method, params, cwd) = (method.to_owned(), params.clone(), cwd.to_owned());
     let job = move || match method.as_str() {
         "fs/read_text_file" => {
@@ -43,89 +47,93 @@ pub async fn serve(method: &str, params: &Value, cwd: &Path) -> Result<Value, Fs
             let content = params
                 .get("content")
                 .and_then(Value::as_str)
-                .ok_or((INVALID_PARAMS, "missing \"content\"".to_owned()))?;
+                .ok_or(Refusal::MissingContent)?;
             write(&cwd, Path::new(&path), content).map(|()| json!({}))
         }
     };
-    tokio::task::spawn_blocking(job)
-        .await
-        .unwrap_or_else(|e| Err((INTERNAL, format!("the file operation failed: {e}"))))
+    let done = pool::run(pool::Work::AgentFiles, move || Ok(job())).await;
+    match done {
+        Ok(answer) => answer.map_err(|r| r.wire(&shown)),
+        Err(e) => Err(Refusal::Confine(e).wire(&shown)),
+    }
+}
+
+/// Why a request is refused, mapped to ACP's codes in [`Refusal::wire`].
+#[derive(Debug)]
+enum Refusal {
+    Confine(Error),
+    /// The working directory itself could not be opened.
+    Unavailable(Error),
+    MissingContent,
+    NotUtf8,
+}
+
+impl Refusal {
+    fn wire(self, path: &str) -> FsError {
+        match self {
+            Refusal::MissingContent => (INVALID_PARAMS, "missing \"content\"".to_owned()),
+            Refusal::NotUtf8 => (INVALID_PARAMS, format!("{path}: not UTF-8 text")),
+            Refusal::Unavailable(e) => unavailable(&e),
+            Refusal::Confine(e) => (code_of(&e), format!("{path}: {}", message(&e))),
+        }
+    }
+}
+
+/// The ACP code of a confinement error: a refused path is invalid params,
+/// a missing file not found, busy or slow work internal.
+fn code_of(e: &Error) -> i64 {
+    match e {
+        Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => NOT_FOUND,
+        Error::Io(_) | Error::Busy | Error::TimedOut { .. } | Error::NoMemory => INTERNAL,
+        _ => INVALID_PARAMS,
+    }
+}
+
+fn message(e: &Error) -> String {
+    match e {
+        Error::Outside => "outside the session's working directory".to_owned(),
+        Error::Escapes => "a symlink leads outside the session's working directory".to_owned(),
+        other => other.to_string(),
+    }
 }
 
 /// A directory the agent names (`terminal/create`'s `cwd`), confined as
-/// files are: absolute, no `..`, under `cwd` lexically and once resolved
-/// through symlinks. Returns the resolved directory.
-pub fn confined_dir(cwd: &Path, dir: &Path) -> Result<PathBuf, FsError> {
-    lexically_inside(cwd, dir)?;
-    let root = canonical_cwd(cwd)?;
-    let real = dir
-        .canonicalize()
-        .map_err(|e| (INVALID_PARAMS, format!("{}: {e}", dir.display())))?;
-    resolved_inside(&root, &real, dir)?;
-    if !real.is_dir() {
-        return Err((
-            INVALID_PARAMS,
-            format!("{}: not a directory", dir.display()),
-        ));
-    }
-    Ok(real)
-}
-
-/// The lexical checks: absolute, no `..`, under `cwd`.
-fn lexically_inside(cwd: &Path, path: &Path) -> Result<(), FsError> {
-    let refuse = |why: &str| Err((INVALID_PARAMS, format!("{}: {why}", path.display())));
-    if !path.is_absolute() {
-        return refuse("the path must be absolute");
-    }
-    if path.components().any(|c| c == Component::ParentDir) {
-        return refuse("the path must not contain `..`");
-    }
-    if !path.starts_with(cwd) {
-        return refuse("outside the session's working directory");
-    }
-    Ok(())
-}
-
-fn canonical_cwd(cwd: &Path) -> Result<PathBuf, FsError> {
-    cwd.canonicalize().map_err(|e| {
-        (
-            INTERNAL,
-            format!("the working directory is unavailable: {e}"),
-        )
+/// files are, and opened: the child runs in the directory the kernel
+/// resolved (see [`Dir::path`]), held open until it is spawned.
+pub fn confined_dir(cwd: &Path, dir: &Path) -> Result<Dir, FsError> {
+    let shown = dir.display().to_string();
+    let refuse = |e: Error| Refusal::Confine(e).wire(&shown);
+    let rel = Rel::absolute_under(cwd, dir).map_err(refuse)?;
+    let root = Root::open(cwd).map_err(|e| unavailable(&e))?;
+    root.open_dir(&rel).map_err(|e| match e {
+        // Not found is a refusal here, as before.
+        Error::Io(io) => (INVALID_PARAMS, format!("{shown}: {io}")),
+        e => refuse(e),
     })
 }
 
-fn resolved_inside(root: &Path, resolved: &Path, path: &Path) -> Result<(), FsError> {
-    if resolved.starts_with(root) {
-        Ok(())
-    } else {
-        Err((
-            INVALID_PARAMS,
-            format!(
-                "{}: a symlink leads outside the session's working directory",
-                path.display()
-            ),
-        ))
-    }
+fn unavailable(e: &Error) -> FsError {
+    (
+        INTERNAL,
+        format!("the working directory is unavailable: {e}"),
+    )
 }
 
-fn read(cwd: &Path, path: &Path, line: Option<u64>, limit: Option<u64>) -> Result<String, FsError> {
-    lexically_inside(cwd, path)?;
-    let root = canonical_cwd(cwd)?;
-    let real = path.canonicalize().map_err(|e| not_found(path, &e))?;
-    resolved_inside(&root, &real, path)?;
-    let meta = std::fs::metadata(&real).map_err(|e| not_found(path, &e))?;
-    if meta.len() > MAX_READ_BYTES {
-        let why = format!("{}: larger than {MAX_READ_BYTES} bytes", path.display());
-        return Err((INVALID_PARAMS, why));
-    }
-    let bytes = std::fs::read(&real).map_err(|e| not_found(path, &e))?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        (
-            INVALID_PARAMS,
-            format!("{}: not UTF-8 text", path.display()),
-        )
-    })?;
+fn root_and_rel(cwd: &Path, path: &Path) -> Result<(Root, Rel), Refusal> {
+    let rel = Rel::absolute_under(cwd, path).map_err(Refusal::Confine)?;
+    Ok((Root::open(cwd).map_err(Refusal::Unavailable)?, rel))
+}
+
+fn read(cwd: &Path, path: &Path, line: Option<u64>, limit: Option<u64>) -> Result<String, Refusal> {
+    let (root, rel) = root_and_rel(cwd, path)?;
+    // Held while the text is read and cut (not while the answer is written).
+    let mut charge = Charge::empty();
+    let bytes = root
+        .read_whole(&rel, MAX_READ_BYTES, true, &mut |n| {
+            charge.try_grow(n).is_ok()
+        })
+        .map_err(Refusal::Confine)?;
+    let text = String::from_utf8(bytes).map_err(|_| Refusal::NotUtf8)?;
     if line.is_none() && limit.is_none() {
         return Ok(text);
     }
@@ -135,69 +143,21 @@ fn read(cwd: &Path, path: &Path, line: Option<u64>, limit: Option<u64>) -> Resul
     Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
 }
 
-fn write(cwd: &Path, path: &Path, content: &str) -> Result<(), FsError> {
-    lexically_inside(cwd, path)?;
-    let root = canonical_cwd(cwd)?;
-    let io = |e: std::io::Error| (INTERNAL, format!("{}: {e}", path.display()));
-    // Over an existing file (or symlink): where it really is.
-    let target = match std::fs::symlink_metadata(path) {
-        Ok(_) => {
-            let real = path.canonicalize().map_err(|e| not_found(path, &e))?;
-            resolved_inside(&root, &real, path)?;
-            real
-        }
-        Err(_) => {
-            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-                return Err((
-                    INVALID_PARAMS,
-                    format!("{}: not a file path", path.display()),
-                ));
-            };
-            let mut existing = parent;
-            while !existing.exists() {
-                existing = existing.parent().unwrap_or(Path::new("/"));
-            }
-            let real = existing.canonicalize().map_err(io)?;
-            resolved_inside(&root, &real, path)?;
-            std::fs::create_dir_all(parent).map_err(io)?;
-            let real_parent = parent.canonicalize().map_err(io)?;
-            resolved_inside(&root, &real_parent, path)?;
-            real_parent.join(name)
-        }
-    };
-    let dir = target.parent().unwrap_or(&root);
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(
-        ".{}.zeroclaw-{}.tmp",
-        name.unwrap_or_default(),
-        std::process::id()
-    ));
-    let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(content.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &target)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.map_err(io)
-}
-
-fn not_found(path: &Path, e: &std::io::Error) -> FsError {
-    (NOT_FOUND, format!("{}: {e}", path.display()))
+fn write(cwd: &Path, path: &Path, content: &str) -> Result<(), Refusal> {
+    let (root, rel) = root_and_rel(cwd, path)?;
+    root.write(&rel, content.as_bytes())
+        .map_err(Refusal::Confine)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn tmp(name: &str) -> PathBuf {
-        let p = std::env::temp_dir().join(format!("zc-acp-fs-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        p.canonicalize().unwrap()
+        crate::confine::testing::scratch(&format!("acp-fs-{name}"), &[])
+            .canonicalize()
+            .unwrap()
     }
 
     #[test]
@@ -206,6 +166,7 @@ mod tests {
         let ws = base.join("ws");
         std::fs::create_dir_all(&ws).unwrap();
         std::fs::write(base.join("secret"), "s").unwrap();
+        let code = |r: Result<String, Refusal>| r.unwrap_err().wire("p").0;
         write(&ws, &ws.join("a/b.txt"), "1\n2\n3\n").unwrap();
         assert_eq!(
             read(&ws, &ws.join("a/b.txt"), None, None).unwrap(),
@@ -215,7 +176,6 @@ mod tests {
             read(&ws, &ws.join("a/b.txt"), Some(2), Some(1)).unwrap(),
             "2\n"
         );
-        let code = |r: Result<String, FsError>| r.unwrap_err().0;
         assert_eq!(
             code(read(&ws, &ws.join("../secret"), None, None)),
             INVALID_PARAMS
@@ -235,14 +195,9 @@ mod tests {
             code(read(&ws, &ws.join("link"), None, None)),
             INVALID_PARAMS
         );
-        assert_eq!(
-            write(&ws, &ws.join("link"), "x").unwrap_err().0,
-            INVALID_PARAMS
-        );
-        assert_eq!(
-            write(&ws, &ws.join("out/new"), "x").unwrap_err().0,
-            INVALID_PARAMS
-        );
+        let wcode = |r: Result<(), Refusal>| r.unwrap_err().wire("p").0;
+        assert_eq!(wcode(write(&ws, &ws.join("link"), "x")), INVALID_PARAMS);
+        assert_eq!(wcode(write(&ws, &ws.join("out/new"), "x")), INVALID_PARAMS);
         assert_eq!(std::fs::read_to_string(base.join("secret")).unwrap(), "s");
         assert!(!base.join("new").exists());
         let _ = std::fs::remove_dir_all(&base);

@@ -5,8 +5,9 @@
 //! - `terminal/create` runs `command` with `args` (an argv: no shell unless
 //!   the agent names one) in its own process group, stdin closed, stdout and
 //!   stderr into one pipe, in `cwd` (default: the session's working
-//!   directory; else an absolute directory under it, resolved through
-//!   symlinks, confined by [`super::fs::confined_dir`]), its environment the
+//!   directory; else an absolute directory under it, opened beneath it by
+//!   the kernel with [`super::fs::confined_dir`], the child changing into
+//!   that opened directory), its environment the
 //!   minimal base, the agent's configured `env`, then the request's `env`
 //!   ([`crate::agent::process::tool_command`]: never the daemon's);
 //! - the output is kept up to `outputByteLimit` bytes (default and cap
@@ -239,11 +240,14 @@ impl Terminals {
             Some(_) => return bad("\"args\" must be an array of strings"),
         };
         let env = env_of(params)?;
-        let dir = match params.get("cwd") {
-            None | Some(Value::Null) => cwd.to_owned(),
-            Some(Value::String(d)) => fs::confined_dir(cwd, Path::new(d))?,
+        // Held open until the spawn: the child changes into the directory
+        // the kernel resolved beneath the working directory.
+        let opened = match params.get("cwd") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(d)) => Some(fs::confined_dir(cwd, Path::new(d))?),
             Some(_) => return bad("\"cwd\" must be a string"),
         };
+        let dir = opened.as_ref().map_or_else(|| cwd.to_owned(), |d| d.path());
         let limit = match params.get("outputByteLimit") {
             None | Some(Value::Null) => MAX_OUTPUT_BYTES,
             Some(v) => match v.as_u64() {

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::bounded::bound_text;
+use crate::confine::pool;
 use crate::limits::TOOL_OUTPUT_MAX;
 
 mod confine;
@@ -124,14 +125,15 @@ pub async fn run(
             }
         }
     };
-    // File system work runs off the runtime's threads (a search may read
-    // many files); a cancelled turn stops waiting for it.
+    // File system work runs in the bounded agent-files pool, off the
+    // runtime's threads (a search may read many files); a cancelled turn
+    // stops waiting for it.
     let (cwd, args) = (cwd.to_owned(), args.clone());
-    let work = tokio::task::spawn_blocking(move || file_tool(&cwd, &args));
+    let work = pool::run(pool::Work::AgentFiles, move || Ok(file_tool(&cwd, &args)));
     let result = tokio::select! {
         biased;
         () = cancel.cancelled() => return Ran::Cancelled,
-        r = work => r.unwrap_or_else(|e| Err(format!("the tool failed: {e}"))),
+        r = work => r.unwrap_or_else(|e| Err(e.to_string())),
     };
     let text = match result {
         Ok(out) => out,
