@@ -9,15 +9,18 @@ use std::time::Duration;
 
 use common::Daemon;
 
-/// Starts a daemon with `ZEROCLAW_LOG=value`; its `log_filter_invalid`
-/// event, and whether `listening` (an info event) was logged.
+/// The first event `name` in `d`'s log, waited for (bounded).
+fn logged(d: &Daemon, name: &str) -> serde_json::Value {
+    d.log
+        .wait_event(0, name, Duration::from_secs(5))
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no {name} event:\n{}", d.log.text()))
+}
+
+/// Starts a daemon with `ZEROCLAW_LOG=value`; its `log_filter_invalid` event.
 fn start_with(value: &str) -> (Daemon, serde_json::Value) {
     let d = Daemon::builder().env("ZEROCLAW_LOG", value).spawn();
-    let refused = d
-        .log
-        .wait_event(0, "log_filter_invalid", Duration::from_secs(5))
-        .map(|(_, v)| v)
-        .unwrap_or_else(|| panic!("no log_filter_invalid for {value:?}:\n{}", d.log.text()));
+    let refused = logged(&d, "log_filter_invalid");
     (d, refused)
 }
 
@@ -38,22 +41,10 @@ fn an_invalid_filter_is_reported_and_info_is_used() {
             "ZEROCLAW_LOG is not a valid filter; using info"
         );
         // The default applies: info events are logged, debug ones are not.
-        assert!(
-            d.log
-                .wait_event(0, "listening", Duration::from_secs(5))
-                .is_some(),
-            "{}",
-            d.log.text()
-        );
+        logged(&d, "listening");
         let mut c = d.client();
         c.status();
-        assert!(
-            d.log
-                .wait_event(0, "connection_accepted", Duration::from_secs(5))
-                .is_some(),
-            "{}",
-            d.log.text()
-        );
+        logged(&d, "connection_accepted");
         assert!(
             d.log.events().iter().all(|e| e["level"] != "DEBUG"),
             "{}",
@@ -67,8 +58,6 @@ fn a_valid_filter_is_taken_without_a_word() {
     let d = Daemon::builder()
         .env("ZEROCLAW_LOG", "warn,zeroclaw::daemon=info")
         .spawn();
-    d.log
-        .wait_event(0, "listening", Duration::from_secs(5))
-        .expect("listening, at info for zeroclaw::daemon");
+    logged(&d, "listening");
     assert!(d.log.events_named("log_filter_invalid").is_empty());
 }
