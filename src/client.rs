@@ -27,7 +27,7 @@ pub mod exit {
 #[derive(Debug, Clone, Default)]
 pub struct Answers {
     /// `--approve DECISION`: answer every `approval_request` with it.
-    pub approve: Option<String>,
+    pub approve: Option<&'static str>,
     /// `--elicitation-reply JSON`: the result for every `elicitation/create`.
     pub elicitation_reply: Option<Value>,
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use serde_json::Value;
-use zeroclaw::client::{self, exit, Answers};
+use zeroclaw::client::{self, Answers};
 use zeroclaw::{cli, daemon, logging, systemd};
 
 #[derive(Parser)]
@@ -42,17 +42,17 @@ enum Command {
         /// Method name, e.g. `status`.
         method: String,
         /// Params as a JSON object.
-        #[arg(default_value = "{}")]
-        params: String,
+        #[arg(default_value = "{}", value_parser = cli::args::json_object)]
+        params: Value,
         /// Answer every approval_request with this decision.
-        #[arg(long, value_name = "DECISION")]
-        approve: Option<String>,
+        #[arg(long, value_name = "DECISION", value_enum)]
+        approve: Option<cli::args::Decision>,
         /// Answer every elicitation/create with this JSON result.
-        #[arg(long, value_name = "JSON")]
-        elicitation_reply: Option<String>,
+        #[arg(long, value_name = "JSON", value_parser = cli::args::json_value)]
+        elicitation_reply: Option<Value>,
         /// Give up after SECS seconds (exit 1).
-        #[arg(long, value_name = "SECS")]
-        timeout: Option<f64>,
+        #[arg(long, value_name = "SECS", value_parser = cli::args::seconds)]
+        timeout: Option<Duration>,
     },
     /// Upload FILE into SESSION's agent workspace (chunked, verified by SHA-256).
     Upload {
@@ -74,13 +74,19 @@ enum Command {
     },
     /// Chat with an agent (resumes the most recent chat session unless told otherwise).
     Chat {
-        /// The session to resume or create.
+        /// A first prompt, sent at once; the chat then goes on interactively.
+        prompt: Option<String>,
+        /// The session to open: resumed if it exists, else created with this id.
+        #[arg(long, value_name = "ID", conflicts_with = "resume")]
         session: Option<String>,
+        /// The session to resume; one that does not exist is an error (exit 1).
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
         /// The agent to talk to (default: the session's, else the first configured).
         #[arg(long, value_name = "ALIAS")]
         agent: Option<String>,
         /// Start a new session even if one could be resumed.
-        #[arg(long, conflicts_with = "session")]
+        #[arg(long, conflicts_with_all = ["session", "resume"])]
         new: bool,
     },
     /// Show the daemon's recent log records; -f follows new ones.
@@ -110,11 +116,6 @@ enum Shell {
     Bash,
     Zsh,
     Fish,
-}
-
-fn usage(msg: &str) -> ExitCode {
-    eprintln!("zeroclaw: {msg}");
-    ExitCode::from(exit::USAGE as u8)
 }
 
 /// `--log-format`.
@@ -208,23 +209,8 @@ fn main() -> ExitCode {
             elicitation_reply,
             timeout,
         } => {
-            let params: Value = match serde_json::from_str(&params) {
-                Ok(v @ Value::Object(_)) => v,
-                _ => return usage("PARAMS_JSON must be a JSON object"),
-            };
-            let elicitation_reply =
-                match elicitation_reply.map(|s| serde_json::from_str::<Value>(&s)) {
-                    None => None,
-                    Some(Ok(v)) => Some(v),
-                    Some(Err(_)) => return usage("--elicitation-reply must be JSON"),
-                };
-            let timeout = match timeout {
-                None => None,
-                Some(t) if t.is_finite() && t >= 0.0 => Some(Duration::from_secs_f64(t)),
-                Some(_) => return usage("--timeout must be a non-negative number of seconds"),
-            };
             let answers = Answers {
-                approve,
+                approve: approve.map(cli::args::Decision::wire),
                 elicitation_reply,
             };
             rt.block_on(client::rpc(config_dir, &method, params, answers, timeout))
@@ -237,12 +223,16 @@ fn main() -> ExitCode {
             filename,
         } => rt.block_on(client::upload(config_dir, &session, &file, filename)),
         Command::Chat {
+            prompt,
             session,
+            resume,
             agent,
             new,
         } => {
             let opts = cli::chat::Options {
+                prompt,
                 session,
+                resume,
                 agent,
                 new,
             };

@@ -95,7 +95,7 @@ fn resuming_shows_the_last_messages() {
     let id = first.session_id();
     assert!(first.finish().success());
 
-    let mut again = chat(&env, &[&id]);
+    let mut again = chat(&env, &["--resume", &id]);
     again.wait_err(&format!(
         "session {id} with agent echo (resumed, 2 messages)"
     ));

@@ -49,7 +49,9 @@ fn hostile_name() -> (String, String) {
 }
 
 /// The approval prompt (title and arguments), tool and result lines, the
-/// streamed answer, `[failed: …]`, `error: …`, an elicitation's question and
+/// streamed answer, `[failed: …]` (a failed turn's one line: its error
+/// answer is not printed again), `/resume` of an unknown id, an
+/// elicitation's question and
 /// choices, `/history` and the history a resumed chat shows: every one
 /// shows the hostile text inert (pipes: the raw bytes are checked).
 #[test]
@@ -70,7 +72,11 @@ fn every_chat_output_path_shows_hostile_text_inert() {
     let end = c.wait_out(&format!("[result {name_shown}: {INPUT_SHOWN}]\n"), end);
     c.send(&format!("::fail {HOSTILE}"));
     let end = c.wait_out(&format!("[failed: {SHOWN}]\n"), end);
-    let end = c.wait_out(&format!("error: {SHOWN} (agent_failed)\n"), end);
+    c.send(&format!("/resume {HOSTILE}"));
+    let end = c.wait_out(
+        &format!("no session \"{SHOWN}\" (/sessions lists them)\n"),
+        end,
+    );
     c.send(&format!("::choose {HOSTILE} | {HOSTILE} | plain"));
     let end = c.wait_out(&format!("question: {SHOWN}  (Enter"), end);
     let end = c.wait_out(&format!("  1) {SHOWN}\n  2) plain\nChoice:\n"), end);
@@ -86,7 +92,7 @@ fn every_chat_output_path_shows_hostile_text_inert() {
     assert_chat_inert(&c);
 
     // Resumed: the last messages shown as the chat opens.
-    let mut again = chat(&env, &[&sid]);
+    let mut again = chat(&env, &["--resume", &sid]);
     again.wait_out(&format!("choice: {SHOWN}\n"), 0);
     assert!(again.finish().success());
     assert_chat_inert(&again);

@@ -3,6 +3,7 @@
 //! daemon like `zeroclaw rpc`, and share its exit statuses
 //! ([`crate::client::exit`]).
 
+pub mod args;
 pub mod chat;
 pub mod conn;
 pub mod doctor;

@@ -6,6 +6,7 @@
 //! or full stderr loses log lines (counted), never a request.
 
 pub mod capture;
+pub mod filter;
 pub mod secrets;
 pub mod writer;
 
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::{EnvFilter, Layer};
+use tracing_subscriber::Layer;
 
 use writer::{Notice, QueueWriter, Stats};
 
@@ -54,13 +55,14 @@ pub fn init(format: Format) {
         Format::Json => Notice::Json,
         Format::Text => Notice::Text,
     };
-    let filter = EnvFilter::try_from_env("ZEROCLAW_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let (filter, refused) = filter::from_env();
     let Ok((writer, stats)) = QueueWriter::spawn(std::io::stderr(), notice) else {
         // No thread for the writer: run without a stderr log rather than not at all.
         let _ = tracing_subscriber::registry()
             .with(filter)
             .with(capture::CaptureLayer)
             .try_init();
+        filter::report(refused.as_ref());
         return;
     };
     let _ = STATS.set(stats);
@@ -85,6 +87,7 @@ pub fn init(format: Format) {
         .with(fmt)
         .with(capture::CaptureLayer)
         .try_init();
+    filter::report(refused.as_ref());
 }
 
 /// At exit: gives a live reader the last lines (bounded; a full pipe waits no longer).

@@ -5,12 +5,13 @@
 //! cancels a form.
 
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::countdown::Countdown;
 use super::editor::{Input, Line, Purpose};
 use crate::shown::Shown;
 
@@ -47,34 +48,65 @@ pub fn parse_decision(answer: &str) -> Option<Decision> {
     }
 }
 
+impl Decision {
+    /// `reject`: Enter, Ctrl-D, Ctrl-C, and every request of a turn being cancelled.
+    pub fn reject() -> Decision {
+        Decision {
+            decision: "reject",
+            replacement: None,
+        }
+    }
+}
+
+/// What the person did at an approval prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Decided(Decision),
+    /// Ctrl-C: the call is rejected and the turn cancelled.
+    Interrupted,
+}
+
 /// Asks about one `approval_request` (its params).
-pub async fn approval(input: &mut Input, p: &Value) -> Decision {
+pub async fn approval(input: &mut Input, p: &Value) -> Answer {
     let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or_default();
     let secs = p.get("timeoutSecs").and_then(Value::as_u64).unwrap_or(0);
     let asked = Instant::now();
-    let reject = Decision {
-        decision: "reject",
-        replacement: None,
+    // One line, sanitized whole: the agent's name and summary can neither
+    // move the cursor nor break the line to forge the question.
+    let head = format!(
+        "approve {} {}? [a]llow once, al[w]ays, [r]eject (Enter), [e]dit TEXT (",
+        s("toolName"),
+        s("argumentsSummary")
+    );
+    let head = Shown::line(&head).as_str().to_owned();
+    // The seconds left, redrawn in place at the width they started with.
+    let countdown = Countdown {
+        deadline: asked + Duration::from_secs(secs),
+        at: head.len(),
+        width: secs.to_string().len(),
     };
     let mut purpose = Purpose::Question;
     loop {
-        let left = secs.saturating_sub(asked.elapsed().as_secs());
-        // One line, sanitized whole: the agent's name and summary can
-        // neither move the cursor nor break the line to forge the question.
         let prompt = format!(
-            "approve {} {}? [a]llow once, al[w]ays, [r]eject (Enter), [e]dit TEXT ({left} s left): ",
-            s("toolName"),
-            s("argumentsSummary")
+            "{head}{:>w$} s left): ",
+            countdown.left(),
+            w = countdown.width
         );
-        let answer = input.read(&Shown::line(&prompt), purpose).await;
+        let prompt = Shown::line(&prompt);
+        let answer = if secs > 0 {
+            input.read_counting(&prompt, purpose, countdown).await
+        } else {
+            input.read(&prompt, purpose).await
+        };
         purpose = Purpose::FollowUp;
         match answer {
             Line::Text { text, .. } => match parse_decision(&text) {
-                Some(d) => return d,
+                Some(d) => return Answer::Decided(d),
                 None => super::render::notice("answer a, w, r or e TEXT"),
             },
             Line::TooLong(_) | Line::NotUtf8 => super::render::notice("answer a, w, r or e TEXT"),
-            Line::Interrupted | Line::Eof => return reject,
+            Line::Eof => return Answer::Decided(Decision::reject()),
+            Line::Interrupted => return Answer::Interrupted,
         }
     }
 }

@@ -6,9 +6,14 @@
 
 use std::io::BufRead;
 
+use rustyline::history::DefaultHistory;
 use tokio::sync::mpsc;
 
+use super::countdown::{Clock, Countdown, Ticker};
 use crate::shown::Shown;
+
+/// The line editor, with the helper that redraws a countdown.
+type Editor = rustyline::Editor<Clock, DefaultHistory>;
 
 /// The longest typed line taken as a prompt; a longer paste is refused
 /// (read to its end and dropped, so it never stalls the terminal).
@@ -48,6 +53,8 @@ pub enum Purpose {
 struct Ask {
     prompt: String,
     purpose: Purpose,
+    /// Seconds left shown in the prompt, redrawn each second (a terminal only).
+    countdown: Option<Countdown>,
 }
 
 /// The input thread's handle.
@@ -87,10 +94,31 @@ impl Input {
     /// came, the next call waits for that same line (its prompt is already
     /// showing).
     pub async fn read(&mut self, prompt: &Shown<'_>, purpose: Purpose) -> Line {
+        self.read_with(prompt, purpose, None).await
+    }
+
+    /// [`Input::read`] of a prompt that shows the seconds left (at
+    /// `countdown`), redrawn once a second on a terminal.
+    pub async fn read_counting(
+        &mut self,
+        prompt: &Shown<'_>,
+        purpose: Purpose,
+        countdown: Countdown,
+    ) -> Line {
+        self.read_with(prompt, purpose, Some(countdown)).await
+    }
+
+    async fn read_with(
+        &mut self,
+        prompt: &Shown<'_>,
+        purpose: Purpose,
+        countdown: Option<Countdown>,
+    ) -> Line {
         if !self.asked {
             let ask = Ask {
                 prompt: prompt.as_str().to_owned(),
                 purpose,
+                countdown,
             };
             if self.asks.send(ask).is_err() {
                 return Line::Eof;
@@ -125,14 +153,15 @@ impl rustyline::ConditionalEventHandler for ClearOrInterrupt {
 }
 
 enum Source {
-    Editor(Box<rustyline::DefaultEditor>),
+    Editor(Box<Editor>),
     Stdin(std::io::BufReader<std::io::Stdin>),
 }
 
 impl Source {
     fn new(tty: bool) -> Source {
         if tty {
-            if let Ok(mut ed) = rustyline::DefaultEditor::new() {
+            if let Ok(mut ed) = Editor::new() {
+                ed.set_helper(Some(Clock::default()));
                 ed.bind_sequence(
                     rustyline::KeyEvent::ctrl('C'),
                     rustyline::EventHandler::Conditional(Box::new(ClearOrInterrupt)),
@@ -144,46 +173,42 @@ impl Source {
     }
 
     fn read(&mut self, ask: &Ask) -> Line {
-        use rustyline::error::ReadlineError;
+        if matches!(self, Source::Editor(_)) && ask.purpose == Purpose::Question {
+            // Whole typed lines are counted; a half-typed one goes too.
+            let typed = input_waiting();
+            self.drop_pending_input();
+            if typed {
+                super::render::notice(
+                    "keys typed before this question were dropped: answer it afresh",
+                );
+            }
+        }
         match self {
             Source::Editor(ed) => {
-                if ask.purpose == Purpose::Question {
-                    // Whole typed lines are counted; a half-typed one goes too.
-                    let typed = input_waiting();
-                    drop_pending_input(ed);
-                    if typed {
-                        super::render::notice(
-                            "keys typed before this question were dropped: answer it afresh",
-                        );
-                    }
-                }
                 let prompt = show_head(&ask.prompt);
-                loop {
-                    match ed.readline(prompt) {
-                        Ok(text) if text.len() > MAX_LINE_BYTES => {
-                            return Line::TooLong(text.len())
-                        }
-                        Ok(text) => {
-                            if ask.purpose == Purpose::Prompt && !text.trim().is_empty() {
-                                let _ = ed.add_history_entry(text.as_str());
-                            }
-                            return Line::Text { text, lossy: false };
-                        }
-                        Err(ReadlineError::Interrupted) => return Line::Interrupted,
-                        Err(ReadlineError::Eof) => return Line::Eof,
-                        // A resize mid-read: read on, the editor redraws.
-                        Err(ReadlineError::WindowResized) => continue,
-                        // Invalid UTF-8 typed or pasted: the editor stopped in
-                        // the middle of it; the rest must not become a prompt.
-                        Err(ReadlineError::Io(e))
-                            if e.kind() == std::io::ErrorKind::InvalidData =>
-                        {
-                            drop_pending_input(ed);
-                            return Line::NotUtf8;
-                        }
-                        Err(_) => return Line::Eof,
+                // The countdown's offset in the line the editor draws.
+                let shift = ask.prompt.len() - prompt.len();
+                let countdown = ask.countdown.and_then(|c| {
+                    let at = c.at.checked_sub(shift)?;
+                    Some(Countdown { at, ..c })
+                });
+                let ticker = countdown.and_then(|c| {
+                    if let Some(h) = ed.helper_mut() {
+                        h.tick = Some((prompt.to_owned(), c));
                     }
+                    Some(Ticker::start(ed.create_external_printer().ok()?, c))
+                });
+                let line = read_line(ed, prompt, ask.purpose);
+                drop(ticker);
+                if let Some(h) = ed.helper_mut() {
+                    h.tick = None;
                 }
+                if line == Line::NotUtf8 {
+                    // The editor stopped in the middle of it; the rest must
+                    // not become a prompt.
+                    self.drop_pending_input();
+                }
+                line
             }
             Source::Stdin(r) => {
                 // Plain mode shows questions (not the chat prompt) as lines.
@@ -196,6 +221,31 @@ impl Source {
     }
 }
 
+/// One line from the editor, showing `prompt`.
+fn read_line(ed: &mut Box<Editor>, prompt: &str, purpose: Purpose) -> Line {
+    use rustyline::error::ReadlineError;
+    loop {
+        match ed.readline(prompt) {
+            Ok(text) if text.len() > MAX_LINE_BYTES => return Line::TooLong(text.len()),
+            Ok(text) => {
+                if purpose == Purpose::Prompt && !text.trim().is_empty() {
+                    let _ = ed.add_history_entry(text.as_str());
+                }
+                return Line::Text { text, lossy: false };
+            }
+            Err(ReadlineError::Interrupted) => return Line::Interrupted,
+            Err(ReadlineError::Eof) => return Line::Eof,
+            // A resize mid-read: read on, the editor redraws.
+            Err(ReadlineError::WindowResized) => continue,
+            // Invalid UTF-8 typed or pasted (the caller drops the rest).
+            Err(ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Line::NotUtf8;
+            }
+            Err(_) => return Line::Eof,
+        }
+    }
+}
+
 /// Whether keys wait in the terminal's input queue.
 fn input_waiting() -> bool {
     let mut n: libc::c_int = 0;
@@ -204,18 +254,27 @@ fn input_waiting() -> bool {
     r == 0 && n > 0
 }
 
-/// Drops what is typed but not yet read: the kernel's queue and the bytes the
-/// editor read ahead (a new editor, with the history copied over).
-fn drop_pending_input(ed: &mut Box<rustyline::DefaultEditor>) {
-    // SAFETY: tcflush only discards the terminal's queued input; fd 0 is ours.
-    unsafe { libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH) };
-    let Source::Editor(mut fresh) = Source::new(true) else {
-        return;
-    };
-    for entry in ed.history() {
-        let _ = fresh.add_history_entry(entry.as_str());
+impl Source {
+    /// Drops what is typed but not yet read: the kernel's queue and the
+    /// bytes the editor read ahead (a new editor, with the history copied
+    /// over). The old editor is dropped before the new one is made:
+    /// rustyline keeps the SIGWINCH pipe in a global, and an old editor
+    /// dropped later closes the new one's (whose reader then spins on it).
+    fn drop_pending_input(&mut self) {
+        // SAFETY: tcflush only discards the terminal's queued input; fd 0 is ours.
+        unsafe { libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH) };
+        let Source::Editor(old) = self else {
+            return;
+        };
+        let history: Vec<String> = old.history().into_iter().map(|e| e.to_owned()).collect();
+        *self = Source::Stdin(std::io::BufReader::new(std::io::stdin()));
+        *self = Source::new(true);
+        if let Source::Editor(fresh) = self {
+            for entry in &history {
+                let _ = fresh.add_history_entry(entry.as_str());
+            }
+        }
     }
-    *ed = fresh;
 }
 
 /// Prints all but the last line of a prompt; returns the last (rustyline

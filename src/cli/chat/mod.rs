@@ -1,5 +1,5 @@
-//! `zeroclaw chat [SESSION_ID] [--agent ALIAS] [--new]`: a person's
-//! terminal client (docs/operations.md).
+//! `zeroclaw chat [PROMPT] [--session ID | --resume ID | --new] [--agent
+//! ALIAS]`: a person's terminal client (docs/operations.md).
 //!
 //! | file | owns |
 //! |---|---|
@@ -8,6 +8,7 @@
 //! | `editor.rs` | typed lines (rustyline on a terminal, stdin otherwise) |
 //! | `render.rs` | how a turn's updates are shown |
 //! | `ask.rs` | approval and elicitation prompts |
+//! | `countdown.rs` | the approval's seconds left, redrawn in the prompt |
 //! | `slash.rs` | parsing `/commands` |
 //! | `turn.rs` | one turn: streamed, asked, cancelled; the Ctrl-C watcher |
 //!
@@ -15,6 +16,7 @@
 //! prints plain text, so it works in scripts and pipes.
 
 mod ask;
+mod countdown;
 mod editor;
 mod render;
 mod session;
@@ -45,7 +47,12 @@ const PROMPT: &str = "> ";
 /// `zeroclaw chat`'s arguments.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
+    /// A first prompt, sent as if typed at the first prompt.
+    pub prompt: Option<String>,
+    /// Open this session (resumed, or created with this id).
     pub session: Option<String>,
+    /// Resume this session; it must exist.
+    pub resume: Option<String>,
     pub agent: Option<String>,
     pub new: bool,
 }
@@ -117,16 +124,24 @@ async fn chat(config_dir: Option<OsString>, opts: Options) -> i32 {
         notice(&e.message());
         return exit::RPC_ERROR;
     }
+    if let Some(prompt) = opts.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+        chat.render.typed(PROMPT, prompt);
+        if let Some(status) = chat.dispatch(prompt).await {
+            chat.render.flush();
+            return status;
+        }
+    }
     chat.run_loop().await
 }
 
-/// The session and agent the options name (SESSION_ID, `--new`, or the most recent).
+/// The session and agent the options name (`--session`, `--resume`,
+/// `--new`, or the most recent).
 async fn choose(conn: &mut Conn, opts: &Options) -> Result<Current, String> {
     let msg = |e: CallError| e.message();
-    let named = match (&opts.session, opts.new) {
-        (Some(id), _) => Some(id.clone()),
-        (None, true) => None,
-        (None, false) => match session::most_recent(conn).await.map_err(msg)? {
+    let named = match (&opts.session, &opts.resume, opts.new) {
+        (Some(id), _, _) | (None, Some(id), _) => Some(id.clone()),
+        (None, None, true) => None,
+        (None, None, false) => match session::most_recent(conn).await.map_err(msg)? {
             Some(c) if opts.agent.as_ref().is_none_or(|a| *a == c.agent) => return Ok(c),
             _ => None,
         },
@@ -135,6 +150,9 @@ async fn choose(conn: &mut Conn, opts: &Options) -> Result<Current, String> {
         Some(id) => session::stored_agent(conn, id).await.map_err(msg)?,
         None => None,
     };
+    if let (Some(id), None) = (&opts.resume, &stored) {
+        return Err(session::no_session(id));
+    }
     let agent = match (opts.agent.clone(), stored) {
         (Some(a), _) | (None, Some(a)) => a,
         (None, None) => session::default_agent(conn)
@@ -239,14 +257,18 @@ impl Chat {
             if text.trim().is_empty() {
                 continue;
             }
-            let status = match slash::parse(&text) {
-                Some(cmd) => self.command(cmd).await,
-                None => self.turn(&text).await,
-            };
-            if let Some(status) = status {
+            if let Some(status) = self.dispatch(&text).await {
                 self.render.flush();
                 return status;
             }
+        }
+    }
+
+    /// A line as typed: a slash command or a prompt; `Some(status)` ends the chat.
+    async fn dispatch(&mut self, text: &str) -> Option<i32> {
+        match slash::parse(text) {
+            Some(cmd) => self.command(cmd).await,
+            None => self.turn(text).await,
         }
     }
 
@@ -276,14 +298,15 @@ impl Chat {
                 .call("session/cancel", json!({"session_id": self.current.id}))
                 .await
                 .map(|_| vec!["cancelled".to_owned()]),
-            Slash::Resume(id) => {
-                let agent = match session::stored_agent(&mut self.conn, &id).await {
-                    Ok(a) => a.unwrap_or_else(|| self.current.agent.clone()),
-                    Err(e) => return self.failed(e).await,
-                };
-                self.current = Current { id, agent };
-                self.enter(true).await.map(|()| Vec::new())
-            }
+            // Only a session that exists: a typo must not create one.
+            Slash::Resume(id) => match session::stored_agent(&mut self.conn, &id).await {
+                Ok(Some(agent)) => {
+                    self.current = Current { id, agent };
+                    self.enter(true).await.map(|()| Vec::new())
+                }
+                Ok(None) => Ok(vec![session::no_session(&id)]),
+                Err(e) => return self.failed(e).await,
+            },
             Slash::Upload(path) => {
                 self.render.flush();
                 let status = crate::client::upload(

@@ -1,5 +1,6 @@
-//! How a turn looks: answer text streamed as it arrives, thoughts dimmed on
-//! a terminal (hidden in plain mode unless `/thoughts` turns them on), tool
+//! How a turn looks: answer text streamed as it arrives, thoughts on lines
+//! of their own, prefixed (`│ `, dimmed, on a terminal; `(thinking) ` in
+//! plain mode, where they are hidden unless `/thoughts` turns them on), tool
 //! calls and results as one compact line each, and the turn's outcome.
 //! Output is buffered: written at once when the turn ends or a question is
 //! asked, else at most once per [`FRAME`] while the answer streams, so a
@@ -25,6 +26,9 @@ enum Style {
     Bold,
     Reset,
 }
+/// What starts each line of a thought on a terminal (dimmed), and in plain mode.
+const THOUGHT_TTY: &str = "│ ";
+const THOUGHT_PLAIN: &str = "(thinking) ";
 /// How much of a tool's input or output its line shows.
 pub const TOOL_PREVIEW: usize = 120;
 /// How often streamed output reaches the screen: a frame at 60 Hz, below
@@ -114,21 +118,33 @@ impl Render {
         None
     }
 
-    /// A piece of the answer, or of a thought (`thought`).
+    /// A piece of the answer, or of a thought (`thought`). Thoughts stand
+    /// apart: they start on a line of their own, every line of theirs is
+    /// prefixed (and dimmed on a terminal), and the answer after them starts
+    /// on a new line.
     pub fn chunk(&mut self, thought: bool, text: &str) {
         if !thought {
             self.end_thought();
-        } else if !self.thoughts {
+            self.text(text);
             return;
-        } else if !self.in_thought {
+        }
+        if !self.thoughts {
+            return;
+        }
+        if !self.in_thought {
+            self.finish_line();
             self.in_thought = true;
             if self.tty {
                 self.style(Style::Dim);
-            } else {
-                self.put(Shown::line("(thinking) "));
             }
         }
-        self.text(text);
+        let prefix = if self.tty { THOUGHT_TTY } else { THOUGHT_PLAIN };
+        for piece in text.split_inclusive('\n') {
+            if !self.mid_line {
+                self.put(Shown::line(prefix));
+            }
+            self.text(piece);
+        }
     }
 
     fn end_thought(&mut self) {
@@ -181,6 +197,17 @@ impl Render {
             self.style(Style::Reset);
         }
         self.newline();
+    }
+
+    /// A line the person gave on the command line, shown as if typed at
+    /// `prompt` (on a terminal; plain mode echoes no typed line).
+    pub fn typed(&mut self, prompt: &str, text: &str) {
+        if self.tty {
+            self.finish_line();
+            self.put(Shown::line(prompt));
+            self.put(Shown::text(text));
+            self.newline();
+        }
     }
 
     /// `error: MESSAGE` on a line of its own (a failed call's message, one line).

@@ -15,7 +15,14 @@ pub struct Current {
     pub agent: String,
 }
 
-/// The agent of a persisted session `id`, from `session/list`.
+/// What `/resume ID` and `--resume ID` say of an id `session/list` does not
+/// show (one line: the id is the person's, sanitized all the same).
+pub fn no_session(id: &str) -> String {
+    format!("no session \"{}\" (/sessions lists them)", Shown::line(id))
+}
+
+/// The agent of session `id` (live or persisted, among the 1000 most
+/// recent), from `session/list`; `None` when there is no such session.
 pub async fn stored_agent(conn: &mut Conn, id: &str) -> Result<Option<String>, CallError> {
     let list = conn.call("session/list", json!({"limit": 1000})).await?;
     Ok(sessions(&list)

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 use super::super::conn::{CallError, Incoming};
-use super::render::notice;
+use super::render::{notice, Outcome};
 use super::{ask, garbage, Chat};
 
 impl Chat {
@@ -37,6 +37,9 @@ impl Chat {
             Err(e) => return self.failed(e).await,
         };
         let mut cancelling = false;
+        // A failed turn_complete was shown: the prompt's error answer is the
+        // same failure and is not printed again (one failure, one line).
+        let mut failure_shown = false;
         // Buffered output is due on the screen when `frame` fires (see
         // `Render::flush_soon`). One timer, reset once per frame: a timer
         // made per line re-armed the runtime's clock (a wake-up) per line.
@@ -52,13 +55,8 @@ impl Chat {
                     continue;
                 }
                 _ = self.interrupts.next() => {
-                    if !cancelling {
-                        cancelling = true;
-                        notice("cancelling the turn…");
-                        let cancel = json!({"session_id": self.current.id});
-                        if let Err(e) = self.conn.request("session/cancel", cancel).await {
-                            return self.failed(e).await;
-                        }
+                    if let Err(e) = self.cancel(&mut cancelling, "cancelling the turn…").await {
+                        return self.failed(e).await;
                     }
                     continue;
                 }
@@ -67,22 +65,11 @@ impl Chat {
                 Some(Incoming::Chunk { thought, text }) => self.render.chunk(thought, &text),
                 Some(Incoming::Notification { method, params }) if method == "session/update" => {
                     if params.get("type").and_then(Value::as_str) == Some("approval_request") {
-                        self.render.finish_line();
-                        self.render.flush();
-                        let d = ask::approval(&mut self.input, &params).await;
-                        let mut approve = json!({
-                            "session_id": self.current.id,
-                            "request_id": params.get("requestId"),
-                            "decision": d.decision,
-                        });
-                        if let Some(r) = d.replacement {
-                            approve["replacement"] = json!(r);
-                        }
-                        if let Err(e) = self.conn.request("session/approve", approve).await {
+                        if let Err(e) = self.approval(&params, &mut cancelling).await {
                             return self.failed(e).await;
                         }
-                    } else {
-                        self.render.update(&params);
+                    } else if let Some(Outcome::Failed(_)) = self.render.update(&params) {
+                        failure_shown = true;
                     }
                 }
                 Some(Incoming::Notification { .. }) => {}
@@ -105,9 +92,12 @@ impl Chat {
                     }
                 }
                 Some(Incoming::Answer { id: got, outcome }) if got == id => {
-                    if let Err(e) = outcome {
-                        self.render.finish_line();
-                        self.render.error(&CallError::Rpc(e).message());
+                    match outcome {
+                        Err(e) if !failure_shown => {
+                            self.render.finish_line();
+                            self.render.error(&CallError::Rpc(e).message());
+                        }
+                        _ => {}
                     }
                     return None;
                 }
@@ -136,6 +126,56 @@ impl Chat {
                 }
             }
         }
+    }
+}
+
+impl Chat {
+    /// Asks about one `approval_request` and answers it. Ctrl-C there
+    /// rejects the call and cancels the turn, as Ctrl-C while it streams
+    /// does; a request of a turn being cancelled is rejected unasked.
+    async fn approval(&mut self, params: &Value, cancelling: &mut bool) -> Result<(), CallError> {
+        let answer = if *cancelling {
+            ask::Answer::Interrupted
+        } else {
+            self.render.finish_line();
+            self.render.flush();
+            ask::approval(&mut self.input, params).await
+        };
+        let (d, interrupted) = match answer {
+            ask::Answer::Decided(d) => (d, false),
+            ask::Answer::Interrupted => (ask::Decision::reject(), true),
+        };
+        let mut approve = json!({
+            "session_id": self.current.id,
+            "request_id": params.get("requestId"),
+            "decision": d.decision,
+        });
+        if let Some(r) = d.replacement {
+            approve["replacement"] = json!(r);
+        }
+        self.conn.request("session/approve", approve).await?;
+        if interrupted {
+            self.cancel(
+                cancelling,
+                "Ctrl-C: the call is rejected; cancelling the turn…",
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// `session/cancel` for the running turn, once, saying `why` on screen.
+    async fn cancel(&mut self, cancelling: &mut bool, why: &str) -> Result<(), CallError> {
+        if *cancelling {
+            return Ok(());
+        }
+        *cancelling = true;
+        notice(why);
+        let cancel = json!({"session_id": self.current.id});
+        self.conn
+            .request("session/cancel", cancel)
+            .await
+            .map(|_| ())
     }
 }
 
