@@ -100,6 +100,51 @@ enum Command {
     },
     /// Check the setup as the running user; exit 0 only when all checks pass.
     Doctor,
+    /// Stop the daemon gracefully (SIGTERM, only a daemon of your own uid) and wait until it is gone.
+    Stop {
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List sessions (live, persisted, killed), or show, kill or delete one.
+    Sessions {
+        #[command(subcommand)]
+        action: Option<SessionsCmd>,
+        /// Print the daemon's result as JSON.
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// List the agents you may use: backend, live and persisted sessions.
+    Agents {
+        /// Print the daemon's result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read or change one configuration property (config/get, config/set).
+    Config {
+        #[command(subcommand)]
+        action: ConfigCmd,
+        /// Print the daemon's result as JSON.
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// Run one prompt (for scripts): stream the answer, exit 0 if the turn completed, else 1.
+    Run {
+        /// The prompt.
+        prompt: String,
+        /// The agent of the new session (default: the first configured).
+        #[arg(long, value_name = "ALIAS", conflicts_with = "session")]
+        agent: Option<String>,
+        /// Prompt this existing session instead of a new one.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Answer every approval with this decision (default: refuse them).
+        #[arg(long, value_name = "DECISION", value_enum)]
+        approve: Option<cli::args::Decision>,
+        /// Print the prompt's result as JSON instead of streaming the text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -108,6 +153,45 @@ enum Command {
     },
     /// Print the man page (roff).
     Man,
+}
+
+/// `zeroclaw sessions …`.
+#[derive(Subcommand)]
+enum SessionsCmd {
+    /// The table of sessions (the default).
+    List,
+    /// Print a session's transcript.
+    Show {
+        /// The session id.
+        id: String,
+    },
+    /// End a session; a durable one can no longer be resumed.
+    Kill {
+        /// The session id.
+        id: String,
+    },
+    /// Delete a session and its history.
+    Delete {
+        /// The session id.
+        id: String,
+    },
+}
+
+/// `zeroclaw config …`.
+#[derive(Subcommand)]
+enum ConfigCmd {
+    /// Print a property's value (a string as it is, anything else as JSON).
+    Get {
+        /// A dotted property, e.g. `agents.echo.chunk_chars`.
+        prop: String,
+    },
+    /// Set a property; VALUE is parsed as JSON if it parses, else taken as a string.
+    Set {
+        /// A dotted property, e.g. `agents.echo.chunk_chars`.
+        prop: String,
+        /// The value: `8`, `true`, `["a"]` are JSON; `hello` is the string "hello".
+        value: String,
+    },
 }
 
 /// `zeroclaw completions SHELL`.
@@ -240,6 +324,43 @@ fn main() -> ExitCode {
         }
         Command::Logs { follow, lines } => rt.block_on(cli::logs::run(config_dir, lines, follow)),
         Command::Doctor => rt.block_on(cli::doctor::run(config_dir)),
+        Command::Stop { json } => rt.block_on(cli::everyday::admin::stop(config_dir, json)),
+        Command::Sessions { action, json } => {
+            use cli::everyday::sessions::{self, Action};
+            let action = match action {
+                None | Some(SessionsCmd::List) => Action::List,
+                Some(SessionsCmd::Show { id }) => Action::Show(id),
+                Some(SessionsCmd::Kill { id }) => Action::Kill(id),
+                Some(SessionsCmd::Delete { id }) => Action::Delete(id),
+            };
+            rt.block_on(sessions::run(config_dir, action, json))
+        }
+        Command::Agents { json } => rt.block_on(cli::everyday::admin::agents(config_dir, json)),
+        Command::Config { action, json } => rt.block_on(async {
+            use cli::everyday::admin;
+            match action {
+                ConfigCmd::Get { prop } => admin::config_get(config_dir, &prop, json).await,
+                ConfigCmd::Set { prop, value } => {
+                    admin::config_set(config_dir, &prop, &value, json).await
+                }
+            }
+        }),
+        Command::Run {
+            prompt,
+            agent,
+            session,
+            approve,
+            json,
+        } => {
+            let opts = cli::everyday::run::Options {
+                prompt,
+                agent,
+                session,
+                approve,
+                json,
+            };
+            rt.block_on(cli::everyday::run::run(config_dir, opts))
+        }
         Command::Completions { shell } => completions(shell),
         Command::Man => man_page(),
     };

@@ -1,5 +1,6 @@
 //! The commands a person types (issue 18, docs/operations.md): `zeroclaw
-//! chat`, `zeroclaw logs` and `zeroclaw doctor`. They are clients of the
+//! chat`, `zeroclaw logs` and `zeroclaw doctor`, and the everyday commands
+//! of issue 25 (`stop`, `sessions`, `agents`, `config`, `run`). They are clients of the
 //! daemon like `zeroclaw rpc`, and share its exit statuses
 //! ([`crate::client::exit`]).
 
@@ -7,4 +8,5 @@ pub mod args;
 pub mod chat;
 pub mod conn;
 pub mod doctor;
+pub mod everyday;
 pub mod logs;

@@ -19,7 +19,7 @@ mod ask;
 mod countdown;
 mod editor;
 mod render;
-mod session;
+pub(crate) mod session;
 mod slash;
 mod turn;
 

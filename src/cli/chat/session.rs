@@ -87,7 +87,8 @@ pub async fn history(conn: &mut Conn, id: &str, n: usize) -> Result<Vec<String>,
     Ok(rows.iter().map(row_line).collect())
 }
 
-fn row_line(row: &Value) -> String {
+/// One transcript row as a display line (`you: …`, `agent: …`, `[tool …]`).
+pub fn row_line(row: &Value) -> String {
     let s = |k: &str| row.get(k).and_then(Value::as_str).unwrap_or_default();
     let content: String = s("content").chars().take(2000).collect();
     match (s("role"), s("kind")) {

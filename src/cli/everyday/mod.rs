@@ -1,0 +1,150 @@
+//! The everyday commands (issue 25, docs/operations.md): `zeroclaw stop`,
+//! `sessions`, `agents`, `config get|set` and `run`. Each is one or a few
+//! requests over a [`Conn`]; by default a person reads the answer (a table,
+//! a transcript), with `--json` a script gets the result as one JSON
+//! document on stdout. Exit statuses are those of every client command
+//! ([`exit`]). This file holds what they share: connecting, reporting an
+//! outcome, tables and colour.
+
+pub mod admin;
+pub mod run;
+pub mod sessions;
+
+use std::ffi::OsStr;
+use std::io::{IsTerminal, Write};
+
+use serde_json::Value;
+
+use super::conn::{CallError, Conn};
+use crate::client::exit;
+use crate::shown::{self, Shown};
+
+/// Whether to colour what goes to stdout: only on a terminal, and never
+/// when `NO_COLOR` is set to anything non-empty (no-color.org).
+pub fn colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// `s` in bold when `on` (`s` is already shown text: a header we wrote).
+pub fn bold(s: &str, on: bool) -> String {
+    if on {
+        format!("\x1b[1m{s}\x1b[0m")
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Prints a failure line on stderr (`zeroclaw: …`, sanitized); its status.
+pub fn fail(message: &str, status: i32) -> i32 {
+    let _ = writeln!(std::io::stderr(), "zeroclaw: {}", Shown::line(message));
+    status
+}
+
+/// Connects and initializes, or the failure's status (3: no daemon).
+pub async fn connect(config_dir: Option<&OsStr>) -> Result<Conn, i32> {
+    Conn::open(config_dir)
+        .await
+        .map_err(|e| fail(&e.message, e.status))
+}
+
+/// Reports a call's outcome: with `json` the result as one JSON document on
+/// stdout (an error object as one JSON line on stderr), else `human`'s text
+/// (already sanitized by it) or the error's one-line message; the status.
+pub fn finish(
+    json: bool,
+    outcome: Result<Value, CallError>,
+    human: impl FnOnce(&Value) -> String,
+) -> i32 {
+    match (outcome, json) {
+        (Ok(v), true) => {
+            let _ = writeln!(std::io::stdout(), "{}", shown::json(&v.to_string()));
+            exit::OK
+        }
+        (Ok(v), false) => {
+            let _ = write!(std::io::stdout(), "{}", human(&v));
+            exit::OK
+        }
+        (Err(CallError::Rpc(e)), true) => {
+            let _ = writeln!(std::io::stderr(), "{}", shown::json(&e.to_string()));
+            exit::RPC_ERROR
+        }
+        (Err(e), _) => fail(&e.message(), exit::RPC_ERROR),
+    }
+}
+
+/// Connects, calls `method` once and reports it ([`finish`]).
+pub async fn call_and_finish(
+    config_dir: Option<&OsStr>,
+    json: bool,
+    method: &str,
+    params: Value,
+    human: impl FnOnce(&Value) -> String,
+) -> i32 {
+    let mut conn = match connect(config_dir).await {
+        Ok(c) => c,
+        Err(status) => return status,
+    };
+    let outcome = conn.call(method, params).await;
+    finish(json, outcome, human)
+}
+
+/// A table: a bold header line when `colour`, columns padded to their
+/// widest cell (in characters), two spaces apart; each cell is shown on
+/// one line. Ends with a newline per row.
+pub fn table(header: &[&str], rows: &[Vec<String>], colour: bool) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| Shown::line(c).to_string()).collect())
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |row: &[String]| {
+        let mut s = String::new();
+        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
+            s.push_str(c);
+            if i + 1 < row.len() {
+                s.push_str(&" ".repeat(w - c.chars().count() + 2));
+            }
+        }
+        s
+    };
+    let head: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    let mut out = bold(&line(&head), colour);
+    out.push('\n');
+    for row in &cells {
+        out.push_str(&line(row));
+        out.push('\n');
+    }
+    out
+}
+
+/// The entries of `v[key]` as an array (empty when missing).
+pub fn entries<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_pad_and_sanitize() {
+        let t = table(
+            &["ID", "N"],
+            &[
+                vec!["a\x1b[31m".into(), "1".into()],
+                vec!["bb".into(), "22".into()],
+            ],
+            false,
+        );
+        assert_eq!(t, "ID        N\na␛[31m  1\nbb        22\n");
+        assert!(table(&["X"], &[], true).starts_with("\x1b[1mX\x1b[0m\n"));
+    }
+}
