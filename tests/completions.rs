@@ -80,3 +80,28 @@ fn man_page_renders() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+#[test]
+fn the_everyday_commands_complete_and_are_in_the_man_page() {
+    let bash = zeroclaw(&["completions", "bash"]);
+    let fish = zeroclaw(&["completions", "fish"]);
+    for word in ["stop", "sessions", "agents", "config", "run"] {
+        assert!(bash.contains(word), "bash: {word} missing");
+        assert!(fish.contains(word), "fish: {word} missing");
+    }
+    assert!(bash.contains("--approve"), "bash: run --approve missing");
+    // The nested subcommands, as fish names them.
+    for sub in ["show", "kill", "delete", "get", "set"] {
+        assert!(
+            fish.contains(&format!("-a \"{sub}\"")),
+            "fish: {sub} missing"
+        );
+    }
+    let page = zeroclaw(&["man"]);
+    for word in ["stop", "sessions", "agents", "config", "run"] {
+        assert!(
+            page.contains(&format!("zeroclaw\\-{word}")),
+            "man: {word} missing"
+        );
+    }
+}

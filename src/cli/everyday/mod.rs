@@ -144,7 +144,7 @@ mod tests {
             ],
             false,
         );
-        assert_eq!(t, "ID        N\na␛[31m  1\nbb        22\n");
+        assert_eq!(t, "ID      N\na␛[31m  1\nbb      22\n");
         assert!(table(&["X"], &[], true).starts_with("\x1b[1mX\x1b[0m\n"));
     }
 }
