@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{call_and_finish, colour, entries, fail, table};
+use super::{call_and_finish, fail, listing};
 use crate::client::{exit, field_text};
 use crate::shown::Shown;
 
@@ -27,22 +27,13 @@ pub async fn agents(config_dir: Option<&OsStr>, json: bool) -> i32 {
 }
 
 fn agents_text(v: &Value) -> String {
-    let rows: Vec<Vec<String>> = entries(v, "agents")
-        .iter()
-        .map(|a| {
-            let f = |k: &str| field_text(a, k);
-            vec![
-                f("alias"),
-                f("backend"),
-                f("live_sessions"),
-                f("persisted_sessions"),
-            ]
-        })
-        .collect();
-    if rows.is_empty() {
-        return "no agents you may use\n".to_owned();
-    }
-    table(&["ALIAS", "BACKEND", "LIVE", "PERSISTED"], &rows, colour())
+    let columns = [
+        ("ALIAS", "alias"),
+        ("BACKEND", "backend"),
+        ("LIVE", "live_sessions"),
+        ("PERSISTED", "persisted_sessions"),
+    ];
+    listing(v, "agents", &columns, "no agents you may use")
 }
 
 /// `zeroclaw config get PROP [--json]`: the value; a string as it is,

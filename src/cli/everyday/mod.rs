@@ -16,7 +16,7 @@ use std::io::{IsTerminal, Write};
 use serde_json::Value;
 
 use super::conn::{CallError, Conn};
-use crate::client::exit;
+use crate::client::{exit, field_text};
 use crate::shown::{self, Shown};
 
 /// Whether to colour what goes to stdout: only on a terminal, and never
@@ -120,6 +120,23 @@ pub fn table(header: &[&str], rows: &[Vec<String>], colour: bool) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The array `v[key]` as a table of `columns` (header, member of each
+/// entry; a member as [`field_text`] shows it), or `none` when it is empty.
+pub fn listing(v: &Value, key: &str, columns: &[(&str, &str)], none: &str) -> String {
+    let rows: Vec<Vec<String>> = entries(v, key)
+        .iter()
+        .map(|e| columns.iter().map(|(_, m)| field_text(e, m)).collect())
+        .collect();
+    if rows.is_empty() {
+        return format!(
+            "{none}
+"
+        );
+    }
+    let header: Vec<&str> = columns.iter().map(|(h, _)| *h).collect();
+    table(&header, &rows, colour())
 }
 
 /// The entries of `v[key]` as an array (empty when missing).

@@ -6,9 +6,8 @@ use std::ffi::OsStr;
 
 use serde_json::{json, Value};
 
-use super::{call_and_finish, colour, entries, table};
+use super::{call_and_finish, entries, listing};
 use crate::cli::chat::session::row_line;
-use crate::client::field_text;
 use crate::shown::Shown;
 
 /// What `zeroclaw sessions` does.
@@ -57,25 +56,15 @@ pub async fn run(config_dir: Option<&OsStr>, action: Action, json: bool) -> i32 
 
 /// The table of a `session/list` result.
 pub fn list_text(v: &Value) -> String {
-    let rows: Vec<Vec<String>> = entries(v, "sessions")
-        .iter()
-        .map(|s| {
-            let f = |k: &str| field_text(s, k);
-            vec![
-                f("session_id"),
-                f("agent_alias"),
-                f("chat_mode"),
-                f("state"),
-                f("message_count"),
-                f("last_activity"),
-            ]
-        })
-        .collect();
-    if rows.is_empty() {
-        return "no sessions\n".to_owned();
-    }
-    let header = ["ID", "AGENT", "MODE", "STATE", "MESSAGES", "LAST ACTIVITY"];
-    table(&header, &rows, colour())
+    let columns = [
+        ("ID", "session_id"),
+        ("AGENT", "agent_alias"),
+        ("MODE", "chat_mode"),
+        ("STATE", "state"),
+        ("MESSAGES", "message_count"),
+        ("LAST ACTIVITY", "last_activity"),
+    ];
+    listing(v, "sessions", &columns, "no sessions")
 }
 
 /// A `session/messages` page as the transcript a person reads: one entry
