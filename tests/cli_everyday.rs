@@ -200,7 +200,15 @@ fn run_streams_the_answer_and_exits_with_the_outcome() {
     );
     let sid = v["session_id"].as_str().expect("a session id").to_owned();
 
-    // --session: the same session goes on (its context holds "hi").
+    // The fresh session was closed after its turn, not left live.
+    let list = cli_json(&env, &["sessions", "--json"]);
+    let entry = list["sessions"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["session_id"] == json!(sid)))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entry["state"], json!("persisted"), "{list}");
+    // --session: the same session goes on, resumed (its context holds "hi").
     let out = cli_ok(&env, &["run", "--session", &sid, "::context"]);
     assert!(out.contains(r#""content":"hi""#), "{out}");
     let (code, out, err) = cli(&env, &["run", "--session", "nope", "x"]);

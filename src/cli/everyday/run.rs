@@ -4,7 +4,8 @@
 //! exits with the outcome: 0 when the turn completed, 1 when it failed or
 //! was cancelled (the reason on stderr). Approvals are refused (answered
 //! `reject`, said on stderr) unless `--approve` names the decision; the
-//! agent's questions are declined. With `--json` nothing streams: the
+//! agent's questions are declined. A session `run` opened is closed after
+//! the turn (persisted, not live). With `--json` nothing streams: the
 //! prompt's result is the one document on stdout.
 
 use std::ffi::OsStr;
@@ -41,6 +42,12 @@ pub async fn run(config_dir: Option<&OsStr>, opts: Options) -> i32 {
         Err(Opened::Refused(why)) => return fail(&why, exit::RPC_ERROR),
     };
     let outcome = turn(&mut conn, &id, &opts).await;
+    if opts.session.is_none() {
+        // Its own fresh session is closed (it stays persisted, resumable
+        // with `--session`), so a script's runs do not fill the 64 live
+        // slots until the idle reclaim.
+        let _ = conn.call("session/close", json!({"session_id": id})).await;
+    }
     if opts.json {
         return finish(true, outcome, |_| String::new());
     }
