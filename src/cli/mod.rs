@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod chat;
+pub mod colour;
 pub mod conn;
 pub mod doctor;
 pub mod everyday;

@@ -42,6 +42,8 @@ pub struct Render {
     pub tty: bool,
     /// Show thoughts.
     pub thoughts: bool,
+    /// Emit styles: a terminal without `NO_COLOR` ([`crate::cli::colour`]).
+    colour: bool,
     /// The cursor is not at the start of a line.
     mid_line: bool,
     in_thought: bool,
@@ -62,6 +64,7 @@ impl Render {
             out: std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()),
             tty,
             thoughts: tty,
+            colour: crate::cli::colour::on(tty),
             mid_line: false,
             in_thought: false,
             last_flush: Instant::now(),
@@ -172,6 +175,9 @@ impl Render {
     }
 
     fn style(&mut self, s: Style) {
+        if !self.colour {
+            return;
+        }
         let code = match s {
             Style::Dim => "\x1b[2m",
             Style::Bold => "\x1b[1m",

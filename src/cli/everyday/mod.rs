@@ -19,10 +19,9 @@ use super::conn::{CallError, Conn};
 use crate::client::{exit, field_text};
 use crate::shown::{self, Shown};
 
-/// Whether to colour what goes to stdout: only on a terminal, and never
-/// when `NO_COLOR` is set to anything non-empty (no-color.org).
+/// Whether to colour what goes to stdout ([`crate::cli::colour::on`]).
 pub fn colour() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    crate::cli::colour::on(std::io::stdout().is_terminal())
 }
 
 /// `s` in bold when `on` (`s` is already shown text: a header we wrote).
