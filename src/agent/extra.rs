@@ -28,6 +28,9 @@ pub enum ExtraKind {
     ConfigOptions,
     /// ACP `session_info_update`: title and last update time.
     SessionInfo,
+    /// The daemon's own (issue 25): an approval request of a session with
+    /// attached clients was resolved (answered, timed out, unreachable).
+    ApprovalResolved,
 }
 
 impl ExtraKind {
@@ -53,6 +56,7 @@ impl ExtraKind {
             Self::Usage => "usage",
             Self::ConfigOptions => "config_options",
             Self::SessionInfo => "session_info",
+            Self::ApprovalResolved => "approval_resolved",
         }
     }
 
@@ -65,6 +69,7 @@ impl ExtraKind {
             Self::Usage => &["used", "size", "cost"],
             Self::ConfigOptions => &["configOptions"],
             Self::SessionInfo => &["title", "updatedAt"],
+            Self::ApprovalResolved => &["requestId", "decision"],
         }
     }
 }

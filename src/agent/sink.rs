@@ -39,6 +39,21 @@ pub enum ApprovalDecision {
     Unreachable,
 }
 
+impl ApprovalDecision {
+    /// The wire name of the decision, as `session/approve` takes it (and
+    /// `timed_out`, `unreachable` for the denials nobody answered).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AllowOnce => "allow_once",
+            Self::AllowAlways => "allow_always",
+            Self::Rejected => "reject",
+            Self::Replaced(_) => "reject_with_edit",
+            Self::TimedOut => "timed_out",
+            Self::Unreachable => "unreachable",
+        }
+    }
+}
+
 /// The outcome of asking the user (§8.13).
 #[derive(Debug, Clone)]
 pub enum AskOutcome {

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::emit_queue::{Item, Push, Queue};
 use super::emitter::{emit, Emitted};
 use super::live::{Session, TurnSignals};
-use super::update::{notify, split_chunks, Event, Update};
+use super::update::{notify_session, split_chunks, Event, Update};
 use crate::agent::{ApprovalDecision, AskOutcome, EventSink, Extra, SinkClosed};
 use crate::context::Conn;
 use crate::memory::Charge;
@@ -91,7 +91,7 @@ impl TurnSink {
                 store,
                 row,
                 conn.clone(),
-                session.id.clone(),
+                session.clone(),
                 queue.clone(),
                 signals.clone(),
             ));
@@ -135,7 +135,8 @@ impl TurnSink {
     ) -> Result<(), SinkClosed> {
         match &self.emitter {
             None => {
-                notify(
+                notify_session(
+                    &self.session,
                     &self.conn,
                     &Update {
                         session_id: &self.session.id,
@@ -197,7 +198,8 @@ impl EventSink for TurnSink {
                 Some((queue, _)) => queue.push(Push::Chunk(piece)).await?,
                 None => {
                     self.content.push_str(piece);
-                    notify(
+                    notify_session(
+                        &self.session,
                         &self.conn,
                         &Update {
                             session_id: &self.session.id,
@@ -257,7 +259,7 @@ impl EventSink for TurnSink {
                 session_id: &self.session.id,
                 event: Event::Extra(&update),
             };
-            notify(&self.conn, &update, &self.cancel).await;
+            notify_session(&self.session, &self.conn, &update, &self.cancel).await;
             return Ok(());
         };
         queue.push(Push::Item(Item::Extra(update))).await
@@ -287,15 +289,26 @@ impl EventSink for TurnSink {
             timeout_secs,
         };
         self.send(event, item).await?;
-        // The prompting client went away: nobody can answer any more (§8.12).
-        let gone = self.conn.input_closed.clone();
+        // Every client that could answer went away: the prompting one
+        // (§8.12) and, with `session/attach`, every attached one.
+        let inputs: Vec<_> = self
+            .session
+            .audience(&self.conn)
+            .into_iter()
+            .map(|c| c.input_closed.clone())
+            .collect();
+        let gone = futures_util::future::join_all(inputs.iter().map(|t| t.cancelled()));
         let outcome = tokio::select! {
             d = decision => d.unwrap_or(ApprovalDecision::Unreachable),
             _ = tokio::time::sleep(wait) => ApprovalDecision::TimedOut,
-            _ = gone.cancelled() => ApprovalDecision::Unreachable,
+            _ = gone => ApprovalDecision::Unreachable,
         };
         if outcome == ApprovalDecision::AllowAlways {
             self.session.allow_always(tool_name);
+        }
+        if self.session.has_attached() {
+            // Every client saw the request: tell them all it is over.
+            self.extra(resolved(&request_id, &outcome)).await?;
         }
         Ok(outcome)
     }
@@ -343,6 +356,15 @@ impl EventSink for TurnSink {
             }
             Err(e) => AskOutcome::Unavailable(e.to_string()),
         })
+    }
+}
+
+/// The `approval_resolved` update of `request_id` (issue 25).
+fn resolved(request_id: &str, outcome: &ApprovalDecision) -> Extra {
+    let text = |v: &str| serde_json::value::to_raw_value(v).unwrap_or_default();
+    Extra {
+        kind: crate::agent::ExtraKind::ApprovalResolved,
+        members: vec![("requestId", text(request_id)), ("decision", text(outcome.as_str()))],
     }
 }
 
