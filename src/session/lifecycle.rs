@@ -368,10 +368,7 @@ pub async fn attach(
     id: &str,
 ) -> Result<AttachResult, RpcError> {
     let _lock = sessions.locks.lock(id).await;
-    let s = sessions.get(id).ok_or_else(|| RpcError::SessionNotFound {
-        message: "Session not found: not live".into(),
-        data: None,
-    })?;
+    let s = sessions.get(id).ok_or_else(RpcError::session_not_found)?;
     check_owner(principal, &s.owner)?;
     check_agent(principal, &s.agent_alias)?;
     if let Some(end) = s.ending() {
