@@ -131,9 +131,7 @@ impl Router {
             PairingList | PairingCreate | PairingRevoke | PairingCode => self.pairing.call(req),
             SessionNew | SessionPrompt | SessionCancel | SessionClose | SessionApprove
             | SessionKill | SessionDelete | SessionList | SessionListAcp | SessionMessages
-            | SessionAttach => {
-                self.session.call(req)
-            }
+            | SessionAttach => self.session.call(req),
             FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit => {
                 self.file.call(req)
             }

@@ -202,6 +202,51 @@ fn an_approval_stays_answerable_while_any_attached_client_is_there() {
     );
 }
 
+/// Reads `c`'s frames up to its `elicitation/create`; that frame.
+#[track_caller]
+fn until_ask(c: &mut Client) -> Frame {
+    c.until("elicitation/create", |f| {
+        f.method() == Some("elicitation/create")
+    })
+    .1
+}
+
+#[test]
+fn a_question_goes_to_every_attached_client_and_the_first_answer_wins() {
+    let d = start_echo();
+    for mode in ["chat", "acp"] {
+        let sid = format!("q-{mode}");
+        let mut a = client_caps(&d);
+        a.new_session(&sid, mode);
+        let mut b = client_caps(&d);
+        attach(&mut b, &sid);
+        let pid = a.start_prompt(&sid, "::ask Go?\nafter");
+        let ask_a = until_ask(&mut a);
+        let ask_b = until_ask(&mut b);
+        assert_eq!(ask_a.params(), ask_b.params(), "both were asked the same");
+        assert_eq!(ask_a.params()["message"], "Go?");
+        // b answers first.
+        b.send_json(&json!({"jsonrpc": "2.0", "id": ask_b.v["id"],
+            "result": {"action": "accept", "content": {"answer": "yes"}}}));
+        let t = a.until_answer(&pid);
+        let expect = vec![
+            upd(&sid, "elicitation_resolved", json!({"action": "accept"})),
+            msg(&sid, "answer: yes"),
+            msg(&sid, "\nafter"),
+            complete(&sid, "completed", "answer: yes\nafter", None),
+        ];
+        assert_eq!(t.updates(), expect, "a sees the question resolved by b");
+        assert_eq!(update_params(&until_complete(&mut b, &sid)), expect);
+        // a's late answer is an unknown id (§3.6): dropped, never answered,
+        // and the session goes on.
+        a.send_json(&json!({"jsonrpc": "2.0", "id": ask_a.v["id"],
+            "result": {"action": "decline"}}));
+        a.expect_nothing_before_probe();
+        assert_eq!(a.prompt_ok(&sid, "next").result()["content"], "next");
+        a.ok("session/close", json!({ "session_id": sid }));
+    }
+}
+
 #[test]
 fn attaching_to_a_session_that_is_not_live_is_not_found() {
     let d = start_echo();
@@ -223,7 +268,10 @@ fn session_new_on_a_live_id_still_replaces_it() {
     let mut b = d.client();
     let first = attach(&mut b, "s-1");
     let again = b.new_session("s-1", "chat");
-    assert_ne!(again["incarnation"], first["incarnation"], "version 1: replaced");
+    assert_ne!(
+        again["incarnation"], first["incarnation"],
+        "version 1: replaced"
+    );
     // b's new incarnation streams to b only: a attached the old one.
     let t = b.prompt_ok("s-1", "solo");
     assert_eq!(t.result()["content"], "solo");

@@ -31,6 +31,9 @@ pub enum ExtraKind {
     /// The daemon's own (issue 25): an approval request of a session with
     /// attached clients was resolved (answered, timed out, unreachable).
     ApprovalResolved,
+    /// The daemon's own (issue 25): the question of a session with attached
+    /// clients was answered by one of them (or became unavailable).
+    ElicitationResolved,
 }
 
 impl ExtraKind {
@@ -57,6 +60,7 @@ impl ExtraKind {
             Self::ConfigOptions => "config_options",
             Self::SessionInfo => "session_info",
             Self::ApprovalResolved => "approval_resolved",
+            Self::ElicitationResolved => "elicitation_resolved",
         }
     }
 
@@ -70,6 +74,7 @@ impl ExtraKind {
             Self::ConfigOptions => &["configOptions"],
             Self::SessionInfo => &["title", "updatedAt"],
             Self::ApprovalResolved => &["requestId", "decision"],
+            Self::ElicitationResolved => &["action"],
         }
     }
 }

@@ -68,6 +68,18 @@ pub enum AskOutcome {
     Unavailable(String),
 }
 
+impl AskOutcome {
+    /// The `action` a client answered with, or `unavailable`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Accept(_) => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+            Self::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
 /// Receives a turn's events, in order (§10.1).
 #[allow(async_fn_in_trait)]
 pub trait EventSink {

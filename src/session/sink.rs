@@ -318,7 +318,19 @@ impl EventSink for TurnSink {
         message: &str,
         schema: &RawValue,
     ) -> Result<AskOutcome, SinkClosed> {
-        if !self.conn.supports_elicitation() {
+        // With attached clients, every one that supports elicitation is
+        // asked; the first answer wins (issue 25). Otherwise the channel only.
+        let attached = self.session.has_attached();
+        let askers: Vec<Conn> = if attached {
+            self.session.audience(&self.conn)
+        } else {
+            vec![self.conn.clone()]
+        };
+        let askers: Vec<Conn> = askers
+            .into_iter()
+            .filter(|c| c.supports_elicitation())
+            .collect();
+        if askers.is_empty() {
             return Ok(AskOutcome::Unavailable(
                 "the client does not support elicitation".into(),
             ));
@@ -339,33 +351,50 @@ impl EventSink for TurnSink {
             message,
             requested_schema: schema,
         };
-        let reply = self
-            .conn
-            .peer_requests
-            .request(
-                &self.conn.outbound,
-                "elicitation/create",
-                &params,
-                self.waits.bounded(self.waits.ask),
+        let wait = self.waits.bounded(self.waits.ask);
+        // Dropping the losers forgets their requests: a late answer is an unknown id (§3.6).
+        let asks = askers.iter().map(|c| {
+            Box::pin(
+                c.peer_requests
+                    .request(&c.outbound, "elicitation/create", &params, wait),
             )
-            .await;
-        Ok(match reply {
+        });
+        let reply = futures_util::future::select_ok(asks)
+            .await
+            .map(|(reply, _losers)| reply);
+        let outcome = match reply {
             Ok(PeerReply::Result(r)) => parse_elicitation(&r),
             Ok(PeerReply::Error(_)) => {
                 AskOutcome::Unavailable("the client answered with an error".into())
             }
             Err(e) => AskOutcome::Unavailable(e.to_string()),
-        })
+        };
+        if attached {
+            self.extra(daemon_update(
+                crate::agent::ExtraKind::ElicitationResolved,
+                &[("action", outcome.as_str())],
+            ))
+            .await?;
+        }
+        Ok(outcome)
+    }
+}
+
+/// A daemon update of `kind` whose members are strings.
+fn daemon_update(kind: crate::agent::ExtraKind, members: &[(&'static str, &str)]) -> Extra {
+    let text = |v: &str| serde_json::value::to_raw_value(v).unwrap_or_default();
+    Extra {
+        kind,
+        members: members.iter().map(|(k, v)| (*k, text(v))).collect(),
     }
 }
 
 /// The `approval_resolved` update of `request_id` (issue 25).
 fn resolved(request_id: &str, outcome: &ApprovalDecision) -> Extra {
-    let text = |v: &str| serde_json::value::to_raw_value(v).unwrap_or_default();
-    Extra {
-        kind: crate::agent::ExtraKind::ApprovalResolved,
-        members: vec![("requestId", text(request_id)), ("decision", text(outcome.as_str()))],
-    }
+    daemon_update(
+        crate::agent::ExtraKind::ApprovalResolved,
+        &[("requestId", request_id), ("decision", outcome.as_str())],
+    )
 }
 
 /// A pending approval of the session, removed when the wait ends (or its
