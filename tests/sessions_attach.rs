@@ -6,6 +6,7 @@
 //! that is not live is not found.
 
 mod common;
+use common::chat::plain_chat;
 use common::errors::{invalid_params, not_owner, session_not_found};
 use common::sessions;
 use common::start::{start_echo, start_in, traversable_dir, Env};
@@ -276,6 +277,33 @@ fn session_new_on_a_live_id_still_replaces_it() {
     let t = b.prompt_ok("s-1", "solo");
     assert_eq!(t.result()["content"], "solo");
     a.expect_nothing_before_probe();
+}
+
+#[test]
+fn chat_resume_attaches_to_a_live_session_and_its_turn_goes_on() {
+    let d = start_echo();
+    let mut a = d.session_client("s-1", "chat");
+    let long = "abcdefghij".repeat(4);
+    let pid = a.start_prompt("s-1", &format!("::chunk 4\n::delay 100\n{long}"));
+    a.until_update(|u| u["type"] == "agent_message_chunk");
+    // A second window on the same session, mid-turn.
+    let mut chat = plain_chat(&d, &["--resume", "s-1"]);
+    chat.wait_err("session s-1 with agent echo (resumed");
+    // a's turn was not replaced: it completes with the whole text.
+    let t = a.until_answer(&pid);
+    assert_eq!(t.turn_complete()["outcome"], "completed", "{:#?}", t.raw());
+    assert_eq!(t.result()["content"], long.as_str());
+    // The chat prompts the same live session; a watches its turn.
+    chat.send("from chat");
+    chat.wait_out("from chat", 0);
+    let seen = until_complete(&mut a, "s-1");
+    assert_eq!(
+        update_params(&seen),
+        vec![
+            msg("s-1", "from chat"),
+            complete("s-1", "completed", "from chat", None)
+        ]
+    );
 }
 
 /// Alice's OS user, in a group of its own; both removed on drop.

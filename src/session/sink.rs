@@ -352,22 +352,27 @@ impl EventSink for TurnSink {
             requested_schema: schema,
         };
         let wait = self.waits.bounded(self.waits.ask);
-        // Dropping the losers forgets their requests: a late answer is an unknown id (§3.6).
+        // The first result wins; an error answer (a client that cannot show
+        // the question) or a gone client only loses while another may still
+        // answer. Dropping the losers forgets their requests: a late answer
+        // is an unknown id (§3.6).
+        let params = &params;
         let asks = askers.iter().map(|c| {
-            Box::pin(
-                c.peer_requests
-                    .request(&c.outbound, "elicitation/create", &params, wait),
-            )
+            Box::pin(async move {
+                match c
+                    .peer_requests
+                    .request(&c.outbound, "elicitation/create", params, wait)
+                    .await
+                {
+                    Ok(PeerReply::Result(r)) => Ok(r),
+                    Ok(PeerReply::Error(_)) => Err("the client answered with an error".into()),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
         });
-        let reply = futures_util::future::select_ok(asks)
-            .await
-            .map(|(reply, _losers)| reply);
-        let outcome = match reply {
-            Ok(PeerReply::Result(r)) => parse_elicitation(&r),
-            Ok(PeerReply::Error(_)) => {
-                AskOutcome::Unavailable("the client answered with an error".into())
-            }
-            Err(e) => AskOutcome::Unavailable(e.to_string()),
+        let outcome = match futures_util::future::select_ok(asks).await {
+            Ok((r, _losers)) => parse_elicitation(&r),
+            Err(why) => AskOutcome::Unavailable(why),
         };
         if attached {
             self.extra(daemon_update(
