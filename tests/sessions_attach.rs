@@ -9,9 +9,9 @@ mod common;
 use common::chat::plain_chat;
 use common::errors::{invalid_params, not_owner, session_not_found};
 use common::sessions;
-use common::start::{start_echo, start_in, traversable_dir, Env};
+use common::start::start_echo;
 use common::updates::{tool_call_upd, tool_result_upd};
-use common::users::{client_as, Accounts, OsGroup, OsUser};
+use common::users::{alice, two_principals};
 
 use common::Client;
 use serde_json::{json, Value};
@@ -306,64 +306,13 @@ fn chat_resume_attaches_to_a_live_session_and_its_turn_goes_on() {
     );
 }
 
-/// Alice's OS user, in a group of its own; both removed on drop.
-struct Account {
-    user: OsUser,
-    _group: OsGroup,
-    _accounts: Accounts,
-}
-
-/// A daemon serving `alice` (a member) and the operator (admin).
-fn two_principals() -> Option<(Account, Env)> {
-    let mut accounts = match Accounts::new() {
-        Ok(a) => a,
-        Err(why) => {
-            common::skip(&why);
-            return None;
-        }
-    };
-    let group = accounts.group();
-    let user = accounts.user(Some(&group));
-    let config = format!(
-        r#"schema_version = 1
-
-[security]
-socket_group = "{group}"
-
-[agents.echo]
-backend = "echo"
-
-[permission_profiles.member]
-allowed_agents = ["echo"]
-grants = {{ sessions = ["create", "read", "update", "delete", "execute"], system = ["read"] }}
-
-[users.alice]
-uid = {uid}
-permission_profiles = ["member"]
-"#,
-        group = group.name,
-        uid = user.uid
-    );
-    let env = start_in(traversable_dir(), &config);
-    Some((
-        Account {
-            user,
-            _group: group,
-            _accounts: accounts,
-        },
-        env,
-    ))
-}
-
 #[test]
 fn a_non_owner_is_refused_and_an_admin_may_attach() {
     let Some((account, env)) = two_principals() else {
         return;
     };
     let mut op = env.client();
-    let mut alice = client_as(&env.socket, &account.user);
-    let r = alice.ok("initialize", json!({"protocolVersion": 1}));
-    assert_eq!(r["principalId"], "user:alice", "{r}");
+    let mut alice = alice(&account, &env);
 
     op.new_session("op-1", "acp");
     not_owner(&alice.fails("session/attach", json!({"session_id": "op-1"})));
