@@ -193,11 +193,15 @@ mod imp {
         Ok((n as f64 / secs, agent_cpu))
     }
 
-    /// The daemon `bin` (this build's by default) hosting `agent` as `acp`.
+    /// The daemon `bin` (this build's by default) hosting `agent` as `acp`,
+    /// with a credential in its `env` as a real agent has: every frame the
+    /// daemon writes is then scanned for it (docs/agents.md).
     fn daemon(name: &'static str, bin: Option<&Path>, agent: &Path) -> Res<Server> {
         let agent = serde_json::to_string(&agent.to_string_lossy()).map_err(|e| e.to_string())?;
-        let config =
-            format!("schema_version = 1\n\n[agents.acp]\nbackend = \"acp\"\ncommand = [{agent}]\n");
+        let config = format!(
+            "schema_version = 1\n\n[agents.acp]\nbackend = \"acp\"\ncommand = [{agent}]\n\
+             env = {{ BENCH_API_KEY = \"sk-bench-0123456789abcdef\" }}\n"
+        );
         match bin {
             Some(bin) => Server::daemon_with_config_from(name, bin, &config),
             None => Server::daemon_with_config(name, &config),

@@ -130,9 +130,8 @@ impl Router {
             ConfigGet | ConfigSet | ConfigSetMany => self.config.call(req),
             PairingList | PairingCreate | PairingRevoke | PairingCode => self.pairing.call(req),
             SessionNew | SessionPrompt | SessionCancel | SessionClose | SessionApprove
-            | SessionKill | SessionDelete | SessionList | SessionListAcp | SessionMessages => {
-                self.session.call(req)
-            }
+            | SessionKill | SessionDelete | SessionList | SessionListAcp | SessionMessages
+            | SessionAttach => self.session.call(req),
             FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit => {
                 self.file.call(req)
             }

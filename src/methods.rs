@@ -115,6 +115,7 @@ method_table! {
     ConfigMapKeys = "config/map-keys", g(Config, Read), Any;
     AgentsStatus = "agents/status", g(Sessions, Read), Any;
     SessionGitBranch = "session/git_branch", g(Sessions, Read), Any;
+    SessionAttach = "session/attach", g(Sessions, Execute), Channel;
     Health = "health", g(System, Read), Any;
     LogsSubscribe = "logs/subscribe", g(System, Read), Channel;
     LogsQuery = "logs/query", g(System, Read), Any;

@@ -274,6 +274,7 @@ const METHOD_TABLE: &[&str] = &[
     "config/map-keys",
     "agents/status",
     "session/git_branch",
+    "session/attach",
     "health",
     "logs/subscribe",
     "logs/query",

@@ -6,71 +6,11 @@
 mod common;
 use common::errors::{not_entitled, not_owner};
 use common::sessions;
-use common::start::{start_in, traversable_dir, Env};
 use common::values::{items, pluck};
 
-use common::users::{client_as, Accounts, OsGroup, OsUser};
-use common::Client;
+use common::users::{alice, two_principals};
 use serde_json::{json, Value};
 use sessions::*;
-
-/// Alice's OS user, in a group of its own; both removed on drop.
-struct Account {
-    user: OsUser,
-    group: OsGroup,
-    _accounts: Accounts,
-}
-
-/// A daemon serving `account`'s group, with `alice` mapped to its uid.
-fn two_principals() -> Option<(Account, Env)> {
-    let mut accounts = match Accounts::new() {
-        Ok(a) => a,
-        Err(why) => {
-            common::skip(&why);
-            return None;
-        }
-    };
-    let group = accounts.group();
-    let user = accounts.user(Some(&group));
-    let account = Account {
-        user,
-        group,
-        _accounts: accounts,
-    };
-    let config = format!(
-        r#"schema_version = 1
-
-[security]
-socket_group = "{group}"
-
-[agents.echo]
-backend = "echo"
-
-[agents.other]
-backend = "echo"
-
-[permission_profiles.member]
-allowed_agents = ["echo"]
-grants = {{ sessions = ["create", "read", "update", "delete", "execute"], system = ["read"] }}
-
-[users.alice]
-uid = {uid}
-permission_profiles = ["member"]
-"#,
-        group = account.group.name,
-        uid = account.user.uid
-    );
-    let env = start_in(traversable_dir(), &config);
-    Some((account, env))
-}
-
-/// `alice`, initialized.
-fn alice(account: &Account, env: &Env) -> Client {
-    let mut c = client_as(&env.socket, &account.user);
-    let r = c.ok("initialize", json!({"protocolVersion": 1}));
-    assert_eq!(r["principalId"], "user:alice", "{r}");
-    c
-}
 
 fn ids(list: &Value) -> Vec<&str> {
     let mut v = pluck(&list["sessions"], "session_id");

@@ -15,6 +15,7 @@ use crate::request::Request;
 pub(crate) use crate::session::parse_session_id as session_id;
 use crate::state::Daemon;
 
+mod attach;
 mod control;
 mod open;
 mod read;
@@ -62,6 +63,7 @@ impl SessionService {
             Method::SessionDelete => {
                 RouteFuture::boxed(control::end(d, c, req, control::Ending::Delete))
             }
+            Method::SessionAttach => RouteFuture::boxed(attach::attach(d, c, req)),
             Method::SessionList => RouteFuture::boxed(read::list(d, req)),
             Method::SessionListAcp => RouteFuture::boxed(read::list_acp(d, req)),
             Method::SessionMessages => RouteFuture::boxed(read::messages(d, req)),

@@ -28,6 +28,12 @@ pub enum ExtraKind {
     ConfigOptions,
     /// ACP `session_info_update`: title and last update time.
     SessionInfo,
+    /// The daemon's own (issue 25): an approval request of a session with
+    /// attached clients was resolved (answered, timed out, unreachable).
+    ApprovalResolved,
+    /// The daemon's own (issue 25): the question of a session with attached
+    /// clients was answered by one of them (or became unavailable).
+    ElicitationResolved,
 }
 
 impl ExtraKind {
@@ -53,6 +59,8 @@ impl ExtraKind {
             Self::Usage => "usage",
             Self::ConfigOptions => "config_options",
             Self::SessionInfo => "session_info",
+            Self::ApprovalResolved => "approval_resolved",
+            Self::ElicitationResolved => "elicitation_resolved",
         }
     }
 
@@ -65,6 +73,8 @@ impl ExtraKind {
             Self::Usage => &["used", "size", "cost"],
             Self::ConfigOptions => &["configOptions"],
             Self::SessionInfo => &["title", "updatedAt"],
+            Self::ApprovalResolved => &["requestId", "decision"],
+            Self::ElicitationResolved => &["action"],
         }
     }
 }

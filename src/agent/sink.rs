@@ -39,6 +39,21 @@ pub enum ApprovalDecision {
     Unreachable,
 }
 
+impl ApprovalDecision {
+    /// The wire name of the decision, as `session/approve` takes it (and
+    /// `timed_out`, `unreachable` for the denials nobody answered).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AllowOnce => "allow_once",
+            Self::AllowAlways => "allow_always",
+            Self::Rejected => "reject",
+            Self::Replaced(_) => "reject_with_edit",
+            Self::TimedOut => "timed_out",
+            Self::Unreachable => "unreachable",
+        }
+    }
+}
+
 /// The outcome of asking the user (§8.13).
 #[derive(Debug, Clone)]
 pub enum AskOutcome {
@@ -51,6 +66,18 @@ pub enum AskOutcome {
     /// No capable client, an error, a malformed result or a timeout; the
     /// reason is for logs.
     Unavailable(String),
+}
+
+impl AskOutcome {
+    /// The `action` a client answered with, or `unavailable`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Accept(_) => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+            Self::Unavailable(_) => "unavailable",
+        }
+    }
 }
 
 /// Receives a turn's events, in order (§10.1).

@@ -37,6 +37,8 @@ pub enum Reason {
     // -32002
     QueueFull,
     QueueTimeout,
+    /// `session/attach` (issue 25): the session has its most attached clients.
+    TooManyClients,
     // -32000 (`session/cancel`)
     NoActiveTurn,
     // -32012
@@ -80,6 +82,7 @@ impl Reason {
             Self::SessionChanged => "session_changed",
             Self::QueueFull => "queue_full",
             Self::QueueTimeout => "queue_timeout",
+            Self::TooManyClients => "too_many_clients",
             Self::NoActiveTurn => "no_active_turn",
             Self::MissingGrant => "missing_grant",
             Self::AdminOnly => "admin_only",

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::emit_queue::{Item, Queue};
-use super::live::TurnSignals;
-use super::update::{notify, Event, Update, MAX_CONTENT_BYTES};
+use super::live::{Session, TurnSignals};
+use super::update::{notify_session, Event, Update, MAX_CONTENT_BYTES};
 use crate::context::Conn;
 use crate::store::{CheckpointEvent, Store, StoreError};
 
@@ -42,7 +42,7 @@ pub(super) async fn emit(
     store: Arc<Store>,
     row: i64,
     conn: Conn,
-    session_id: String,
+    session: Arc<Session>,
     queue: Arc<Queue>,
     signals: TurnSignals,
 ) -> Emitted {
@@ -50,7 +50,7 @@ pub(super) async fn emit(
     let _guard = ReceiverGuard(queue.clone());
     let to = Notifier {
         conn: &conn,
-        session_id: &session_id,
+        session: &session,
         cancel: &cancel,
     };
     let mut sent = String::new();
@@ -134,17 +134,17 @@ pub(super) async fn emit(
 /// prompting connection, given up once the turn is cancelled.
 struct Notifier<'a> {
     conn: &'a Conn,
-    session_id: &'a str,
+    session: &'a Session,
     cancel: &'a CancellationToken,
 }
 
 impl Notifier<'_> {
     async fn send(&self, event: Event<'_>) {
         let update = Update {
-            session_id: self.session_id,
+            session_id: &self.session.id,
             event,
         };
-        notify(self.conn, &update, self.cancel).await;
+        notify_session(self.session, self.conn, &update, self.cancel).await;
     }
 }
 

@@ -40,6 +40,8 @@ fn charged(context: &[ContextMessage]) -> Charge {
 
 /// Prompts that may wait for a running turn (§4).
 pub const MAX_QUEUED_PROMPTS: usize = 32;
+/// Clients attached to one live session at once (issue 25).
+pub const MAX_ATTACHED_CLIENTS: usize = 16;
 /// How long a prompt waits for the session.
 pub const QUEUE_WAIT: Duration = Duration::from_secs(30);
 
@@ -79,6 +81,9 @@ struct State {
     context_charge: Charge,
     always_allowed: HashSet<String>,
     channel: Option<Conn>,
+    /// Clients attached with `session/attach` (issue 25): empty until the
+    /// first attach, so a version-1 session streams to its channel only.
+    attached: Vec<Conn>,
     running: Option<TurnSignals>,
     ending: Option<Ending>,
     last_activity: Instant,
@@ -141,6 +146,7 @@ impl Session {
                 context: Arc::new(n.context),
                 always_allowed: HashSet::new(),
                 channel: Some(n.channel),
+                attached: Vec::new(),
                 running: None,
                 ending: None,
                 last_activity: Instant::now(),
@@ -275,9 +281,53 @@ impl Session {
         self.state().channel.clone()
     }
 
-    /// Unregisters the channel.
+    /// Unregisters the channel and every attached client.
     pub fn clear_channel(&self) {
-        self.state().channel = None;
+        let mut st = self.state();
+        st.channel = None;
+        st.attached.clear();
+    }
+
+    /// Attaches `conn` as a further client (issue 25): the first attach also
+    /// attaches the channel, so the session's clients so far keep their
+    /// stream. Closed connections are dropped first. `Err(max)` when
+    /// [`MAX_ATTACHED_CLIENTS`] are attached. Returns how many are attached.
+    pub fn attach(&self, conn: &Conn) -> Result<usize, usize> {
+        let mut st = self.state();
+        let st = &mut *st;
+        st.attached.retain(|c| !c.closed.is_cancelled());
+        if st.attached.is_empty() {
+            if let Some(ch) = st.channel.as_ref().filter(|c| !c.closed.is_cancelled()) {
+                st.attached.push(ch.clone());
+            }
+        }
+        if !st.attached.iter().any(|c| c.id == conn.id) {
+            if st.attached.len() >= MAX_ATTACHED_CLIENTS {
+                return Err(MAX_ATTACHED_CLIENTS);
+            }
+            st.attached.push(conn.clone());
+        }
+        Ok(st.attached.len())
+    }
+
+    /// Whether any client attached with `session/attach`.
+    pub fn has_attached(&self) -> bool {
+        !self.state().attached.is_empty()
+    }
+
+    /// Where an update of a turn prompted on `prompter` goes: `prompter`
+    /// first, then every other attached client still open, in attach order.
+    pub fn audience(&self, prompter: &Conn) -> Vec<Conn> {
+        let st = self.state();
+        let mut to = Vec::with_capacity(1 + st.attached.len());
+        to.push(prompter.clone());
+        to.extend(
+            st.attached
+                .iter()
+                .filter(|c| c.id != prompter.id && !c.closed.is_cancelled())
+                .cloned(),
+        );
+        to
     }
 
     /// The retained context, shared (not copied: issue 13 item 1). Drop it

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::emit_queue::{Item, Push, Queue};
 use super::emitter::{emit, Emitted};
 use super::live::{Session, TurnSignals};
-use super::update::{notify, split_chunks, Event, Update};
+use super::update::{notify_session, split_chunks, Event, Update};
 use crate::agent::{ApprovalDecision, AskOutcome, EventSink, Extra, SinkClosed};
 use crate::context::Conn;
 use crate::memory::Charge;
@@ -91,7 +91,7 @@ impl TurnSink {
                 store,
                 row,
                 conn.clone(),
-                session.id.clone(),
+                session.clone(),
                 queue.clone(),
                 signals.clone(),
             ));
@@ -135,7 +135,8 @@ impl TurnSink {
     ) -> Result<(), SinkClosed> {
         match &self.emitter {
             None => {
-                notify(
+                notify_session(
+                    &self.session,
                     &self.conn,
                     &Update {
                         session_id: &self.session.id,
@@ -197,7 +198,8 @@ impl EventSink for TurnSink {
                 Some((queue, _)) => queue.push(Push::Chunk(piece)).await?,
                 None => {
                     self.content.push_str(piece);
-                    notify(
+                    notify_session(
+                        &self.session,
                         &self.conn,
                         &Update {
                             session_id: &self.session.id,
@@ -257,7 +259,7 @@ impl EventSink for TurnSink {
                 session_id: &self.session.id,
                 event: Event::Extra(&update),
             };
-            notify(&self.conn, &update, &self.cancel).await;
+            notify_session(&self.session, &self.conn, &update, &self.cancel).await;
             return Ok(());
         };
         queue.push(Push::Item(Item::Extra(update))).await
@@ -287,15 +289,26 @@ impl EventSink for TurnSink {
             timeout_secs,
         };
         self.send(event, item).await?;
-        // The prompting client went away: nobody can answer any more (§8.12).
-        let gone = self.conn.input_closed.clone();
+        // Every client that could answer went away: the prompting one
+        // (§8.12) and, with `session/attach`, every attached one.
+        let inputs: Vec<_> = self
+            .session
+            .audience(&self.conn)
+            .into_iter()
+            .map(|c| c.input_closed.clone())
+            .collect();
+        let gone = futures_util::future::join_all(inputs.iter().map(|t| t.cancelled()));
         let outcome = tokio::select! {
             d = decision => d.unwrap_or(ApprovalDecision::Unreachable),
             _ = tokio::time::sleep(wait) => ApprovalDecision::TimedOut,
-            _ = gone.cancelled() => ApprovalDecision::Unreachable,
+            _ = gone => ApprovalDecision::Unreachable,
         };
         if outcome == ApprovalDecision::AllowAlways {
             self.session.allow_always(tool_name);
+        }
+        if self.session.has_attached() {
+            // Every client saw the request: tell them all it is over.
+            self.extra(resolved(&request_id, &outcome)).await?;
         }
         Ok(outcome)
     }
@@ -305,7 +318,19 @@ impl EventSink for TurnSink {
         message: &str,
         schema: &RawValue,
     ) -> Result<AskOutcome, SinkClosed> {
-        if !self.conn.supports_elicitation() {
+        // With attached clients, every one that supports elicitation is
+        // asked; the first answer wins (issue 25). Otherwise the channel only.
+        let attached = self.session.has_attached();
+        let askers: Vec<Conn> = if attached {
+            self.session.audience(&self.conn)
+        } else {
+            vec![self.conn.clone()]
+        };
+        let askers: Vec<Conn> = askers
+            .into_iter()
+            .filter(|c| c.supports_elicitation())
+            .collect();
+        if askers.is_empty() {
             return Ok(AskOutcome::Unavailable(
                 "the client does not support elicitation".into(),
             ));
@@ -326,24 +351,55 @@ impl EventSink for TurnSink {
             message,
             requested_schema: schema,
         };
-        let reply = self
-            .conn
-            .peer_requests
-            .request(
-                &self.conn.outbound,
-                "elicitation/create",
-                &params,
-                self.waits.bounded(self.waits.ask),
-            )
-            .await;
-        Ok(match reply {
-            Ok(PeerReply::Result(r)) => parse_elicitation(&r),
-            Ok(PeerReply::Error(_)) => {
-                AskOutcome::Unavailable("the client answered with an error".into())
-            }
-            Err(e) => AskOutcome::Unavailable(e.to_string()),
-        })
+        let wait = self.waits.bounded(self.waits.ask);
+        // The first result wins; an error answer (a client that cannot show
+        // the question) or a gone client only loses while another may still
+        // answer. Dropping the losers forgets their requests: a late answer
+        // is an unknown id (§3.6).
+        let params = &params;
+        let asks = askers.iter().map(|c| {
+            Box::pin(async move {
+                match c
+                    .peer_requests
+                    .request(&c.outbound, "elicitation/create", params, wait)
+                    .await
+                {
+                    Ok(PeerReply::Result(r)) => Ok(r),
+                    Ok(PeerReply::Error(_)) => Err("the client answered with an error".into()),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+        });
+        let outcome = match futures_util::future::select_ok(asks).await {
+            Ok((r, _losers)) => parse_elicitation(&r),
+            Err(why) => AskOutcome::Unavailable(why),
+        };
+        if attached {
+            self.extra(daemon_update(
+                crate::agent::ExtraKind::ElicitationResolved,
+                &[("action", outcome.as_str())],
+            ))
+            .await?;
+        }
+        Ok(outcome)
     }
+}
+
+/// A daemon update of `kind` whose members are strings.
+fn daemon_update(kind: crate::agent::ExtraKind, members: &[(&'static str, &str)]) -> Extra {
+    let text = |v: &str| serde_json::value::to_raw_value(v).unwrap_or_default();
+    Extra {
+        kind,
+        members: members.iter().map(|(k, v)| (*k, text(v))).collect(),
+    }
+}
+
+/// The `approval_resolved` update of `request_id` (issue 25).
+fn resolved(request_id: &str, outcome: &ApprovalDecision) -> Extra {
+    daemon_update(
+        crate::agent::ExtraKind::ApprovalResolved,
+        &[("requestId", request_id), ("decision", outcome.as_str())],
+    )
 }
 
 /// A pending approval of the session, removed when the wait ends (or its

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::emitter::keep_answer_prefix;
 use super::live::{context_bytes, message_bytes, Ending, Session, TurnSignals};
 use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
-use super::update::{bounded, notify, Completion, Event, Update, MAX_CONTENT_BYTES};
+use super::update::{bounded, notify_session, Completion, Event, Update, MAX_CONTENT_BYTES};
 use super::{new_uuid, ChatMode, Sessions};
 use crate::agent::{
     self, AcpHosts, AcpSettings, AgentSettings, Backend, CompactionRequest, ContextMessage,
@@ -392,7 +392,7 @@ async fn send_event(conn: &Conn, session: &Session, event: Event<'_>, cancel: &C
         session_id: &session.id,
         event,
     };
-    notify(conn, &update, cancel).await;
+    notify_session(session, conn, &update, cancel).await;
 }
 
 /// A turn that produced more text than this hands freed heap back to the

@@ -212,6 +212,20 @@ pub async fn notify(conn: &Conn, update: &Update<'_>, cancel: &CancellationToken
     }
 }
 
+/// Writes one update of `session`, for a turn prompted on `prompter`, to
+/// every client of the session ([`super::Session::audience`]), one after
+/// the other in the same order, so attached clients see identical streams.
+pub async fn notify_session(
+    session: &super::Session,
+    prompter: &Conn,
+    update: &Update<'_>,
+    cancel: &CancellationToken,
+) {
+    for conn in session.audience(prompter) {
+        notify(&conn, update, cancel).await;
+    }
+}
+
 /// The snake dialect's `turn_complete.content` for a cancelled or failed
 /// turn (docs/decisions.md): ZeroClaw's snake clients show `content` as the
 /// turn's closing notice and have already shown the streamed text from its

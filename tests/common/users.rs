@@ -378,3 +378,67 @@ impl Client {
         self.ok("config/set", json!({"prop": prop, "value": value}))
     }
 }
+
+// ---------------------------------------------------------------------------
+// Two principals (tests/sessions_ownership.rs, tests/sessions_attach.rs)
+
+/// Alice's OS user, in a group of its own; both removed on drop.
+pub struct Account {
+    pub user: OsUser,
+    pub group: OsGroup,
+    _accounts: Accounts,
+}
+
+/// A daemon serving a new group, with roster user `alice` (profile `member`:
+/// agent `echo` only, sessions and `system:read`) mapped to a new uid in it,
+/// beside the shared operator (admin); agents `echo` and `other`. `None`
+/// (after printing `SKIPPED`) when accounts cannot be made.
+pub fn two_principals() -> Option<(Account, super::start::Env)> {
+    let mut accounts = match Accounts::new() {
+        Ok(a) => a,
+        Err(why) => {
+            super::skip(&why);
+            return None;
+        }
+    };
+    let group = accounts.group();
+    let user = accounts.user(Some(&group));
+    let account = Account {
+        user,
+        group,
+        _accounts: accounts,
+    };
+    let config = format!(
+        r#"schema_version = 1
+
+[security]
+socket_group = "{group}"
+
+[agents.echo]
+backend = "echo"
+
+[agents.other]
+backend = "echo"
+
+[permission_profiles.member]
+allowed_agents = ["echo"]
+grants = {{ sessions = ["create", "read", "update", "delete", "execute"], system = ["read"] }}
+
+[users.alice]
+uid = {uid}
+permission_profiles = ["member"]
+"#,
+        group = account.group.name,
+        uid = account.user.uid
+    );
+    let env = super::start::start_in(super::start::traversable_dir(), &config);
+    Some((account, env))
+}
+
+/// `alice`, initialized.
+pub fn alice(account: &Account, env: &super::start::Env) -> Client {
+    let mut c = client_as(&env.socket, &account.user);
+    let r = c.ok("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(r["principalId"], "user:alice", "{r}");
+    c
+}

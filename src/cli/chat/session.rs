@@ -61,8 +61,24 @@ fn sessions(list: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// `session/new` (resuming when `id` has history); the result.
+/// Attaches to `id` when it is live (`session/attach`, issue 25: a second
+/// window no longer replaces the first's session and ends its turn), else
+/// `session/new` (resuming when `id` has history); the result, with
+/// `resumed` and `message_count` as `session/new` gives them.
 pub async fn open(conn: &mut Conn, agent: &str, id: Option<&str>) -> Result<Value, CallError> {
+    if let Some(id) = id {
+        if let Ok(mut attached) = conn.call("session/attach", json!({"session_id": id})).await {
+            let count = conn
+                .call("session/messages", json!({"session_id": id, "limit": 1}))
+                .await
+                .ok()
+                .and_then(|m| m.get("total").cloned())
+                .unwrap_or(json!(0));
+            attached["resumed"] = json!(true);
+            attached["message_count"] = count;
+            return Ok(attached);
+        }
+    }
     let mut params = json!({"agent_alias": agent, "chat_mode": "chat"});
     if let Some(id) = id {
         params["session_id"] = json!(id);
