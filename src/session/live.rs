@@ -316,18 +316,23 @@ impl Session {
     }
 
     /// Where an update of a turn prompted on `prompter` goes: `prompter`
-    /// first, then every other attached client still open, in attach order.
+    /// first, then [`Session::others`].
     pub fn audience(&self, prompter: &Conn) -> Vec<Conn> {
-        let st = self.state();
-        let mut to = Vec::with_capacity(1 + st.attached.len());
-        to.push(prompter.clone());
-        to.extend(
-            st.attached
-                .iter()
-                .filter(|c| c.id != prompter.id && !c.closed.is_cancelled())
-                .cloned(),
-        );
+        let mut to = vec![prompter.clone()];
+        to.extend(self.others(prompter));
         to
+    }
+
+    /// Every attached client still open other than `prompter`, in attach
+    /// order: empty, without allocating, for a session nobody attached to
+    /// (the per-update path of every turn).
+    pub fn others(&self, prompter: &Conn) -> Vec<Conn> {
+        self.state()
+            .attached
+            .iter()
+            .filter(|c| c.id != prompter.id && !c.closed.is_cancelled())
+            .cloned()
+            .collect()
     }
 
     /// The retained context, shared (not copied: issue 13 item 1). Drop it

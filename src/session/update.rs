@@ -215,13 +215,16 @@ pub async fn notify(conn: &Conn, update: &Update<'_>, cancel: &CancellationToken
 /// Writes one update of `session`, for a turn prompted on `prompter`, to
 /// every client of the session ([`super::Session::audience`]), one after
 /// the other in the same order, so attached clients see identical streams.
+/// The prompter is written directly: the common case (nobody attached)
+/// costs no copy of its handle and no allocation per update.
 pub async fn notify_session(
     session: &super::Session,
     prompter: &Conn,
     update: &Update<'_>,
     cancel: &CancellationToken,
 ) {
-    for conn in session.audience(prompter) {
+    notify(prompter, update, cancel).await;
+    for conn in session.others(prompter) {
         notify(&conn, update, cancel).await;
     }
 }
