@@ -10,7 +10,7 @@ use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::session::lifecycle;
+use crate::session::attach;
 use crate::state::Daemon;
 
 #[derive(Deserialize)]
@@ -30,6 +30,6 @@ pub(super) async fn attach(
     let p: AttachParams = req.params()?;
     let id = session_id(p.session_id)?;
     let principal = req.binding()?.principal.clone();
-    let result = lifecycle::attach(&daemon.sessions, &conn, &principal, &id).await?;
+    let result = attach::attach(&daemon.sessions, &conn, &principal, &id).await?;
     payload(&result)
 }

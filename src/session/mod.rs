@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 mod agent_links;
+pub mod attach;
 mod emit_queue;
 mod emitter;
 pub mod lifecycle;
