@@ -343,15 +343,22 @@ pub async fn upload(
     file: &std::path::Path,
     filename: Option<String>,
 ) -> i32 {
+    report(upload_file(config_dir, session, file, filename).await)
+}
+
+/// Uploads `file` (as `zeroclaw upload` does, progress on a terminal); the
+/// commit's answer: the file entry (`marker`, `workspace_path`, …) or the
+/// daemon's error.
+pub async fn upload_file(
+    config_dir: Option<&std::ffi::OsStr>,
+    session: &str,
+    file: &std::path::Path,
+    filename: Option<String>,
+) -> Result<Answer, Failure> {
     use base64::Engine;
     use std::io::IsTerminal;
-    let bytes = match std::fs::read(file) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("zeroclaw: cannot read {}: {e}", file.display());
-            return exit::USAGE;
-        }
-    };
+    let bytes = std::fs::read(file)
+        .map_err(|e| Failure::new(exit::USAGE, format!("cannot read {}: {e}", file.display())))?;
     let name = filename.unwrap_or_else(|| {
         file.file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -425,5 +432,5 @@ pub async fn upload(
             )
             .await
     };
-    report(work.await)
+    work.await
 }

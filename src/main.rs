@@ -88,6 +88,14 @@ enum Command {
         /// Start a new session even if one could be resumed.
         #[arg(long, conflicts_with_all = ["session", "resume"])]
         new: bool,
+        /// The agent's working directory for a new session (default: the current
+        /// directory); given on resume, it moves the session there.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<std::path::PathBuf>,
+        /// Open a chat-mode session (its history written when a turn ends, lost on a
+        /// crash mid-turn) instead of a durable one (every event kept as it happens).
+        #[arg(long)]
+        chat_mode: bool,
     },
     /// Show the daemon's recent log records; -f follows new ones.
     Logs {
@@ -312,6 +320,8 @@ fn main() -> ExitCode {
             resume,
             agent,
             new,
+            cwd,
+            chat_mode,
         } => {
             let opts = cli::chat::Options {
                 prompt,
@@ -319,6 +329,8 @@ fn main() -> ExitCode {
                 resume,
                 agent,
                 new,
+                cwd,
+                chat_mode,
             };
             rt.block_on(cli::chat::run(cli.config_dir.clone(), opts))
         }

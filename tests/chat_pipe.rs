@@ -216,11 +216,12 @@ fn slash_commands_list_sessions_and_upload() {
     let mut c = chat(&env, &["--new"]);
     let id = c.session_id();
     c.send("/sessions");
-    let end = c.wait_out(&format!("{id}  chat  echo  live  0 messages  "), 0);
+    let end = c.wait_out(&format!("{id}  acp  echo  live  0 messages  "), 0);
     let file = env.dir.path().join("notes.txt");
     std::fs::write(&file, b"twelve bytes").expect("writing the upload");
     c.send(&format!("/upload {}", file.display()));
-    let end = c.wait_out(&format!("uploaded {}\n", file.display()), end);
+    let end = c.wait_out(&format!("uploaded {}: stored at ", file.display()), end);
+    let end = c.wait_out("; your next prompt tells the agent\n", end);
     c.send("/help");
     c.wait_out(
         "/upload FILE     upload FILE into the agent's workspace\n",
@@ -229,12 +230,11 @@ fn slash_commands_list_sessions_and_upload() {
     c.send("/quit");
     assert!(c.finish().success());
     let out = c.out();
-    let result: serde_json::Value = out
-        .lines()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| panic!("no upload result line:\n{out}"));
-    assert_eq!(result["size_bytes"], 12, "{result}");
-    let stored = result["workspace_path"].as_str().unwrap_or_default();
+    let stored = out
+        .split(": stored at ")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .unwrap_or_else(|| panic!("no upload line:\n{out}"));
     assert_eq!(
         std::fs::read(stored).ok().as_deref(),
         Some(&b"twelve bytes"[..]),

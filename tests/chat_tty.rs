@@ -114,3 +114,24 @@ fn an_upload_shows_its_progress_on_the_terminal() {
     t.wait_for(&format!("uploaded {}", file.display()));
     common::chat_tty::leave(&t);
 }
+
+/// A turn another client runs on this chat's session shows at the prompt,
+/// its approval is answered here with `/approve`, and the prompt comes back.
+#[test]
+fn another_clients_turn_shows_at_the_prompt_and_is_approved_here() {
+    let (env, t) = ok_or_skip!(new_echo_chat());
+    let sid = common::chat_tty::session_id(&t);
+    let mut b = env.client();
+    b.ok("session/attach", serde_json::json!({"session_id": sid}));
+    let p = b.send(
+        "session/prompt",
+        serde_json::json!({"session_id": sid, "prompt": "::approve rm {\"f\":1}"}),
+    );
+    t.wait_for("[a turn from another client]\n");
+    t.wait_for("[approval asked: rm; answer with /approve once|always|reject]\n> ");
+    t.line("/approve once");
+    t.wait_for("[result rm: {\"f\":1}]\n");
+    b.wait(&p).expect("b's turn succeeds");
+    echo_round(&t, "mine again");
+    assert_eq!(t.exit_by(&["C-d"]), 0, "{}", t.screen());
+}

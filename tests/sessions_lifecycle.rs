@@ -675,6 +675,12 @@ fn session_list_entries_states_and_limit() {
         let o = e.as_object_mut().unwrap();
         o.remove("created_at");
         o.remove("last_activity");
+        // Addition (issue 25): where the session works.
+        let ws = o.remove("workspace_dir").unwrap();
+        assert!(
+            ws.as_str().unwrap().ends_with("/agents/echo/workspace"),
+            "{ws}"
+        );
         e
     };
     assert_eq!(

@@ -41,6 +41,9 @@ struct Entry<'a> {
     created_at: &'a str,
     last_activity: &'a str,
     message_count: u64,
+    /// Addition (issue 25): where the session works, so a client can pick
+    /// the session of a project directory.
+    workspace_dir: &'a str,
 }
 
 fn live_state(sessions: &Sessions, id: &str, mode: ChatMode) -> bool {
@@ -66,6 +69,7 @@ fn entry<'a>(
         created_at: &r.created_at,
         last_activity: &r.last_activity,
         message_count: r.message_count,
+        workspace_dir: &r.workspace_dir,
     }
 }
 

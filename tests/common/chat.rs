@@ -35,7 +35,9 @@ fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
 /// `zeroclaw chat ARGS…` for daemon `d`, through pipes.
 pub fn plain_chat(d: &super::Daemon, args: &[&str]) -> Chat {
     let mut cmd = d.cli();
-    cmd.arg("chat").args(args);
+    // Run from the daemon's config dir, not the repository: the chat's
+    // sessions work in its current directory.
+    cmd.current_dir(&d.config_dir).arg("chat").args(args);
     Chat::spawn(cmd)
 }
 

@@ -41,9 +41,15 @@ pub fn session_id(t: &Tty) -> String {
 /// (for plain-mode chats too).
 pub fn prompts_received(d: &Daemon, sid: &str) -> Vec<String> {
     let mut c = d.client();
+    // The chat's sessions are durable unless it ran with --chat-mode.
+    let list = c.ok("session/list", json!({"limit": 1000}));
+    let mode = list["sessions"]
+        .as_array()
+        .and_then(|l| l.iter().find(|s| s["session_id"] == sid))
+        .map_or(json!("acp"), |s| s["chat_mode"].clone());
     let page = c.ok(
         "session/messages",
-        json!({"session_id": sid, "chat_mode": "chat", "limit": 1000}),
+        json!({"session_id": sid, "chat_mode": mode, "limit": 1000}),
     );
     page["messages"]
         .as_array()

@@ -22,15 +22,17 @@ mod render;
 pub(crate) mod session;
 mod slash;
 mod turn;
+mod watch;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::conn::{self, CallError, Conn, Incoming};
-use crate::client::exit;
+use crate::client::{exit, Answer};
 use crate::shown::Shown;
 use editor::{Input, Line, Purpose};
 use render::{notice, Render};
@@ -42,7 +44,7 @@ use turn::Interrupts;
 const RECONNECT_PATIENCE: Duration = Duration::from_secs(30);
 /// How many messages a resumed session shows.
 const RESUME_SHOWS: usize = 10;
-const PROMPT: &str = "> ";
+pub(crate) const PROMPT: &str = "> ";
 
 /// `zeroclaw chat`'s arguments.
 #[derive(Debug, Clone, Default)]
@@ -55,6 +57,10 @@ pub struct Options {
     pub resume: Option<String>,
     pub agent: Option<String>,
     pub new: bool,
+    /// The agent's working directory (default: the current directory).
+    pub cwd: Option<PathBuf>,
+    /// Open chat-mode sessions instead of durable ones.
+    pub chat_mode: bool,
 }
 
 struct Chat {
@@ -63,6 +69,21 @@ struct Chat {
     render: Render,
     input: Input,
     current: Current,
+    /// The directory the next `session/new` names as `cwd` (taken by the
+    /// first open: a new session works in the project directory).
+    cwd: Option<PathBuf>,
+    /// `--cwd` was given: a refusal of it is an error, not a notice.
+    cwd_explicit: bool,
+    /// Markers of files `/upload` sent since the last prompt: the next
+    /// prompt carries them, so the agent learns each file's name and path.
+    uploads: Vec<String>,
+    /// Another client's turn is being shown at the prompt (watch.rs).
+    watched_turn: bool,
+    /// The approval another client's turn waits for (`/approve`).
+    pending_approval: Option<Value>,
+    /// Output of another client's turn was printed below the editor's
+    /// prompt since it was drawn (the next output needs no new line).
+    below_prompt: bool,
     interrupts: Interrupts,
     /// The connection is watched at the prompt (false once it is gone and
     /// could not be reopened: the next prompt tries again).
@@ -97,13 +118,23 @@ async fn chat(config_dir: Option<OsString>, opts: Options) -> i32 {
             return e.status;
         }
     };
-    let current = match choose(&mut conn, &opts).await {
+    let dir = match session::work_dir(opts.cwd.as_deref()) {
+        Ok(d) => d,
+        Err(e) => {
+            notice(&e);
+            return exit::USAGE;
+        }
+    };
+    let (current, stored) = match session::choose(&mut conn, &opts, &dir).await {
         Ok(c) => c,
         Err(e) => {
             notice(&e);
             return exit::RPC_ERROR;
         }
     };
+    // A new session works in the directory; a stored one where it worked,
+    // unless --cwd moves it.
+    let cwd = (opts.cwd.is_some() || !stored).then_some(dir);
     let interrupts = match Interrupts::install() {
         Ok(i) => i,
         Err(e) => {
@@ -117,6 +148,12 @@ async fn chat(config_dir: Option<OsString>, opts: Options) -> i32 {
         render: Render::new(tty),
         input: Input::start(tty),
         current,
+        cwd,
+        cwd_explicit: opts.cwd.is_some(),
+        uploads: Vec::new(),
+        watched_turn: false,
+        pending_approval: None,
+        below_prompt: false,
         interrupts,
         watching: true,
     };
@@ -134,44 +171,18 @@ async fn chat(config_dir: Option<OsString>, opts: Options) -> i32 {
     chat.run_loop().await
 }
 
-/// The session and agent the options name (`--session`, `--resume`,
-/// `--new`, or the most recent).
-async fn choose(conn: &mut Conn, opts: &Options) -> Result<Current, String> {
-    let msg = |e: CallError| e.message();
-    let named = match (&opts.session, &opts.resume, opts.new) {
-        (Some(id), _, _) | (None, Some(id), _) => Some(id.clone()),
-        (None, None, true) => None,
-        (None, None, false) => match session::most_recent(conn).await.map_err(msg)? {
-            Some(c) if opts.agent.as_ref().is_none_or(|a| *a == c.agent) => return Ok(c),
-            _ => None,
-        },
-    };
-    let stored = match &named {
-        Some(id) => session::stored_agent(conn, id).await.map_err(msg)?,
-        None => None,
-    };
-    if let (Some(id), None) = (&opts.resume, &stored) {
-        return Err(session::no_session(id));
-    }
-    let agent = match (opts.agent.clone(), stored) {
-        (Some(a), _) | (None, Some(a)) => a,
-        (None, None) => session::default_agent(conn)
-            .await
-            .map_err(msg)?
-            .ok_or("no agent is configured (add one under [agents] in config.toml)")?,
-    };
-    Ok(Current {
-        id: named.unwrap_or_default(),
-        agent,
-    })
-}
-
 impl Chat {
     /// `session/new` for the current session (a new id when empty); shows
     /// its last messages when it resumed and `show`.
     async fn enter(&mut self, show: bool) -> Result<(), CallError> {
-        let id = (!self.current.id.is_empty()).then_some(self.current.id.as_str());
-        let opened = session::open(&mut self.conn, &self.current.agent, id).await?;
+        let cwd = self.cwd.take();
+        let opened = match session::open(&mut self.conn, &self.current, cwd.as_deref()).await {
+            Err(e) if cwd.is_some() && !self.cwd_explicit && session::cwd_refused(&e) => {
+                notice("only an admin may choose a session's directory: this one works in the agent's workspace");
+                session::open(&mut self.conn, &self.current, None).await?
+            }
+            r => r?,
+        };
         if let Some(id) = opened.get("session_id").and_then(Value::as_str) {
             self.current.id = id.to_owned();
         }
@@ -183,6 +194,10 @@ impl Chat {
         if !show {
             return Ok(());
         }
+        let dir = opened
+            .get("workspace_dir")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         notice(&format!(
             "session {} with agent {} ({}); /help for commands",
             self.current.id,
@@ -193,8 +208,16 @@ impl Chat {
                 "new".to_owned()
             }
         ));
+        notice(&format!("working in {dir}"));
         if resumed {
-            for l in session::history(&mut self.conn, &self.current.id, RESUME_SHOWS).await? {
+            for l in session::history(
+                &mut self.conn,
+                &self.current.id,
+                self.current.mode,
+                RESUME_SHOWS,
+            )
+            .await?
+            {
                 self.render.line(&l);
             }
             self.render.flush();
@@ -216,7 +239,11 @@ impl Chat {
                 ev = self.conn.next(), if self.watching => AtPrompt::Daemon(ev),
             };
             let line = match waited {
-                AtPrompt::Line(l) => l,
+                AtPrompt::Line(l) => {
+                    // The editor draws a fresh prompt for the next line.
+                    self.below_prompt = false;
+                    l
+                }
                 AtPrompt::Daemon(ev) => {
                     self.at_prompt(ev).await;
                     continue;
@@ -292,16 +319,19 @@ impl Chat {
                 .call("session/list", json!({"limit": 20}))
                 .await
                 .map(|l| session::session_lines(&l)),
-            Slash::History(n) => session::history(&mut self.conn, &self.current.id, n).await,
+            Slash::History(n) => {
+                session::history(&mut self.conn, &self.current.id, self.current.mode, n).await
+            }
+            Slash::Approve(decision) => self.approve_watched(decision).await,
             Slash::Cancel => self
                 .conn
                 .call("session/cancel", json!({"session_id": self.current.id}))
                 .await
                 .map(|_| vec!["cancelled".to_owned()]),
             // Only a session that exists: a typo must not create one.
-            Slash::Resume(id) => match session::stored_agent(&mut self.conn, &id).await {
-                Ok(Some(agent)) => {
-                    self.current = Current { id, agent };
+            Slash::Resume(id) => match session::stored(&mut self.conn, &id).await {
+                Ok(Some(stored)) => {
+                    self.current = stored;
                     self.enter(true).await.map(|()| Vec::new())
                 }
                 Ok(None) => Ok(vec![session::no_session(&id)]),
@@ -309,18 +339,18 @@ impl Chat {
             },
             Slash::Upload(path) => {
                 self.render.flush();
-                let status = crate::client::upload(
+                let sent = crate::client::upload_file(
                     self.config_dir.as_deref(),
                     &self.current.id,
                     &path,
                     None,
                 )
                 .await;
-                Ok(if status == exit::OK {
-                    vec![format!("uploaded {}", path.display())]
-                } else {
-                    Vec::new()
-                })
+                match sent {
+                    Ok(Answer::Result(entry)) => Ok(self.uploaded(&path, &entry)),
+                    Ok(Answer::Error(e)) => Err(CallError::Rpc(e)),
+                    Err(f) => Ok(vec![f.message]),
+                }
             }
         };
         match result {
@@ -332,6 +362,24 @@ impl Chat {
             }
             Err(e) => self.failed(e).await,
         }
+    }
+
+    /// Remembers an uploaded file's marker for the next prompt (issue 25:
+    /// the file is stored under its hash, so the agent is told its name,
+    /// where it is, and where it came from); the lines shown.
+    fn uploaded(&mut self, path: &Path, entry: &Value) -> Vec<String> {
+        let s = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or_default();
+        let from = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.uploads.push(format!(
+            "{} (uploaded from {})",
+            s("marker"),
+            from.display()
+        ));
+        vec![format!(
+            "uploaded {}: stored at {}; your next prompt tells the agent",
+            path.display(),
+            s("workspace_path")
+        )]
     }
 
     /// Reports a failed call; reconnects when the connection is gone.
@@ -367,8 +415,12 @@ impl Chat {
                 let _ = self.conn.refuse(&id, &method).await;
             }
             Some(Incoming::Garbage(line)) => garbage(&line),
-            // Late updates and answers of an ended turn.
-            Some(_) => {}
+            // Another attached client's turn (or late updates of ours).
+            Some(ev @ (Incoming::Chunk { .. } | Incoming::Notification { .. })) => {
+                self.watch_at_prompt(ev)
+            }
+            // Late answers of an ended turn.
+            Some(Incoming::Answer { .. }) => {}
         }
     }
 

@@ -13,6 +13,9 @@ pub enum Slash {
     History(usize),
     Upload(PathBuf),
     Cancel,
+    /// Answers the approval another client's turn asked (`session/approve`
+    /// decision: `allow_once`, `allow_always` or `reject`).
+    Approve(&'static str),
     Thoughts,
     Help,
     Quit,
@@ -26,6 +29,8 @@ pub const HELP: &str = "\
 /history [N]     show the last N messages (default 20)
 /upload FILE     upload FILE into the agent's workspace
 /cancel          cancel the running turn (Ctrl-C does too)
+/approve once|always|reject
+                 answer the approval another client's turn asks here
 /thoughts        show or hide the agent's thoughts
 /help            this list
 /quit            leave (Ctrl-D, or Ctrl-C at an empty prompt); the session stays resumable
@@ -48,6 +53,12 @@ pub fn parse(line: &str) -> Option<Slash> {
         },
         ("upload", file) if !file.is_empty() => Slash::Upload(PathBuf::from(file)),
         ("cancel", "") => Slash::Cancel,
+        ("approve", d) => match d {
+            "once" | "allow_once" | "y" => Slash::Approve("allow_once"),
+            "always" | "allow_always" | "a" => Slash::Approve("allow_always"),
+            "reject" | "no" | "n" => Slash::Approve("reject"),
+            _ => Slash::Bad("/approve takes once, always or reject".to_owned()),
+        },
         ("thoughts", "") => Slash::Thoughts,
         ("help", "") => Slash::Help,
         ("quit" | "exit", "") => Slash::Quit,
@@ -75,5 +86,9 @@ mod tests {
         assert!(matches!(parse("/resume"), Some(Slash::Bad(_))));
         assert!(matches!(parse("/nope"), Some(Slash::Bad(_))));
         assert_eq!(parse("/quit"), Some(Slash::Quit));
+        assert_eq!(parse("/approve once"), Some(Slash::Approve("allow_once")));
+        assert_eq!(parse("/approve reject"), Some(Slash::Approve("reject")));
+        assert!(matches!(parse("/approve"), Some(Slash::Bad(_))));
+        assert!(matches!(parse("/approve maybe"), Some(Slash::Bad(_))));
     }
 }

@@ -21,6 +21,13 @@ impl Chat {
                 }
             }
         }
+        let prompt = match self.uploads.is_empty() {
+            true => prompt.to_owned(),
+            false => format!(
+                "{prompt}\n\n{}",
+                std::mem::take(&mut self.uploads).join("\n")
+            ),
+        };
         let params = json!({"session_id": self.current.id, "prompt": prompt});
         let id = match self.conn.request("session/prompt", params.clone()).await {
             Ok(id) => id,
