@@ -45,9 +45,13 @@ pub async fn most_recent(conn: &mut Conn) -> Result<Option<Current>, CallError> 
     }))
 }
 
-/// The first configured agent (`config/get`, keys sorted).
+/// The agent to use when none is named: the configured `default_agent`,
+/// else the first configured agent (`config/get`, keys sorted).
 pub async fn default_agent(conn: &mut Conn) -> Result<Option<String>, CallError> {
     let config = conn.call("config/get", json!({})).await?;
+    if let Some(alias) = config.get("default_agent").and_then(Value::as_str) {
+        return Ok(Some(alias.to_owned()));
+    }
     Ok(config
         .get("agents")
         .and_then(Value::as_object)
