@@ -144,7 +144,10 @@ async fn set_many(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Paylo
     check_write_paths(&principal, sets.iter().map(|(p, _)| p.as_str()))?;
     let (candidate, props) = stage_many(&daemon.config.current(), &sets)?;
     let policy = Policy::from_config(&candidate);
-    daemon.config.commit(&lock, candidate, policy, &props).await?;
+    daemon
+        .config
+        .commit(&lock, candidate, policy, &props)
+        .await?;
     Payload::new(&json!({"props": props, "set": true}), Default::default())
 }
 
@@ -156,7 +159,10 @@ async fn set(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, R
     let candidate = stage_one(&daemon.config.current(), &p.prop, &p.value)?;
     let policy = Policy::from_config(&candidate);
     let touched = [p.prop.clone()];
-    daemon.config.commit(&lock, candidate, policy, &touched).await?;
+    daemon
+        .config
+        .commit(&lock, candidate, policy, &touched)
+        .await?;
     Payload::new(&json!({"prop": p.prop, "set": true}), Default::default())
 }
 

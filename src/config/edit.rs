@@ -144,9 +144,7 @@ impl Edit<'_> {
             // inline table, is inline.
             let item = match shape {
                 Shape::Inline => Item::Value(EditValue::InlineTable(InlineTable::new())),
-                _ if self.path.len() > 2 => {
-                    Item::Value(EditValue::InlineTable(InlineTable::new()))
-                }
+                _ if self.path.len() > 2 => Item::Value(EditValue::InlineTable(InlineTable::new())),
                 Shape::Dotted => {
                     let mut t = Table::new();
                     t.set_dotted(true);
@@ -169,7 +167,10 @@ impl Edit<'_> {
             }
         } else {
             // Not a table in the document (cannot happen for a file that loaded): replace it.
-            doc.insert(key, Item::Value(edit_value(&toml::Value::Table(new.clone()))));
+            doc.insert(
+                key,
+                Item::Value(edit_value(&toml::Value::Table(new.clone()))),
+            );
         }
         self.path.pop();
     }

@@ -44,7 +44,10 @@ fn one_change_keeps_everything_else_byte_for_byte() {
 fn a_new_key_goes_at_the_end_of_its_table_and_no_default_is_written() {
     let out = edited(USER_FILE, &[("agents.alpha.chunk_delay_ms", json!(5))]);
     assert_eq!(out, format!("{USER_FILE}chunk_delay_ms = 5\n"));
-    let out = edited(USER_FILE, &[("agents.zeta.system_prompt", json!("be brief"))]);
+    let out = edited(
+        USER_FILE,
+        &[("agents.zeta.system_prompt", json!("be brief"))],
+    );
     assert_eq!(
         out,
         USER_FILE.replace(

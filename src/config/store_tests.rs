@@ -151,12 +151,18 @@ fn an_external_edit_fails_with_config_changed_and_writes_nothing() {
     fs::write(store.path(), &edited).unwrap();
     let mut candidate = config.clone();
     candidate.daemon.ask_timeout_secs = 7;
-    assert_eq!(store.commit(&candidate, &[]), Err(ConfigError::ConfigChanged));
+    assert_eq!(
+        store.commit(&candidate, &[]),
+        Err(ConfigError::ConfigChanged)
+    );
     assert_eq!(fs::read_to_string(store.path()).unwrap(), edited);
     assert!(!dir.0.join("config.toml.tmp").exists());
     // A removed file counts as changed too.
     fs::remove_file(store.path()).unwrap();
-    assert_eq!(store.commit(&candidate, &[]), Err(ConfigError::ConfigChanged));
+    assert_eq!(
+        store.commit(&candidate, &[]),
+        Err(ConfigError::ConfigChanged)
+    );
     assert!(!store.path().exists());
 }
 

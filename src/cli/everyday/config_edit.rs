@@ -57,7 +57,12 @@ pub async fn edit(config_dir: Option<&OsStr>, json: bool) -> i32 {
     };
     let copy = match PrivateCopy::create() {
         Ok(c) => c,
-        Err(e) => return fail(&format!("cannot create a private copy: {e}"), exit::RPC_ERROR),
+        Err(e) => {
+            return fail(
+                &format!("cannot create a private copy: {e}"),
+                exit::RPC_ERROR,
+            )
+        }
     };
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     loop {
@@ -145,10 +150,7 @@ async fn commit(
                     .map(|v| v.as_str().unwrap_or_default().to_owned())
                     .collect(),
             )),
-            None => Err(Refused::Other(
-                CallError::Rpc(e).message(),
-                exit::RPC_ERROR,
-            )),
+            None => Err(Refused::Other(CallError::Rpc(e).message(), exit::RPC_ERROR)),
         },
         Err(e) => Err(Refused::Other(e.message(), exit::RPC_ERROR)),
     }
@@ -157,9 +159,8 @@ async fn commit(
 /// No daemon: the daemon's own checks and atomic write, here.
 fn commit_file(dir: &Path, original: &[u8], edited: &str) -> Result<Via, Refused> {
     Config::check_toml_text(edited).map_err(Refused::Invalid)?;
-    let (mut store, _) = ConfigStore::open(dir).map_err(|e| {
-        Refused::Other(format!("config.toml: {e}"), exit::RPC_ERROR)
-    })?;
+    let (mut store, _) = ConfigStore::open(dir)
+        .map_err(|e| Refused::Other(format!("config.toml: {e}"), exit::RPC_ERROR))?;
     if store.last_bytes() != original {
         let why = "config.toml changed since the copy was made; run `zeroclaw config edit` again";
         return Err(Refused::Other(why.to_owned(), exit::RPC_ERROR));
