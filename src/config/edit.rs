@@ -94,7 +94,7 @@ impl Edit<'_> {
 
     fn is_touched(&self, key: &str) -> bool {
         let p = self.dotted(key);
-        self.touched.iter().any(|t| *t == p)
+        self.touched.contains(&p)
     }
 
     /// Brings the document table `doc` (which means `before`) to `after`.
@@ -113,7 +113,7 @@ impl Edit<'_> {
                     let changed = old != Some(leaf);
                     let present = doc.contains_key(key);
                     if changed || (!present && self.is_touched(key)) {
-                        set_leaf(doc, key, leaf);
+                        set_leaf(doc, shape, key, leaf);
                     }
                 }
             }
@@ -181,17 +181,28 @@ fn is_map(key: &str) -> bool {
 }
 
 /// Sets `doc[key]` to `value`, keeping the key's comments and the value's trailing comment.
-fn set_leaf(doc: &mut dyn TableLike, key: &str, value: &toml::Value) {
+/// A key new to an inline table takes over the spacing before its `}` from the entry that
+/// was last (`{ A = "1", B = "2" }`, not `{ A = "1" , B = "2" }`).
+fn set_leaf(doc: &mut dyn TableLike, shape: Shape, key: &str, value: &toml::Value) {
     let mut new = edit_value(value);
-    match doc.get_mut(key).and_then(Item::as_value_mut) {
-        Some(old) => {
-            *new.decor_mut() = old.decor().clone();
-            *old = new;
-        }
-        None => {
-            doc.insert(key, Item::Value(new));
+    if let Some(old) = doc.get_mut(key).and_then(Item::as_value_mut) {
+        *new.decor_mut() = old.decor().clone();
+        *old = new;
+        return;
+    }
+    if shape == Shape::Inline {
+        let last = doc.iter().last().map(|(k, _)| k.to_owned());
+        let last = last
+            .and_then(|k| doc.get_mut(&k))
+            .and_then(Item::as_value_mut);
+        if let Some(last) = last {
+            if let Some(suffix) = last.decor().suffix().cloned() {
+                last.decor_mut().set_suffix("");
+                new.decor_mut().set_suffix(suffix);
+            }
         }
     }
+    doc.insert(key, Item::Value(new));
 }
 
 fn edit_value(v: &toml::Value) -> EditValue {

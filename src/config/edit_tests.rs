@@ -96,7 +96,7 @@ fn tables_below_an_entry_are_inline_and_dotted_keys_stay_dotted() {
     );
     assert_eq!(
         out,
-        "schema_version = 1\ndaemon.ask_timeout_secs = 5\ndaemon.upload_idle_secs = 9\n[agents.echo]\nbackend = \"echo\"\nenv = { A = \"1\" , B = \"2\" }\n"
+        "schema_version = 1\ndaemon.ask_timeout_secs = 5\ndaemon.upload_idle_secs = 9\n[agents.echo]\nbackend = \"echo\"\nenv = { A = \"1\", B = \"2\" }\n"
     );
     // A removed variable goes alone.
     let out = edited(text, &[("agents.echo.env", json!({}))]);
