@@ -163,3 +163,48 @@ fn without_a_daemon_the_file_is_checked_and_replaced_here() {
     );
     assert_eq!(config_bytes(&cfg), want.as_bytes());
 }
+
+#[test]
+fn on_a_terminal_an_invalid_edit_can_be_edited_again() {
+    if !common::tty::available() {
+        println!("SKIPPED on_a_terminal_an_invalid_edit_can_be_edited_again: no tmux");
+        return;
+    }
+    let env = start(ECHO_ONLY);
+    // First round: a mistake; second round: the copy still holds it, and it is fixed.
+    let script = editor(
+        env.dir.path(),
+        "if grep -q 'chunk_chars = 0' \"$1\"; then sed -i 's/chunk_chars = 0/chunk_chars = 5/' \"$1\"; \
+         else echo 'chunk_chars = 0' >> \"$1\"; fi",
+    );
+    let home = env.dir.path().to_string_lossy().into_owned();
+    let cfg = env.config_dir.to_string_lossy().into_owned();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let tty = common::tty::Tty::spawn(
+        &[BIN, "--config-dir", &cfg, "config", "edit"],
+        &[
+            ("PATH", &path),
+            ("HOME", &home),
+            ("EDITOR", &script.to_string_lossy()),
+        ],
+        env.dir.path(),
+    );
+    tty.wait_for("Edit again? [Y/n]");
+    let screen = tty.screen();
+    assert!(
+        screen.contains("config.toml not saved: 1 error")
+            && screen.contains("invalid configuration: agents.echo.chunk_chars: must be at least 1"),
+        "{screen}"
+    );
+    assert_eq!(config_bytes(&env.config_dir), ECHO_ONLY.as_bytes());
+    tty.line("y");
+    tty.wait_for("config.toml saved; the daemon runs it now");
+    assert_eq!(tty.wait_exit(), 0);
+    let want = format!("{ECHO_ONLY}chunk_chars = 5\n");
+    assert_eq!(config_bytes(&env.config_dir), want.as_bytes());
+    assert_eq!(get(&env, "agents.echo.chunk_chars"), 5);
+    // One copy, edited twice, then removed.
+    let seen = copies(env.dir.path());
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0], seen[1]);
+}
