@@ -113,8 +113,10 @@ fn setup(dir: &Dir, extra: &[String]) -> (ConfigStore, Config) {
             .iter()
             .map(|a| (format!("agents.{a}.backend"), json!("echo")))
             .collect();
-        let (candidate, _) = stage_many(&running, &sets).expect("creating the agents");
-        store.commit(&candidate).expect("committing the agents");
+        let (candidate, props) = stage_many(&running, &sets).expect("creating the agents");
+        store
+            .commit(&candidate, &props)
+            .expect("committing the agents");
         running = candidate;
     }
     (store, running)
@@ -148,7 +150,7 @@ fn set_many(c: &mut Criterion) {
                 let sets = batch(s, &names, k);
                 let (candidate, props) = stage_many(&running, &sets).unwrap();
                 let policy = Policy::from_config(&candidate);
-                store.commit(&candidate).unwrap();
+                store.commit(&candidate, &props).unwrap();
                 running = candidate;
                 black_box((policy, props))
             })

@@ -1,4 +1,5 @@
-//! `config/get`, `config/set`, `config/set-many` (§8.14–§8.16).
+//! `config/get`, `config/set`, `config/set-many` (§8.14–§8.16), and the
+//! addition `config/replace` (docs/protocol-additions.md).
 //!
 //! Both writes run the one pipeline of §8.16, in its order: shape check,
 //! write lock, permissions re-resolved under the lock, every prop checked
@@ -143,7 +144,10 @@ async fn set_many(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Paylo
     check_write_paths(&principal, sets.iter().map(|(p, _)| p.as_str()))?;
     let (candidate, props) = stage_many(&daemon.config.current(), &sets)?;
     let policy = Policy::from_config(&candidate);
-    daemon.config.commit(&lock, candidate, policy).await?;
+    daemon
+        .config
+        .commit(&lock, candidate, policy, &props)
+        .await?;
     Payload::new(&json!({"props": props, "set": true}), Default::default())
 }
 
@@ -154,8 +158,61 @@ async fn set(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, R
     check_write_path(&principal, &p.prop)?;
     let candidate = stage_one(&daemon.config.current(), &p.prop, &p.value)?;
     let policy = Policy::from_config(&candidate);
-    daemon.config.commit(&lock, candidate, policy).await?;
+    let touched = [p.prop.clone()];
+    daemon
+        .config
+        .commit(&lock, candidate, policy, &touched)
+        .await?;
     Payload::new(&json!({"prop": p.prop, "set": true}), Default::default())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplaceParams {
+    text: String,
+    base_sha256: String,
+}
+
+/// Most bytes of a `config/replace` text (a config file is a few KiB).
+const MAX_REPLACE_BYTES: usize = 1 << 20;
+
+/// `config/replace {text, base_sha256}` (protocol addition, local-only, admin-only;
+/// `zeroclaw config edit`): the whole file replaced by `text` when it loads and is valid (every
+/// error listed in `data.errors` otherwise) and the file still holds the bytes whose SHA-256 is
+/// `base_sha256` (else `config_changed`); installed like a `config/set-many` commit.
+async fn replace(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
+    let p: ReplaceParams = req.params()?;
+    if p.text.len() > MAX_REPLACE_BYTES {
+        return Err(RpcError::invalid_params(format!(
+            "text must be at most {MAX_REPLACE_BYTES} bytes"
+        )));
+    }
+    let lock = daemon.config.lock().await;
+    may_update_config(&daemon, &conn, &req)?;
+    let candidate = match config::Config::check_toml_text(&p.text) {
+        Ok(c) => c,
+        Err(errors) => {
+            let message = match errors.as_slice() {
+                [one] => one.clone(),
+                [first, ..] => format!("{first} (and {} more)", errors.len() - 1),
+                [] => "invalid configuration".to_owned(),
+            };
+            return Err(RpcError::InvalidParams {
+                message,
+                data: Some(ErrorData::default().with("errors", errors)),
+            });
+        }
+    };
+    let policy = Policy::from_config(&candidate);
+    let sha = crate::hex::sha256(p.text.as_bytes());
+    daemon
+        .config
+        .replace(&lock, p.text, &p.base_sha256, candidate, policy)
+        .await?;
+    Payload::new(
+        &json!({"replaced": true, "sha256": sha}),
+        Default::default(),
+    )
 }
 
 method_family!(ConfigService);
@@ -167,6 +224,7 @@ impl ConfigService {
             Method::ConfigGet => RouteFuture::ready(get(&daemon, &req)),
             Method::ConfigSet => RouteFuture::boxed(set(daemon, conn, req)),
             Method::ConfigSetMany => RouteFuture::boxed(set_many(daemon, conn, req)),
+            Method::ConfigReplace => RouteFuture::boxed(replace(daemon, conn, req)),
             _ => crate::services::misrouted(&req),
         }
     }

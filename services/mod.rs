@@ -127,7 +127,7 @@ impl Router {
         match req.method.id {
             Initialize => self.initialize.call(req),
             Status => self.status.call(req),
-            ConfigGet | ConfigSet | ConfigSetMany => self.config.call(req),
+            ConfigGet | ConfigSet | ConfigSetMany | ConfigReplace => self.config.call(req),
             PairingList | PairingCreate | PairingRevoke | PairingCode => self.pairing.call(req),
             SessionNew | SessionPrompt | SessionCancel | SessionClose | SessionApprove
             | SessionKill | SessionDelete | SessionList | SessionListAcp | SessionMessages

@@ -60,7 +60,7 @@ async fn create(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     let mut candidate: Config = (*daemon.config.current()).clone();
     candidate.gateway.paired_tokens.push(digest.clone());
     let policy = Policy::from_config(&candidate);
-    daemon.config.commit(&lock, candidate, policy).await?;
+    daemon.config.commit(&lock, candidate, policy, &[]).await?;
     Payload::new(
         &json!({"token": token, "token_hash": digest}),
         Default::default(),
@@ -89,7 +89,7 @@ async fn revoke(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     let revoked = candidate.gateway.paired_tokens.len() != before;
     if revoked {
         let policy = Policy::from_config(&candidate);
-        daemon.config.commit(&lock, candidate, policy).await?;
+        daemon.config.commit(&lock, candidate, policy, &[]).await?;
     }
     Payload::new(&json!({ "revoked": revoked }), Default::default())
 }

@@ -229,7 +229,14 @@ fn daemon_uid() -> Option<u32> {
 
 /// Accepts until shutdown, then shuts down gracefully (§2.6).
 async fn serve(daemon: Arc<Daemon>, claimed: Claimed, signals: Signals) -> i32 {
-    tokio::spawn(signals.watch(daemon.stop.clone()));
+    let hup = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(signals.watch(daemon.stop.clone(), hup.clone()));
+    {
+        // Hand edits of config.toml: SIGHUP and a poll (docs/config.md, "Hand edits").
+        let d = daemon.clone();
+        let every = config_poll_interval();
+        tokio::spawn(async move { d.config.watch(every, hup, d.stop.clone()).await });
+    }
     if daemon.ephemeral {
         tokio::spawn(ephemeral_watch(daemon.clone()));
     }
@@ -348,8 +355,18 @@ async fn sweep_idle_uploads(daemon: Arc<Daemon>) {
     }
 }
 
-/// The signals the daemon handles: SIGINT/SIGTERM shut down; SIGHUP is
-/// logged and ignored (Ctrl+C on Windows).
+/// How often the daemon looks at `config.toml`'s metadata for a hand edit:
+/// `ZEROCLAW_CONFIG_POLL_MS` (0 = never, SIGHUP only), else every second.
+fn config_poll_interval() -> std::time::Duration {
+    let ms = std::env::var("ZEROCLAW_CONFIG_POLL_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(1000);
+    std::time::Duration::from_millis(ms)
+}
+
+/// The signals the daemon handles: SIGINT/SIGTERM shut down; SIGHUP reloads
+/// `config.toml` (Ctrl+C on Windows).
 #[derive(Debug)]
 struct Signals {
     #[cfg(unix)]
@@ -375,13 +392,16 @@ impl Signals {
     }
 
     #[cfg(unix)]
-    async fn watch(self, stop: CancellationToken) {
+    async fn watch(self, stop: CancellationToken, reload: Arc<tokio::sync::Notify>) {
         let [mut int, mut term, mut hup] = self.streams;
         loop {
             tokio::select! {
                 _ = int.recv() => break,
                 _ = term.recv() => break,
-                _ = hup.recv() => tracing::info!(event = "sighup_ignored"),
+                _ = hup.recv() => {
+                    tracing::info!(event = "sighup", "reloading config.toml");
+                    reload.notify_one();
+                }
             }
         }
         tracing::info!(event = "shutdown_requested");
@@ -389,7 +409,7 @@ impl Signals {
     }
 
     #[cfg(not(unix))]
-    async fn watch(self, stop: CancellationToken) {
+    async fn watch(self, stop: CancellationToken, _reload: Arc<tokio::sync::Notify>) {
         if tokio::signal::ctrl_c().await.is_ok() {
             stop.cancel();
         }

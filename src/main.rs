@@ -82,7 +82,7 @@ enum Command {
         /// The session to resume; one that does not exist is an error (exit 1).
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
-        /// The agent to talk to (default: the session's, else the first configured).
+        /// The agent to talk to (default: the session's, else `default_agent`, else the first configured).
         #[arg(long, value_name = "ALIAS")]
         agent: Option<String>,
         /// Start a new session even if one could be resumed.
@@ -128,7 +128,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Read or change one configuration property (config/get, config/set).
+    /// Read or change the configuration (config/get, config/set, or edit the file).
     Config {
         #[command(subcommand)]
         action: ConfigCmd,
@@ -140,7 +140,7 @@ enum Command {
     Run {
         /// The prompt.
         prompt: String,
-        /// The agent of the new session (default: the first configured).
+        /// The agent of the new session (default: `default_agent`, else the first configured).
         #[arg(long, value_name = "ALIAS", conflicts_with = "session")]
         agent: Option<String>,
         /// Prompt this existing session instead of a new one.
@@ -200,6 +200,9 @@ enum ConfigCmd {
         /// The value: `8`, `true`, `["a"]` are JSON; `hello` is the string "hello".
         value: String,
     },
+    /// Edit config.toml in $VISUAL/$EDITOR (else vi) on a private copy; saved atomically
+    /// only when valid (every error shown otherwise), through the daemon when one runs.
+    Edit,
 }
 
 /// `zeroclaw completions SHELL`.
@@ -355,6 +358,7 @@ fn main() -> ExitCode {
                 ConfigCmd::Set { prop, value } => {
                     admin::config_set(config_dir, &prop, &value, json).await
                 }
+                ConfigCmd::Edit => cli::everyday::config_edit::edit(config_dir, json).await,
             }
         }),
         Command::Run {

@@ -120,6 +120,7 @@ method_table! {
     LogsSubscribe = "logs/subscribe", g(System, Read), Channel;
     LogsQuery = "logs/query", g(System, Read), Any;
     PairingCode = "pairing/code", Access::Admin, Local;
+    ConfigReplace = "config/replace", Access::Admin, Local;
     DebugSetFaults = "debug/set-faults", Access::Admin, TestFaults;
 }
 

@@ -202,8 +202,8 @@ fn agents_status_counts_live_and_persisted_sessions() {
     let empty = c.ok("agents/status", json!({}));
     assert_eq!(
         empty,
-        json!({"agents": [{"alias": "echo", "backend": "echo", "channels": [], "enabled": true,
-                           "live_sessions": 0, "persisted_sessions": 0}]})
+        json!({"agents": [{"alias": "echo", "backend": "echo", "channels": [], "default": true,
+                           "enabled": true, "live_sessions": 0, "persisted_sessions": 0}]})
     );
     c.new_session("s-1", "chat");
     c.new_session("s-2", "acp");

@@ -129,7 +129,7 @@ fn agents_shows_backends_and_counts() {
     session_with_turn(&mut c, "s-1", "acp", "hi");
     assert_eq!(
         cli_ok(&env, &["agents"]),
-        "ALIAS  BACKEND  LIVE  PERSISTED\necho   echo     1     1\n"
+        "ALIAS  BACKEND  LIVE  PERSISTED  DEFAULT\necho   echo     1     1          *\n"
     );
     let v = cli_json(&env, &["agents", "--json"]);
     let a = &v["agents"][0];
@@ -329,7 +329,7 @@ fn colour_only_on_a_terminal_without_no_color() {
         return;
     };
     assert!(
-        tty.contains("\x1b[1mALIAS  BACKEND  LIVE  PERSISTED\x1b[0m"),
+        tty.contains("\x1b[1mALIAS  BACKEND  LIVE  PERSISTED  DEFAULT\x1b[0m"),
         "{tty:?}"
     );
     let plain = on_a_terminal(&env, &["agents"], &[("NO_COLOR", "1")]).unwrap_or_default();

@@ -107,7 +107,12 @@ fn an_injected_commit_fault_fails_every_writer_with_storage_and_changes_nothing(
 
 #[test]
 fn a_config_toml_edited_behind_the_daemon_is_never_overwritten() {
-    let (d, mut c) = Daemon::with_client();
+    // Without the poll (SIGHUP only), the edits stay unread for as long as this test needs;
+    // tests/config_file.rs covers what a reload does.
+    let d = Daemon::builder()
+        .env("ZEROCLAW_CONFIG_POLL_MS", "0")
+        .spawn();
+    let mut c = d.client();
     let v = set_many(&mut c, &[("agents.echo.chunk_chars", json!(3))]);
     assert_eq!(v["result"]["set"], true, "{v}");
     let committed = config_bytes(&d.config_dir);

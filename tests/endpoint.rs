@@ -286,7 +286,7 @@ fn sigterm_right_after_the_ready_line_exits_0() {
 }
 
 #[test]
-fn sighup_is_ignored() {
+fn sighup_does_not_stop_the_daemon() {
     let mut d = Daemon::start();
     let mut c = d.client();
     let from = d.log.len();

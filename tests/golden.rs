@@ -279,6 +279,7 @@ const METHOD_TABLE: &[&str] = &[
     "logs/subscribe",
     "logs/query",
     "pairing/code",
+    "config/replace",
     "debug/set-faults",
 ];
 

@@ -25,6 +25,9 @@ pub struct AgentStatus {
     pub persisted_sessions: usize,
     /// No channels in this daemon: always empty.
     pub channels: Vec<String>,
+    /// The agent a client that names none gets (`default_agent`, else the
+    /// alias that sorts first): `zeroclaw agents` marks it.
+    pub default: bool,
 }
 
 fn visible(principal: &Principal, owner: &str) -> bool {
@@ -58,6 +61,7 @@ pub async fn status(daemon: &Daemon, principal: &Principal) -> Result<Vec<AgentS
             *persisted.entry(agent).or_default() += 1;
         }
     }
+    let default = config.effective_default_agent();
     Ok(config
         .agents
         .iter()
@@ -69,6 +73,7 @@ pub async fn status(daemon: &Daemon, principal: &Principal) -> Result<Vec<AgentS
             live_sessions: live.get(alias.as_str()).copied().unwrap_or(0),
             persisted_sessions: persisted.get(alias).copied().unwrap_or(0),
             channels: Vec::new(),
+            default: default == Some(alias.as_str()),
         })
         .collect())
 }

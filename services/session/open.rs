@@ -42,9 +42,17 @@ pub(super) async fn new(
             param: "cwd",
         }));
     }
-    let alias = p
-        .agent_alias
-        .ok_or_else(|| RpcError::invalid_params("agent_alias is required"))?;
+    // Without `agent_alias`, the configured `default_agent` (docs/config.md);
+    // without either, the parameter is required as §8.3 says.
+    let alias = match p.agent_alias {
+        Some(a) => a,
+        None => daemon
+            .config
+            .current()
+            .default_agent
+            .clone()
+            .ok_or_else(|| RpcError::invalid_params("agent_alias is required"))?,
+    };
     let id = match p.session_id {
         Some(id) => session_id(Some(id))?,
         None => new_uuid(),

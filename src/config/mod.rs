@@ -7,6 +7,7 @@
 //! ([`ConfigStore::commit`]) and only then installs it. Nothing here takes async locks or talks
 //! JSON-RPC: every error is a [`ConfigError`] whose message is the spec's wording.
 
+mod edit;
 pub mod error;
 mod grant;
 mod paths;

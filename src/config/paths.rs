@@ -151,6 +151,10 @@ pub(crate) fn node(segments: &[&str]) -> Option<Node> {
             kind: Kind::StrList,
             read_only: true,
         }),
+        ["default_agent"] => Some(Node::Leaf {
+            kind: Kind::Str,
+            read_only: false,
+        }),
         [s] => lookup(SECTIONS, s)
             .map(Node::Section)
             .or_else(|| lookup(MAPS, s).map(Node::Map)),
@@ -191,7 +195,11 @@ fn kind_name(kind: Kind) -> &'static str {
 
 /// Every prop of a config whose map keys are `keys(map)`, in path order.
 pub fn prop_paths(keys: impl Fn(&str) -> Vec<String>) -> Vec<PropInfo> {
-    let mut out = Vec::new();
+    let mut out = vec![PropInfo {
+        path: "default_agent".to_owned(),
+        section: "general",
+        kind: kind_name(Kind::Str),
+    }];
     for (section, fields) in SECTIONS {
         for (name, kind) in *fields {
             out.push(PropInfo {

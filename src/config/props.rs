@@ -132,6 +132,7 @@ pub fn effective_json(config: &Config) -> Value {
         Err(_) => return Value::Null,
     };
     if let Some(root) = tree.as_object_mut() {
+        root.entry("default_agent").or_insert(Value::Null);
         for (name, fields) in SECTIONS {
             if let Some(Value::Object(section)) = root.get_mut(*name) {
                 fill_nulls(section, fields);

@@ -19,6 +19,12 @@ pub struct Config {
     /// Format version; read-only, must be 1.
     #[serde(default = "one")]
     pub schema_version: u32,
+    /// The agent a client that names none gets (issue 25): `session/new`
+    /// without `agent_alias`, `zeroclaw chat` and `run` without `--agent`.
+    /// Must name a configured agent; unset = the alias that sorts first, for
+    /// the CLI only (docs/config.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_agent: Option<String>,
     /// `[daemon]`.
     #[serde(default)]
     pub daemon: DaemonConfig,
@@ -247,6 +253,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             schema_version: 1,
+            default_agent: None,
             daemon: DaemonConfig::default(),
             security: SecurityConfig::default(),
             gateway: GatewayConfig::default(),
@@ -337,6 +344,14 @@ impl UserConfig {
 }
 
 impl Config {
+    /// The agent a client that names none gets: `default_agent`, else the
+    /// alias that sorts first (what the CLI always did).
+    pub fn effective_default_agent(&self) -> Option<&str> {
+        self.default_agent
+            .as_deref()
+            .or_else(|| self.agents.keys().next().map(String::as_str))
+    }
+
     /// Where an agent's sessions work (§10.2): its `workspace_dir`, or
     /// `<config_dir>/agents/<alias>/workspace`. A fact of the config, so the
     /// effective view (`config/get`) and the session lifecycle read it alike.

@@ -1,5 +1,8 @@
 //! Persistence of `config.toml` (§11.1, §8.16 step 8).
 //!
+//! A commit edits the user's document in place (`edit.rs`): comments, order and formatting of
+//! what it does not change stay.
+//!
 //! The store remembers the exact bytes it last read or wrote. A commit takes an exclusive lock
 //! on `config.toml.lock`, refuses to write when the file no longer holds those bytes (someone
 //! edited it), and replaces the file atomically: write `config.toml.tmp` (0600), fsync, rename,
@@ -9,6 +12,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::edit::edit_text;
 use super::error::ConfigError;
 use super::schema::Config;
 use crate::storage_fault::StorageFault;
@@ -82,18 +86,60 @@ impl ConfigStore {
         &self.last_bytes
     }
 
-    /// Persists `candidate` (§8.16 step 8). [`ConfigError::ConfigChanged`] when the file changed
-    /// on disk, [`ConfigError::Storage`] for any other failure; in both cases `config.toml` is
-    /// unchanged and no temporary file remains.
-    pub fn commit(&mut self, candidate: &Config) -> Result<(), ConfigError> {
+    /// Persists `candidate` (§8.16 step 8) by editing the file in place ([`edit_text`]): only
+    /// what changed and the props in `touched` are written. [`ConfigError::ConfigChanged`] when
+    /// the file changed on disk, [`ConfigError::Storage`] for any other failure; in both cases
+    /// `config.toml` is unchanged and no temporary file remains.
+    pub fn commit(&mut self, candidate: &Config, touched: &[String]) -> Result<(), ConfigError> {
+        self.write_checked(|last| {
+            let text = std::str::from_utf8(last)
+                .map_err(|_| ConfigError::save_failed("config.toml is not UTF-8"))?;
+            let current = Config::from_toml_str(text)
+                .map_err(|e| ConfigError::save_failed(format!("config.toml: {e}")))?;
+            edit_text(text, &current, candidate, touched)
+        })
+    }
+
+    /// Replaces the whole file with `text`, which the caller validated (`config/replace`,
+    /// `zeroclaw config edit`), under the same lock and "someone edited it" check as
+    /// [`ConfigStore::commit`].
+    pub fn commit_text(&mut self, text: String) -> Result<(), ConfigError> {
+        self.write_checked(|_| Ok(text))
+    }
+
+    /// The file's bytes when they differ from the ones this store last read or wrote (a hand
+    /// edit to reload), read under `config.toml.lock`; `None` when they do not.
+    pub fn read_if_changed(&self) -> io::Result<Option<Vec<u8>>> {
+        let _lock = self.lock_file()?;
+        let bytes = fs::read(self.path())?;
+        Ok((bytes != self.last_bytes).then_some(bytes))
+    }
+
+    /// Records `bytes` as what the file holds (a reload installed them).
+    pub fn accept(&mut self, bytes: Vec<u8>) {
+        self.last_bytes = bytes;
+    }
+
+    fn lock_file(&self) -> io::Result<File> {
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .mode_0600()
-            .open(self.dir.join(LOCK))
-            .map_err(|e| storage("cannot open lock file", &e))?;
-        lock.lock().map_err(|e| storage("cannot lock", &e))?;
+            .open(self.dir.join(LOCK))?;
+        lock.lock()?;
+        Ok(lock)
+    }
+
+    /// The one write: lock, the "someone edited it" check, `make` the new text from the bytes
+    /// the file holds, then tmp + fsync + rename + directory fsync.
+    fn write_checked(
+        &mut self,
+        make: impl FnOnce(&[u8]) -> Result<String, ConfigError>,
+    ) -> Result<(), ConfigError> {
+        let lock = self
+            .lock_file()
+            .map_err(|e| storage("cannot lock config.toml.lock", &e))?;
         match fs::read(self.path()) {
             Ok(bytes) if bytes == self.last_bytes => {}
             Ok(_) => return Err(ConfigError::ConfigChanged),
@@ -102,12 +148,7 @@ impl ConfigStore {
             }
             Err(e) => return Err(storage("cannot read config.toml", &e)),
         }
-        let text = candidate.to_toml_string()?;
-        // The file must load back as exactly this config, or the next start would differ.
-        match Config::from_toml_str(&text) {
-            Ok(reparsed) if reparsed == *candidate => {}
-            _ => return Err(ConfigError::save_failed("config does not round-trip")),
-        }
+        let text = make(&self.last_bytes)?;
         if self.fail_commit {
             return Err(ConfigError::save_failed("injected fault: config_commit"));
         }

@@ -113,7 +113,7 @@ fn commit_writes_atomically_and_reloads_equal() {
     let (mut store, config) = ConfigStore::open(&dir.0).unwrap();
     let sets = vec![("agents.echo.chunk_chars".to_owned(), json!(4))];
     let (candidate, _) = stage_many(&config, &sets).unwrap();
-    store.commit(&candidate).unwrap();
+    store.commit(&candidate, &[]).unwrap();
     assert_eq!(names(&dir.0), ["config.toml", "config.toml.lock"]);
     #[cfg(unix)]
     assert_eq!(mode(&store.path()), 0o600);
@@ -122,7 +122,7 @@ fn commit_writes_atomically_and_reloads_equal() {
     let (_, reloaded) = ConfigStore::open(&dir.0).unwrap();
     assert_eq!(reloaded, candidate);
     // A second commit from the same store succeeds: it knows what it wrote.
-    store.commit(&config).unwrap();
+    store.commit(&config, &[]).unwrap();
     assert_eq!(ConfigStore::open(&dir.0).unwrap().1, config);
 }
 
@@ -151,12 +151,18 @@ fn an_external_edit_fails_with_config_changed_and_writes_nothing() {
     fs::write(store.path(), &edited).unwrap();
     let mut candidate = config.clone();
     candidate.daemon.ask_timeout_secs = 7;
-    assert_eq!(store.commit(&candidate), Err(ConfigError::ConfigChanged));
+    assert_eq!(
+        store.commit(&candidate, &[]),
+        Err(ConfigError::ConfigChanged)
+    );
     assert_eq!(fs::read_to_string(store.path()).unwrap(), edited);
     assert!(!dir.0.join("config.toml.tmp").exists());
     // A removed file counts as changed too.
     fs::remove_file(store.path()).unwrap();
-    assert_eq!(store.commit(&candidate), Err(ConfigError::ConfigChanged));
+    assert_eq!(
+        store.commit(&candidate, &[]),
+        Err(ConfigError::ConfigChanged)
+    );
     assert!(!store.path().exists());
 }
 
@@ -168,7 +174,7 @@ fn the_fault_hook_fails_before_writing() {
     store.fail_commit = true;
     let mut candidate = config.clone();
     candidate.daemon.ask_timeout_secs = 7;
-    let e = store.commit(&candidate).unwrap_err();
+    let e = store.commit(&candidate, &[]).unwrap_err();
     assert_eq!(
         e.to_string(),
         "Config save failed: injected fault: config_commit"
@@ -176,7 +182,7 @@ fn the_fault_hook_fails_before_writing() {
     assert_eq!(fs::read(store.path()).unwrap(), before);
     assert_eq!(names(&dir.0), ["config.toml", "config.toml.lock"]);
     store.fail_commit = false;
-    store.commit(&candidate).unwrap();
+    store.commit(&candidate, &[]).unwrap();
 }
 
 #[test]
@@ -188,14 +194,14 @@ fn a_failed_write_leaves_no_tmp_file() {
     fs::create_dir(dir.0.join("config.toml.tmp")).unwrap();
     let mut candidate = config.clone();
     candidate.daemon.ask_timeout_secs = 7;
-    let e = store.commit(&candidate).unwrap_err();
+    let e = store.commit(&candidate, &[]).unwrap_err();
     assert!(matches!(e, ConfigError::Storage { .. }), "{e:?}");
     assert_eq!(fs::read(store.path()).unwrap(), before);
     assert_eq!(store.last_bytes(), before.as_slice());
     // A stale tmp file from a crash is replaced.
     fs::remove_dir(dir.0.join("config.toml.tmp")).unwrap();
     fs::write(dir.0.join("config.toml.tmp"), "junk").unwrap();
-    store.commit(&candidate).unwrap();
+    store.commit(&candidate, &[]).unwrap();
     assert_eq!(names(&dir.0), ["config.toml", "config.toml.lock"]);
 }
 
@@ -228,6 +234,6 @@ fn commit_round_trips_every_kind_of_field() {
     .collect();
     let (mut candidate, _) = stage_many(&config, &sets).unwrap();
     candidate.gateway.paired_tokens = vec!["0".repeat(64)];
-    store.commit(&candidate).unwrap();
+    store.commit(&candidate, &[]).unwrap();
     assert_eq!(ConfigStore::open(&dir.0).unwrap().1, candidate);
 }

@@ -5,7 +5,7 @@
 
 use super::error::ConfigError;
 use super::schema::Config;
-use super::validate::{check_toml_shape, validate};
+use super::validate::{check_toml_shape, check_toml_shape_all, validate, validate_all};
 
 impl Config {
     /// The file written when `config.toml` does not exist.
@@ -23,6 +23,27 @@ impl Config {
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError::Startup(e.to_string()))?;
         validate(&config).map_err(|f| f.into_error(None))?;
+        Ok(config)
+    }
+
+    /// As [`Config::from_toml_str`], but a refusal lists every error (a syntax error alone, else
+    /// every unknown key and wrong type, else every failed check), each as
+    /// `invalid configuration: <path>: <reason>`: what a hand edit is told, so that one round
+    /// of fixes fixes everything (`zeroclaw config edit`, a refused reload).
+    pub fn check_toml_text(text: &str) -> Result<Config, Vec<String>> {
+        let table: toml::Table = toml::from_str(text).map_err(|e| vec![e.to_string()])?;
+        let message = |f: super::validate::Failure| f.into_error(None).to_string();
+        let shape = check_toml_shape_all(&table);
+        if !shape.is_empty() {
+            return Err(shape.into_iter().map(message).collect());
+        }
+        let config: Config = table
+            .try_into()
+            .map_err(|e: toml::de::Error| vec![e.to_string()])?;
+        let failures = validate_all(&config);
+        if !failures.is_empty() {
+            return Err(failures.into_iter().map(message).collect());
+        }
         Ok(config)
     }
 

@@ -38,18 +38,16 @@ impl Failure {
     }
 }
 
-/// Keeps the failure with the smallest path (the first reported among equal paths).
+/// Every failure, in the order the checks reported them.
 #[derive(Default)]
-struct Report(Option<Failure>);
+struct Report(Vec<Failure>);
 
 impl Report {
     fn fail(&mut self, path: String, reason: impl Into<String>) {
-        if self.0.as_ref().is_none_or(|f| path < f.path) {
-            self.0 = Some(Failure {
-                path,
-                reason: reason.into(),
-            });
-        }
+        self.0.push(Failure {
+            path,
+            reason: reason.into(),
+        });
     }
 
     fn at_least_one(&mut self, path: String, value: u32) {
@@ -58,8 +56,15 @@ impl Report {
         }
     }
 
+    /// The failure with the smallest path (the first reported among equal paths).
     fn finish(self) -> Result<(), Failure> {
-        self.0.map_or(Ok(()), Err)
+        self.all().into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// Every failure, by path (stable: equal paths keep their report order).
+    fn all(mut self) -> Vec<Failure> {
+        self.0.sort_by(|a, b| a.path.cmp(&b.path));
+        self.0
     }
 }
 
@@ -67,6 +72,16 @@ const NAME_RULE: &str = "invalid name (must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}
 
 /// Checks every rule of §11.3 except key/type conformance, which the typed config guarantees.
 pub fn validate(config: &Config) -> Result<(), Failure> {
+    report(config).finish()
+}
+
+/// Every failing check of [`validate`], by path (`zeroclaw config edit` and a refused reload
+/// show them all, so one fix-and-retry round fixes everything).
+pub fn validate_all(config: &Config) -> Vec<Failure> {
+    report(config).all()
+}
+
+fn report(config: &Config) -> Report {
     let mut r = Report::default();
     if config.schema_version != 1 {
         let reason = format!(
@@ -100,7 +115,20 @@ pub fn validate(config: &Config) -> Result<(), Failure> {
     check_agents(&mut r, config);
     check_profiles(&mut r, config);
     check_users(&mut r, config);
-    r.finish()
+    check_default_agent(&mut r, config);
+    r
+}
+
+/// `default_agent` names a configured agent.
+fn check_default_agent(r: &mut Report, config: &Config) {
+    if let Some(alias) = &config.default_agent {
+        if !config.agents.contains_key(alias) {
+            r.fail(
+                "default_agent".into(),
+                format!("unknown agent {alias:?} (must name a configured agent)"),
+            );
+        }
+    }
 }
 
 /// A version string as package managers write them (`0.8.4`, `1.0.0-rc.1+abc`).
@@ -408,9 +436,18 @@ fn check_users(r: &mut Report, config: &Config) {
 
 /// Checks that every key of a parsed `config.toml` is known and has the right type.
 pub fn check_toml_shape(root: &toml::Table) -> Result<(), Failure> {
+    shape_report(root).finish()
+}
+
+/// Every failure of [`check_toml_shape`], by path.
+pub fn check_toml_shape_all(root: &toml::Table) -> Vec<Failure> {
+    shape_report(root).all()
+}
+
+fn shape_report(root: &toml::Table) -> Report {
     let mut r = Report::default();
     walk(&mut r, &mut Vec::new(), root);
-    r.finish()
+    r
 }
 
 fn walk<'a>(r: &mut Report, segments: &mut Vec<&'a str>, table: &'a toml::Table) {

@@ -177,7 +177,7 @@ async fn commit_new_token(daemon: &Daemon) -> Result<String, RpcError> {
     let mut candidate: Config = (*daemon.config.current()).clone();
     candidate.gateway.paired_tokens.push(token_digest(&token));
     let policy = Policy::from_config(&candidate);
-    daemon.config.commit(&lock, candidate, policy).await?;
+    daemon.config.commit(&lock, candidate, policy, &[]).await?;
     Ok(token)
 }
 

@@ -219,6 +219,7 @@ pub fn hermetic_env(cmd: &mut Command, home: &Path) {
         "ZEROCLAW_DATA_DIR",
         "ZEROCLAW_SOCKET",
         "ZEROCLAW_LOG",
+        "ZEROCLAW_CONFIG_POLL_MS",
         "RUST_LOG",
     ] {
         cmd.env_remove(k);

@@ -32,8 +32,17 @@ fn agents_text(v: &Value) -> String {
         ("BACKEND", "backend"),
         ("LIVE", "live_sessions"),
         ("PERSISTED", "persisted_sessions"),
+        ("DEFAULT", "default_mark"),
     ];
-    listing(v, "agents", &columns, "no agents you may use")
+    // The default agent (what `chat` and `run` use without `--agent`) is marked `*`.
+    let mut marked = v.clone();
+    if let Some(list) = marked.get_mut("agents").and_then(Value::as_array_mut) {
+        for a in list.iter_mut().filter_map(Value::as_object_mut) {
+            let mark = a.get("default").and_then(Value::as_bool) == Some(true);
+            a.insert("default_mark".into(), json!(if mark { "*" } else { "" }));
+        }
+    }
+    listing(&marked, "agents", &columns, "no agents you may use")
 }
 
 /// `zeroclaw config get PROP [--json]`: the value; a string as it is,

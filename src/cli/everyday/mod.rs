@@ -1,5 +1,5 @@
 //! The everyday commands (issue 25, docs/operations.md): `zeroclaw stop`,
-//! `sessions`, `agents`, `config get|set` and `run`. Each is one or a few
+//! `sessions`, `agents`, `config get|set|edit` and `run`. Each is one or a few
 //! requests over a [`Conn`]; by default a person reads the answer (a table,
 //! a transcript), with `--json` a script gets the result as one JSON
 //! document on stdout. Exit statuses are those of every client command
@@ -7,6 +7,7 @@
 //! outcome, tables and colour.
 
 pub mod admin;
+pub mod config_edit;
 pub mod run;
 pub mod sessions;
 

@@ -5,13 +5,18 @@
 //! Lock order (§6.8): this write lock is lock (1). A commit that changes
 //! the policy or the token set takes the authorization-state lock (3) for
 //! writing only to install the new state, after the file is committed.
+//! A hand edit reloaded (`reload.rs`) is installed the same way.
+
+mod reload;
+
+pub use reload::{Reloaded, Stamp};
 
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{Mutex as AsyncMutex, MutexGuard};
 
 use crate::authz::AuthzState;
-use crate::config::{Config, ConfigStore, Policy};
+use crate::config::{Config, ConfigError, ConfigStore, Policy};
 use crate::error::RpcError;
 use crate::faults::{FaultPoint, Faults};
 
@@ -62,26 +67,80 @@ impl LiveConfig {
 
     /// Steps 8–9: persists `candidate` atomically, then installs it and the
     /// policy derived from it (`policy`, prepared by the caller from the
-    /// whole candidate in step 7). On failure nothing changes.
+    /// whole candidate in step 7). `touched` are the props the request
+    /// named: the file is edited in place, and they are written even when
+    /// their value does not change. On failure nothing changes.
     pub async fn commit(
         &self,
-        _lock: &WriteLock<'_>,
+        lock: &WriteLock<'_>,
+        candidate: Config,
+        policy: Policy,
+        touched: &[String],
+    ) -> Result<(), RpcError> {
+        let candidate = Arc::new(candidate);
+        let to_write = candidate.clone();
+        let touched = touched.to_vec();
+        self.persist(move |store| store.commit(&to_write, &touched))
+            .await?;
+        self.install(lock, candidate, policy).await;
+        Ok(())
+    }
+
+    /// `config/replace`: persists `text` whole (the caller checked that it
+    /// loads as `candidate`) when the file still holds the bytes whose
+    /// SHA-256 is `base_sha256`, then installs it like a commit.
+    pub async fn replace(
+        &self,
+        lock: &WriteLock<'_>,
+        text: String,
+        base_sha256: &str,
         candidate: Config,
         policy: Policy,
     ) -> Result<(), RpcError> {
+        let base = crate::hex::sha256(&self.last_bytes());
+        if !base.eq_ignore_ascii_case(base_sha256) {
+            return Err(crate::config::ConfigError::ConfigChanged.into());
+        }
+        self.persist(move |store| store.commit_text(text)).await?;
+        self.install(lock, Arc::new(candidate), policy).await;
+        Ok(())
+    }
+
+    /// The bytes of `config.toml` as this daemon last read or wrote them.
+    pub fn last_bytes(&self) -> Vec<u8> {
+        self.store
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last_bytes()
+            .to_vec()
+    }
+
+    /// The path of `config.toml`.
+    pub fn path(&self) -> std::path::PathBuf {
+        self.store.lock().unwrap_or_else(|p| p.into_inner()).path()
+    }
+
+    /// Runs one write of the store off the async workers (it locks a file
+    /// and fsyncs), with the `config_commit` fault point armed as set.
+    async fn persist(
+        &self,
+        write: impl FnOnce(&mut ConfigStore) -> Result<(), ConfigError> + Send + 'static,
+    ) -> Result<(), RpcError> {
         let store = self.store.clone();
         let fail = self.faults.is_active(FaultPoint::ConfigCommit);
-        let candidate = Arc::new(candidate);
-        let to_write = candidate.clone();
-        // The commit locks a file and fsyncs: keep it off the async workers.
         tokio::task::spawn_blocking(move || {
             let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
             store.fail_commit = fail;
-            store.commit(&to_write)
+            write(&mut store)
         })
         .await
         .map_err(|e| RpcError::storage(format!("Config save failed: {e}")))??;
+        Ok(())
+    }
 
+    /// Step 9: `candidate` becomes the running config, with what derives
+    /// from it (memory budget, masked secrets, the policy and tokens).
+    async fn install(&self, _lock: &WriteLock<'_>, candidate: Arc<Config>, policy: Policy) {
         let previous = std::mem::replace(
             &mut *self.running.write().unwrap_or_else(|p| p.into_inner()),
             candidate.clone(),
@@ -95,7 +154,6 @@ impl LiveConfig {
             self.authz
                 .install(policy, candidate.gateway.paired_tokens.clone());
         }
-        Ok(())
     }
 }
 
