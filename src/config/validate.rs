@@ -2,7 +2,8 @@
 //!
 //! Every failing check reports the path of the field it is about, and among all failing checks
 //! the one with the smallest path in byte order wins, so the reported error does not depend on
-//! the order in which checks run. "Every key is known and has the right type" is checked on the
+//! the order in which checks run. `zeroclaw doctor` asks for all of them at once
+//! ([`validate_all`], [`toml_shape_failures`]), in the same order. "Every key is known and has the right type" is checked on the
 //! raw TOML table by [`check_toml_shape`] (the typed [`Config`] cannot hold a bad key); the
 //! other rules by [`validate`].
 
@@ -38,18 +39,16 @@ impl Failure {
     }
 }
 
-/// Keeps the failure with the smallest path (the first reported among equal paths).
+/// Every failure, in the order the checks ran.
 #[derive(Default)]
-struct Report(Option<Failure>);
+struct Report(Vec<Failure>);
 
 impl Report {
     fn fail(&mut self, path: String, reason: impl Into<String>) {
-        if self.0.as_ref().is_none_or(|f| path < f.path) {
-            self.0 = Some(Failure {
-                path,
-                reason: reason.into(),
-            });
-        }
+        self.0.push(Failure {
+            path,
+            reason: reason.into(),
+        });
     }
 
     fn at_least_one(&mut self, path: String, value: u32) {
@@ -58,8 +57,16 @@ impl Report {
         }
     }
 
+    /// The failure with the smallest path (the first reported among equal paths).
     fn finish(self) -> Result<(), Failure> {
-        self.0.map_or(Ok(()), Err)
+        let first = self.0.into_iter().min_by(|a, b| a.path.cmp(&b.path));
+        first.map_or(Ok(()), Err)
+    }
+
+    /// All failures, by path (stable: equal paths keep their order).
+    fn all(mut self) -> Vec<Failure> {
+        self.0.sort_by(|a, b| a.path.cmp(&b.path));
+        self.0
     }
 }
 
@@ -67,6 +74,15 @@ const NAME_RULE: &str = "invalid name (must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}
 
 /// Checks every rule of §11.3 except key/type conformance, which the typed config guarantees.
 pub fn validate(config: &Config) -> Result<(), Failure> {
+    report(config).finish()
+}
+
+/// Every failing check of [`validate`], by path (empty when the config is valid).
+pub fn validate_all(config: &Config) -> Vec<Failure> {
+    report(config).all()
+}
+
+fn report(config: &Config) -> Report {
     let mut r = Report::default();
     if config.schema_version != 1 {
         let reason = format!(
@@ -100,7 +116,7 @@ pub fn validate(config: &Config) -> Result<(), Failure> {
     check_agents(&mut r, config);
     check_profiles(&mut r, config);
     check_users(&mut r, config);
-    r.finish()
+    r
 }
 
 /// A version string as package managers write them (`0.8.4`, `1.0.0-rc.1+abc`).
@@ -411,6 +427,13 @@ pub fn check_toml_shape(root: &toml::Table) -> Result<(), Failure> {
     let mut r = Report::default();
     walk(&mut r, &mut Vec::new(), root);
     r.finish()
+}
+
+/// Every unknown key and wrong type of [`check_toml_shape`], by path.
+pub fn toml_shape_failures(root: &toml::Table) -> Vec<Failure> {
+    let mut r = Report::default();
+    walk(&mut r, &mut Vec::new(), root);
+    r.all()
 }
 
 fn walk<'a>(r: &mut Report, segments: &mut Vec<&'a str>, table: &'a toml::Table) {
