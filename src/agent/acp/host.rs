@@ -37,11 +37,6 @@ const STDERR_LOG_BUDGET: usize = 1024 * 1024;
 /// rest of its process group is killed at its exit, so the pipes close at
 /// once unless a descendant escaped the group; the reaper kills those).
 const EXIT_WAIT: Duration = Duration::from_secs(2);
-/// How long a line the agent wrote on stderr just before an error answer
-/// gets to reach the stderr reader (which runs apart from stdout's).
-const STDERR_SETTLE: Duration = Duration::from_millis(100);
-/// The most of that line an error message quotes.
-const STDERR_QUOTED: usize = 512;
 
 /// What starts an agent process.
 #[derive(Debug, Clone)]
@@ -364,31 +359,8 @@ impl Host {
         self.fail(&why)
     }
 
-    /// [`CallError::describe`], and for an error answer the last line the
-    /// agent wrote on stderr: an agent that refuses to work (Claude Code
-    /// run as root) answers a bare `Internal error` and says why there. The
-    /// text reaches clients through the frame writer, which masks secrets.
-    pub async fn explain(&self, e: &CallError, method: &str) -> String {
-        let why = e.describe(method);
-        if !matches!(e, CallError::Agent(_)) {
-            return why;
-        }
-        self.with_stderr(why).await
-    }
-
-    /// `why; the agent's stderr: LAST LINE` when it wrote one.
-    pub async fn with_stderr(&self, mut why: String) -> String {
-        tokio::time::sleep(STDERR_SETTLE).await;
-        let last = self.stderr_last_line();
-        if !last.is_empty() {
-            let cut = crate::agent::process::utf8_cut(last.as_bytes(), STDERR_QUOTED);
-            why.push_str("; the agent's stderr: ");
-            why.push_str(&last[..cut]);
-        }
-        why
-    }
-
-    fn stderr_last_line(&self) -> String {
+    /// The last non-blank line the agent wrote on stderr so far.
+    pub(super) fn stderr_last_line(&self) -> String {
         self.stderr
             .lock()
             .map(|t| t.last_line())

@@ -50,7 +50,7 @@ pub async fn ready_host(
         .await;
     let init = match init {
         Ok(v) => v,
-        Err(e) => return Err(host.explain(&e, "initialize").await),
+        Err(e) => return Err(super::reason::explain(&host, &e, "initialize").await),
     };
     let init: InitializeResponse = serde_json::from_value(init)
         .map_err(|e| format!("the ACP agent's initialize answer is invalid: {e}"))?;
@@ -152,7 +152,7 @@ async fn new_session(
         (Err(CallError::Agent(e)), Some(method)) if e.code == AUTH_REQUIRED => {
             let auth_params = json!({"methodId": method.id});
             if let Err(e) = host.call("authenticate", &auth_params, deadline).await {
-                return Err(host.explain(&e, "authenticate").await);
+                return Err(super::reason::explain(host, &e, "authenticate").await);
             }
             host.call("session/new", &params, deadline).await
         }
@@ -160,7 +160,7 @@ async fn new_session(
     };
     let answer = match answer {
         Ok(v) => v,
-        Err(e) => return Err(host.explain(&e, "session/new").await),
+        Err(e) => return Err(super::reason::explain(host, &e, "session/new").await),
     };
     parse_new_session(answer)
 }

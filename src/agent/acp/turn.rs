@@ -133,7 +133,7 @@ async fn prompt<S: EventSink>(
                 return match stop_outcome(result, cancel_sent) {
                     // Its reason may be on stderr only.
                     TurnOutcome::Failed(m) if refused => {
-                        TurnOutcome::Failed(host.with_stderr(m).await)
+                        TurnOutcome::Failed(super::reason::with_stderr(host, m).await)
                     }
                     outcome => outcome,
                 };
