@@ -319,3 +319,60 @@ fn man_pages_for_every_subcommand() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{f}");
     }
 }
+
+/// fish completes the same values through the same helper (`complete -C`
+/// asks fish what it would offer); the daemon is found by
+/// `ZEROCLAW_CONFIG_DIR`, `zeroclaw` on PATH.
+#[test]
+fn fish_completes_agents_and_sessions_from_the_daemon() {
+    let (env, mut c) = common::start::echo_client();
+    c.new_session("fish-1", "chat");
+    let script = zeroclaw(&["completions", "fish"]);
+    let file = env.dir.path().join("zeroclaw.fish");
+    std::fs::write(&file, script).expect("writing the script");
+    let bin_dir = std::path::Path::new(common::BIN)
+        .parent()
+        .expect("the binary's directory");
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let complete = |line: &str| -> Option<Vec<String>> {
+        let program = format!("source '{}'; complete -C '{line}'", file.display());
+        let out = Command::new("fish")
+            .arg("--no-config")
+            .arg("-c")
+            .arg(program)
+            .current_dir(env.dir.path())
+            .env("PATH", &path)
+            .env("HOME", env.dir.path())
+            .env("ZEROCLAW_CONFIG_DIR", &env.config_dir)
+            .output()
+            .ok()?;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut words: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or_default().to_owned())
+            .collect();
+        words.sort();
+        Some(words)
+    };
+    let Some(agents) = complete("zeroclaw chat --agent ") else {
+        skip_test!("fish is not installed");
+    };
+    assert_eq!(agents, ["echo"]);
+    assert_eq!(
+        complete("zeroclaw sessions kill ").expect("fish"),
+        ["fish-1"]
+    );
+    assert_eq!(
+        complete("zeroclaw chat --resume f").expect("fish"),
+        ["fish-1"]
+    );
+    assert_eq!(complete("zeroclaw sessi").expect("fish"), ["sessions"]);
+}
