@@ -10,11 +10,14 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout};
+use tokio_util::codec::FramedRead;
 
 use super::Check;
+use crate::codec::{Frame, FrameCodec};
 use crate::config::AgentConfig;
 
 /// How long the agent gets for each answer.
@@ -51,14 +54,13 @@ pub async fn session_opens(
     let fix = format!(
         "run agents.{alias}.command by hand: it must speak ACP on stdin/stdout (its ACP mode flag?)"
     );
-    let cwd = std::env::temp_dir().join(format!("zeroclaw-doctor-{}", std::process::id()));
-    if let Err(e) = std::fs::create_dir_all(&cwd) {
-        return Check::fail(
-            name,
-            format!("cannot make {}: {e}", cwd.display()),
-            "check TMPDIR",
-        );
-    }
+    let cwd = match private_temp_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            let detail = format!("cannot make a directory for it in the temporary directory: {e}");
+            return Check::fail(name, detail, "check TMPDIR");
+        }
+    };
     let mut child = match tokio::process::Command::new(program.1)
         .args(args)
         .envs(&agent.env)
@@ -89,7 +91,7 @@ pub async fn session_opens(
         (Some(stdin), Some(stdout)) => {
             let mut io = Io {
                 stdin,
-                lines: BufReader::new(stdout).lines(),
+                lines: FramedRead::new(stdout, FrameCodec::default()),
             };
             handshake(&mut io, &cwd).await
         }
@@ -126,9 +128,32 @@ pub async fn session_opens(
     }
 }
 
+/// A new, empty directory of ours in the temporary directory: an
+/// unpredictable name, created (never reused) with mode `0700`, so nothing
+/// another user placed in `/tmp` becomes the agent's working directory.
+fn private_temp_dir() -> std::io::Result<std::path::PathBuf> {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    let mut last = None;
+    for _ in 0..8 {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let dir =
+            std::env::temp_dir().join(format!("zeroclaw-doctor-{}", crate::hex::lower(&bytes)));
+        match builder.create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
+}
+
 struct Io {
     stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
+    /// Bounded lines (8 MiB): an agent writing without end costs no more.
+    lines: FramedRead<ChildStdout, FrameCodec>,
 }
 
 impl Io {
@@ -142,8 +167,8 @@ impl Io {
                 return Err(format!("closed its stdin before {method}"));
             }
             loop {
-                match self.lines.next_line().await {
-                    Ok(Some(line)) => {
+                match self.lines.next().await {
+                    Some(Ok(Frame::Line(line))) => {
                         let Ok(v) = serde_json::from_str::<Value>(&line) else {
                             continue;
                         };
@@ -151,7 +176,8 @@ impl Io {
                             return Ok(v);
                         }
                     }
-                    Ok(None) | Err(_) => {
+                    Some(Ok(Frame::Rejected(_))) => {}
+                    None | Some(Err(_)) => {
                         return Err(format!("ended its output without answering {method}"))
                     }
                 }
