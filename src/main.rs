@@ -105,9 +105,16 @@ enum Command {
         /// How many recent records to show first.
         #[arg(short = 'n', long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=2048))]
         lines: u32,
+        /// Show every record: connection and handshake records are hidden by default.
+        #[arg(short = 'v', long)]
+        all: bool,
     },
     /// Check the setup as the running user; exit 0 only when all checks pass.
-    Doctor,
+    Doctor {
+        /// Check only this agent (its backend, its model, opening a session).
+        #[arg(long, value_name = "ALIAS")]
+        agent: Option<String>,
+    },
     /// Stop the daemon gracefully (SIGTERM, only a daemon of your own uid) and wait until it is gone.
     Stop {
         /// Print the result as JSON.
@@ -157,10 +164,20 @@ enum Command {
     Completions {
         /// The shell.
         #[arg(value_enum)]
-        shell: Shell,
+        shell: cli::complete::Shell,
     },
-    /// Print the man page (roff).
-    Man,
+    /// Print the man page (roff), or write every page into a directory.
+    Man {
+        /// Write zeroclaw.1 and a page for every subcommand into DIR.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
+    /// The completion scripts' helper: agent aliases or session ids, one a line.
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        #[arg(value_enum)]
+        kind: cli::complete::Kind,
+    },
 }
 
 /// `zeroclaw sessions …`.
@@ -205,14 +222,6 @@ enum ConfigCmd {
     Edit,
 }
 
-/// `zeroclaw completions SHELL`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Shell {
-    Bash,
-    Zsh,
-    Fish,
-}
-
 /// `--log-format`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum LogFormat {
@@ -221,31 +230,19 @@ enum LogFormat {
 }
 
 /// Writes the completion script for `shell` to stdout.
-fn completions(shell: Shell) -> i32 {
+fn completions(shell: cli::complete::Shell) -> i32 {
     use clap::CommandFactory;
-    let shell = match shell {
-        Shell::Bash => clap_complete::Shell::Bash,
-        Shell::Zsh => clap_complete::Shell::Zsh,
-        Shell::Fish => clap_complete::Shell::Fish,
-    };
-    clap_complete::generate(
-        shell,
-        &mut Cli::command(),
-        "zeroclaw",
-        &mut std::io::stdout(),
-    );
-    0
+    use std::io::Write;
+    let script = cli::complete::script(shell, Cli::command());
+    i32::from(std::io::stdout().write_all(script.as_bytes()).is_err())
 }
 
-/// Writes the man page to stdout.
-fn man_page() -> i32 {
+/// `zeroclaw man [--dir DIR]`.
+fn man_pages(dir: Option<&std::path::Path>) -> i32 {
     use clap::CommandFactory;
-    match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("zeroclaw: writing the man page: {e}");
-            1
-        }
+    match dir {
+        Some(dir) => cli::man::write_all(Cli::command(), dir),
+        None => cli::man::print(Cli::command()),
     }
 }
 
@@ -337,8 +334,15 @@ fn main() -> ExitCode {
             };
             rt.block_on(cli::chat::run(cli.config_dir.clone(), opts))
         }
-        Command::Logs { follow, lines } => rt.block_on(cli::logs::run(config_dir, lines, follow)),
-        Command::Doctor => rt.block_on(cli::doctor::run(config_dir)),
+        Command::Logs { follow, lines, all } => {
+            let opts = cli::logs::Options {
+                limit: lines,
+                follow,
+                all,
+            };
+            rt.block_on(cli::logs::run(config_dir, opts))
+        }
+        Command::Doctor { agent } => rt.block_on(cli::doctor::run(config_dir, agent.as_deref())),
         Command::Stop { json } => rt.block_on(cli::everyday::admin::stop(config_dir, json)),
         Command::Sessions { action, json } => {
             use cli::everyday::sessions::{self, Action};
@@ -378,7 +382,8 @@ fn main() -> ExitCode {
             rt.block_on(cli::everyday::run::run(config_dir, opts))
         }
         Command::Completions { shell } => completions(shell),
-        Command::Man => man_page(),
+        Command::Man { dir } => man_pages(dir.as_deref()),
+        Command::Complete { kind } => rt.block_on(cli::complete::candidates(config_dir, kind)),
     };
     // Don't wait for stray tasks (a connection still flushing) at exit.
     rt.shutdown_timeout(Duration::from_millis(100));

@@ -193,7 +193,8 @@ fn on_a_terminal_an_invalid_edit_can_be_edited_again() {
     let screen = tty.screen();
     assert!(
         screen.contains("config.toml not saved: 1 error")
-            && screen.contains("invalid configuration: agents.echo.chunk_chars: must be at least 1"),
+            && screen
+                .contains("invalid configuration: agents.echo.chunk_chars: must be at least 1"),
         "{screen}"
     );
     assert_eq!(config_bytes(&env.config_dir), ECHO_ONLY.as_bytes());

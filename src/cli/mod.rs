@@ -7,7 +7,9 @@
 pub mod args;
 pub mod chat;
 pub mod colour;
+pub mod complete;
 pub mod conn;
 pub mod doctor;
 pub mod everyday;
 pub mod logs;
+pub mod man;

@@ -2,7 +2,8 @@
 //!
 //! Every failing check reports the path of the field it is about, and among all failing checks
 //! the one with the smallest path in byte order wins, so the reported error does not depend on
-//! the order in which checks run. "Every key is known and has the right type" is checked on the
+//! the order in which checks run. `zeroclaw doctor` asks for all of them at once
+//! ([`validate_all`], [`check_toml_shape_all`]), in the same order. "Every key is known and has the right type" is checked on the
 //! raw TOML table by [`check_toml_shape`] (the typed [`Config`] cannot hold a bad key); the
 //! other rules by [`validate`].
 

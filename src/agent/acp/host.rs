@@ -359,7 +359,8 @@ impl Host {
         self.fail(&why)
     }
 
-    fn stderr_last_line(&self) -> String {
+    /// The last non-blank line the agent wrote on stderr so far.
+    pub(super) fn stderr_last_line(&self) -> String {
         self.stderr
             .lock()
             .map(|t| t.last_line())

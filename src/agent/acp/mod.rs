@@ -10,6 +10,7 @@
 //! - [`links`]: where session ↔ agent session links are kept;
 //! - [`open`]: `initialize`, `authenticate`, `session/new` / `session/load`;
 //! - [`turn`]: `session/prompt` and everything until its answer;
+//! - [`reason`]: the agent's stderr line quoted in a refusal;
 //! - [`prompt`]: the prompt's content blocks (attachments as resource links);
 //! - [`mapping`], [`permission`], [`fs`], [`terminal`]: what the agent
 //!   sends, served.
@@ -27,6 +28,7 @@ mod open;
 mod permission;
 mod prompt;
 mod reader;
+mod reason;
 mod schema;
 mod terminal;
 mod turn;

@@ -47,8 +47,11 @@ pub async fn ready_host(
             &initialize_params(settings.acp.fs, settings.acp.terminal),
             deadline,
         )
-        .await
-        .map_err(|e| e.describe("initialize"))?;
+        .await;
+    let init = match init {
+        Ok(v) => v,
+        Err(e) => return Err(super::reason::explain(&host, &e, "initialize").await),
+    };
     let init: InitializeResponse = serde_json::from_value(init)
         .map_err(|e| format!("the ACP agent's initialize answer is invalid: {e}"))?;
     if init.protocol_version != PROTOCOL_VERSION {
@@ -148,14 +151,17 @@ async fn new_session(
     let answer = match (first, method) {
         (Err(CallError::Agent(e)), Some(method)) if e.code == AUTH_REQUIRED => {
             let auth_params = json!({"methodId": method.id});
-            host.call("authenticate", &auth_params, deadline)
-                .await
-                .map_err(|e| e.describe("authenticate"))?;
+            if let Err(e) = host.call("authenticate", &auth_params, deadline).await {
+                return Err(super::reason::explain(host, &e, "authenticate").await);
+            }
             host.call("session/new", &params, deadline).await
         }
         (first, _) => first,
-    }
-    .map_err(|e| e.describe("session/new"))?;
+    };
+    let answer = match answer {
+        Ok(v) => v,
+        Err(e) => return Err(super::reason::explain(host, &e, "session/new").await),
+    };
     parse_new_session(answer)
 }
 

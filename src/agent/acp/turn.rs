@@ -129,7 +129,14 @@ async fn prompt<S: EventSink>(
                 if let Err(end) = flush(&mut pending, sink, host).await {
                     return end;
                 }
-                return stop_outcome(result, cancel_sent);
+                let refused = result.is_err();
+                return match stop_outcome(result, cancel_sent) {
+                    // Its reason may be on stderr only.
+                    TurnOutcome::Failed(m) if refused => {
+                        TurnOutcome::Failed(super::reason::with_stderr(host, m).await)
+                    }
+                    outcome => outcome,
+                };
             }
             Incoming::Response { .. } => {}
             Incoming::Chunk(chunk) => {

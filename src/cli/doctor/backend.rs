@@ -1,19 +1,19 @@
 //! Whether an agent's backend can be reached, one arm per backend: the
 //! built-in echo agent always can; a command agent needs its program on
-//! PATH (or at its path); an ACP agent must also start and answer
-//! `initialize`; a model server must answer `GET <base_url>/models`.
+//! PATH (or at its path); an ACP agent must also start and open a session
+//! (`acp.rs`); a model server must answer `GET <base_url>/models` and list
+//! the configured model (a server without `/models` is a warning).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use serde_json::Value;
 
 use super::Check;
 use crate::agent::{model_redirect, openai_api_key, OpenAiSettings};
 use crate::config::AgentConfig;
 
-/// How long an ACP agent or a model server gets to answer.
+/// How long a model server gets to answer.
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
 pub async fn reachable(alias: &str, agent: &AgentConfig) -> Check {
@@ -27,7 +27,9 @@ pub async fn reachable(alias: &str, agent: &AgentConfig) -> Check {
             Err(fail) => fail,
         },
         Some("acp") => match program(alias, agent) {
-            Ok((program, path)) => acp_answers(name, alias, agent, (&program, &path)).await,
+            Ok((program, path)) => {
+                super::acp::session_opens(name, alias, agent, (&program, &path)).await
+            }
             Err(fail) => fail,
         },
         Some("openai") => model_server_answers(name, alias, agent).await,
@@ -58,95 +60,6 @@ fn program(alias: &str, agent: &AgentConfig) -> Result<(String, PathBuf), Check>
     }
 }
 
-/// Starts the ACP agent with its `env`, sends `initialize` and waits for its
-/// answer; the process is killed either way.
-async fn acp_answers(
-    name: String,
-    alias: &str,
-    agent: &AgentConfig,
-    program: (&str, &Path),
-) -> Check {
-    let args = agent
-        .command
-        .as_deref()
-        .unwrap_or_default()
-        .get(1..)
-        .unwrap_or_default();
-    let mut child = match tokio::process::Command::new(program.1)
-        .args(args)
-        .envs(&agent.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            let fix = format!("check that agents.{alias}.command runs by hand");
-            return Check::fail(
-                name,
-                format!("ACP agent {} did not start: {e}", program.0),
-                fix,
-            );
-        }
-    };
-    let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1,\"clientCapabilities\":{}}}\n";
-    let answer = async {
-        let mut stdin = child.stdin.take()?;
-        stdin.write_all(request).await.ok()?;
-        let mut lines = BufReader::new(child.stdout.take()?).lines();
-        while let Some(line) = lines.next_line().await.ok()? {
-            let v: serde_json::Value = serde_json::from_str(&line).ok()?;
-            if v.get("id") == Some(&serde_json::json!(1)) {
-                return Some(v);
-            }
-        }
-        None
-    };
-    let answer = tokio::time::timeout(ANSWER_WAIT, answer).await;
-    let _ = child.kill().await;
-    let fix = format!(
-        "run agents.{alias}.command by hand: it must speak ACP on stdin/stdout (its ACP mode flag?)"
-    );
-    match answer {
-        Ok(Some(v)) => match v["result"]["protocolVersion"].as_u64() {
-            Some(version) => Check::pass(
-                name,
-                format!(
-                    "ACP agent {} answers initialize (protocol {version})",
-                    program.0
-                ),
-            ),
-            None => Check::fail(
-                name,
-                format!(
-                    "ACP agent {} answered initialize without a protocol version",
-                    program.0
-                ),
-                fix,
-            ),
-        },
-        Ok(None) => Check::fail(
-            name,
-            format!(
-                "ACP agent {} ended its output without answering initialize",
-                program.0
-            ),
-            fix,
-        ),
-        Err(_) => Check::fail(
-            name,
-            format!(
-                "ACP agent {} did not answer initialize within {} s",
-                program.0,
-                ANSWER_WAIT.as_secs()
-            ),
-            fix,
-        ),
-    }
-}
-
 /// `GET <base_url>/models`, with the key when one is configured and readable.
 async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) -> Check {
     let settings = OpenAiSettings::from_config(agent);
@@ -162,10 +75,25 @@ async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) ->
     if let Ok(Some(key)) = openai_api_key(&settings) {
         request = request.bearer_auth(key);
     }
+    let model = settings.model.clone();
     match request.send().await {
         Ok(r) if r.status().is_success() => {
-            Check::pass(name, format!("model server {url} answers {}", r.status()))
+            let status = r.status();
+            // A bounded read: a listing is small, a server that streams is not one.
+            let body = tokio::time::timeout(ANSWER_WAIT, r.bytes()).await;
+            let ids = match body {
+                Ok(Ok(b)) if b.len() <= MAX_LISTING_BYTES => model_ids(&b),
+                _ => None,
+            };
+            has_model(name, alias, &url, status, &model, ids)
         }
+        Ok(r) if matches!(r.status().as_u16(), 404 | 405 | 501) => Check::warn(
+            name,
+            format!(
+                "model server {url} answers {}: it lists no models, so model {model:?} is not checked",
+                r.status()
+            ),
+        ),
         Ok(r) if r.status().is_redirection() => Check::fail(
             name,
             format!(
@@ -193,6 +121,65 @@ async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) ->
             format!("start the model server, or set agents.{alias}.base_url"),
         ),
     }
+}
+
+/// The most of a `/models` answer read.
+const MAX_LISTING_BYTES: usize = 4 * 1024 * 1024;
+/// How many of the server's models a failure names.
+const MODELS_NAMED: usize = 10;
+
+/// The ids of OpenAI's model list (`{"data": [{"id": …}, …]}`).
+fn model_ids(body: &[u8]) -> Option<Vec<String>> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let ids = v
+        .get("data")?
+        .as_array()?
+        .iter()
+        .filter_map(|m| m.get("id").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect();
+    Some(ids)
+}
+
+/// Whether the listing names `model`; an unreadable listing is a warning.
+fn has_model(
+    name: String,
+    alias: &str,
+    url: &str,
+    status: reqwest::StatusCode,
+    model: &str,
+    ids: Option<Vec<String>>,
+) -> Check {
+    let Some(ids) = ids else {
+        return Check::warn(
+            name,
+            format!("model server {url} answers {status} without a model list: model {model:?} is not checked"),
+        );
+    };
+    if ids.iter().any(|id| id == model) {
+        return Check::pass(
+            name,
+            format!("model server {url} answers {status} and has model {model:?}"),
+        );
+    }
+    let mut named: Vec<String> = ids
+        .iter()
+        .take(MODELS_NAMED)
+        .map(|id| format!("{id:?}"))
+        .collect();
+    if ids.len() > MODELS_NAMED {
+        named.push(format!("and {} more", ids.len() - MODELS_NAMED));
+    }
+    let has = if ids.is_empty() {
+        "none".to_owned()
+    } else {
+        named.join(", ")
+    };
+    Check::fail(
+        name,
+        format!("model server {url} has no model {model:?} (it has: {has})"),
+        format!("set agents.{alias}.model to a model the server has, or load {model:?} into it"),
+    )
 }
 
 /// `program` itself when it names a path, else the first executable match on PATH.

@@ -1,17 +1,21 @@
-//! `zeroclaw doctor`: checks, as the user who runs it, what a person would
-//! otherwise debug by hand, and prints one line per check: `ok` or `FAIL`,
-//! what was found and, for a failure, what to do. Exit status 0 only when
-//! every check passes. Nothing is created, repaired or written: the config
+//! `zeroclaw doctor [--agent A]`: checks, as the user who runs it, what a
+//! person would otherwise debug by hand, and prints one line per check: `ok`,
+//! `warn` or `FAIL`, what was found and, for a failure, what to do. Exit
+//! status 0 only when no check fails (a warning does not). Nothing is created, repaired or written: the config
 //! is parsed from its text, the session database is opened read-only.
 //!
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | the order of the checks and the report |
+//! | `config.rs` | `config.toml`, every fault at once |
 //! | `files.rs` | directories, file modes, the endpoint, disk space |
 //! | `store.rs` | the SQLite integrity check |
-//! | `backend.rs` | whether each agent's backend is reachable |
+//! | `backend.rs` | whether each agent's backend is reachable, its model served |
+//! | `acp.rs` | whether an ACP agent opens a session |
 
+mod acp;
 mod backend;
+mod config;
 mod files;
 mod store;
 
@@ -21,7 +25,6 @@ use std::io::Write;
 use serde_json::{json, Value};
 
 use super::conn::Conn;
-use crate::config::Config;
 use crate::endpoint::{self, EndpointName};
 
 /// The outcome of one check.
@@ -29,6 +32,8 @@ use crate::endpoint::{self, EndpointName};
 pub struct Check {
     pub name: String,
     pub ok: bool,
+    /// Passed, with something the user should know (not counted as a failure).
+    pub warning: bool,
     /// What was found.
     pub detail: String,
     /// What to do about a failure.
@@ -40,8 +45,17 @@ impl Check {
         Check {
             name: name.into(),
             ok: true,
+            warning: false,
             detail: detail.into(),
             fix: String::new(),
+        }
+    }
+
+    /// Passed, but the user should know `detail` (`warn  NAME: DETAIL`).
+    pub fn warn(name: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check {
+            warning: true,
+            ..Check::pass(name, detail)
         }
     }
 
@@ -53,14 +67,17 @@ impl Check {
         Check {
             name: name.into(),
             ok: false,
+            warning: false,
             detail: detail.into(),
             fix: fix.into(),
         }
     }
 
-    /// `ok    NAME: DETAIL` or `FAIL  NAME: DETAIL; fix: FIX`.
+    /// `ok    NAME: DETAIL`, `warn  NAME: DETAIL` or `FAIL  NAME: DETAIL; fix: FIX`.
     pub fn line(&self) -> String {
-        if self.ok {
+        if self.warning {
+            format!("warn  {}: {}", self.name, self.detail)
+        } else if self.ok {
             format!("ok    {}: {}", self.name, self.detail)
         } else {
             format!("FAIL  {}: {}; fix: {}", self.name, self.detail, self.fix)
@@ -69,23 +86,29 @@ impl Check {
 }
 
 /// Runs every check; the exit status.
-pub async fn run(config_dir: Option<&OsStr>) -> i32 {
-    let checks = checks(config_dir).await;
+pub async fn run(config_dir: Option<&OsStr>, agent: Option<&str>) -> i32 {
+    let checks = checks(config_dir, agent).await;
     let mut out = std::io::stdout().lock();
     for c in &checks {
         // A check may quote an agent's reply or a file name: sanitized.
         let _ = writeln!(out, "{}", crate::shown::Shown::line(&c.line()));
     }
     let failed = checks.iter().filter(|c| !c.ok).count();
+    let warned = checks.iter().filter(|c| c.warning).count();
+    let warnings = match warned {
+        0 => String::new(),
+        1 => ", 1 warning".to_owned(),
+        n => format!(", {n} warnings"),
+    };
     let _ = if failed == 0 {
-        writeln!(out, "all {} checks passed", checks.len())
+        writeln!(out, "all {} checks passed{warnings}", checks.len())
     } else {
-        writeln!(out, "{failed} of {} checks failed", checks.len())
+        writeln!(out, "{failed} of {} checks failed{warnings}", checks.len())
     };
     i32::from(failed > 0)
 }
 
-async fn checks(config_dir: Option<&OsStr>) -> Vec<Check> {
+async fn checks(config_dir: Option<&OsStr>, only: Option<&str>) -> Vec<Check> {
     let dirs = match endpoint::resolve_dirs_from_env(config_dir) {
         Ok(d) => d,
         Err(e) => {
@@ -97,7 +120,7 @@ async fn checks(config_dir: Option<&OsStr>) -> Vec<Check> {
         }
     };
     let mut out = Vec::new();
-    let (config_check, config) = read_config(&dirs.config_file);
+    let (config_checks, config) = config::read(&dirs.config_file);
     let group = config
         .as_ref()
         .and_then(|c| c.security.socket_group.clone());
@@ -112,7 +135,7 @@ async fn checks(config_dir: Option<&OsStr>) -> Vec<Check> {
         group.is_some(),
     ));
     out.push(files::private_file("config.toml mode", &dirs.config_file));
-    out.push(config_check);
+    out.extend(config_checks);
     let name = endpoint::resolve_endpoint(&dirs.data_dir, |k| std::env::var_os(k));
     #[cfg(unix)]
     {
@@ -122,51 +145,25 @@ async fn checks(config_dir: Option<&OsStr>) -> Vec<Check> {
     out.push(daemon(config_dir, &name).await);
     out.push(store::quick_check(&crate::store::Store::path_in(&dirs.data_dir)).await);
     if let Some(config) = &config {
+        if let Some(alias) = only.filter(|a| !config.agents.contains_key(*a)) {
+            let known: Vec<&str> = config.agents.keys().map(String::as_str).collect();
+            out.push(Check::fail(
+                format!("agent {alias}"),
+                format!(
+                    "no agent {alias} is configured (there are: {})",
+                    known.join(", ")
+                ),
+                "name one of them, or add it to config.toml",
+            ));
+        }
         for (alias, agent) in &config.agents {
-            out.push(backend::reachable(alias, agent).await);
+            if only.is_none_or(|a| a == alias) {
+                out.push(backend::reachable(alias, agent).await);
+            }
         }
     }
     out.push(files::disk_space(&dirs.data_dir));
     out
-}
-
-/// Parses `config.toml` as the daemon would, without touching it.
-fn read_config(path: &std::path::Path) -> (Check, Option<Config>) {
-    const NAME: &str = "config.toml";
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let detail = format!(
-                "{} does not exist yet (the daemon writes a default one)",
-                path.display()
-            );
-            return (
-                Check::pass(NAME, detail),
-                Config::from_toml_str(Config::default_file_text()).ok(),
-            );
-        }
-        Err(e) => {
-            let detail = format!("cannot read {}: {e}", path.display());
-            return (
-                Check::fail(NAME, detail, "make it readable by this user"),
-                None,
-            );
-        }
-    };
-    match Config::from_toml_str(&text) {
-        Ok(c) => {
-            let detail = format!("{} is valid ({} agents)", path.display(), c.agents.len());
-            (Check::pass(NAME, detail), Some(c))
-        }
-        Err(e) => (
-            Check::fail(
-                NAME,
-                format!("{} is invalid: {e}", path.display()),
-                "correct it (the daemon will not start with it)",
-            ),
-            None,
-        ),
-    }
 }
 
 /// Whether a daemon answers, and its version.
