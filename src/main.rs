@@ -89,6 +89,12 @@ enum Command {
         #[arg(long, conflicts_with_all = ["session", "resume"])]
         new: bool,
     },
+    /// An ACP agent on stdin/stdout for editors (Zed, JetBrains, Neovim, Emacs), bridging into the daemon's durable sessions.
+    Acp {
+        /// The agent sessions are opened with (default: the first configured).
+        #[arg(long, value_name = "ALIAS")]
+        agent: Option<String>,
+    },
     /// Show the daemon's recent log records; -f follows new ones.
     Logs {
         /// Follow: keep printing records as the daemon logs them.
@@ -322,6 +328,7 @@ fn main() -> ExitCode {
             };
             rt.block_on(cli::chat::run(cli.config_dir.clone(), opts))
         }
+        Command::Acp { agent } => rt.block_on(cli::acp_bridge::run(cli.config_dir.clone(), agent)),
         Command::Logs { follow, lines } => rt.block_on(cli::logs::run(config_dir, lines, follow)),
         Command::Doctor => rt.block_on(cli::doctor::run(config_dir)),
         Command::Stop { json } => rt.block_on(cli::everyday::admin::stop(config_dir, json)),

@@ -28,6 +28,7 @@ pub mod golden;
 mod log;
 pub mod openai;
 pub mod openai_server;
+pub mod py_editor;
 pub mod pipeline;
 pub mod rpc;
 pub mod sessions;
