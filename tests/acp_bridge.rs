@@ -142,6 +142,26 @@ fn permission_round_trip() {
 }
 
 #[test]
+fn questions_reach_an_editor_that_answers_forms_and_never_hang_the_others() {
+    let py = python!();
+    let env = AcpEnv::new(&echo_config(""));
+    let p = play(&py, &env, "echo", "ask", &[]);
+    let asks = p.all("ask");
+    assert_eq!(
+        asks[0],
+        &json!({"k": "ask", "editor": "form", "stop": "end_turn", "questions": ["Continue?"],
+                "updates": [chunk("agent_message_chunk", "answer: yes")]})
+    );
+    assert_eq!(
+        asks[1],
+        &json!({"k": "ask", "editor": "plain", "stop": "end_turn", "questions": [],
+                // Echo's 16-character chunks.
+                "updates": [chunk("agent_message_chunk", "answer: unavaila"), chunk("agent_message_chunk", "ble")]})
+    );
+    p.assert_stdout_clean(2);
+}
+
+#[test]
 fn cancel_mid_turn() {
     let py = python!();
     let env = AcpEnv::new(&echo_config(""));

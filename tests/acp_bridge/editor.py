@@ -53,6 +53,7 @@ class Editor:
         self.updates = []
         self.permissions = []
         self.first_chunk = asyncio.Event()
+        self.questions = []
 
     async def session_update(self, session_id, update, **kw):
         self.updates.append(brief(update))
@@ -67,6 +68,10 @@ class Editor:
             return s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
         return s.RequestPermissionResponse(
             outcome=s.AllowedOutcome(outcome="selected", option_id=self.policy))
+
+    async def create_elicitation(self, message, mode, **kw):
+        self.questions.append(message)
+        return s.AcceptElicitationResponse(action="accept", content={"answer": "yes"})
 
     def take(self):
         u, self.updates = self.updates, []
@@ -89,7 +94,7 @@ class Bridge:
         self.reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
         self.tee = asyncio.create_task(self._tee())
         self.editor = editor
-        self.conn = acp.connect_to_agent(editor, self.proc.stdin, self.reader)
+        self.conn = acp.connect_to_agent(editor, self.proc.stdin, self.reader, use_unstable_protocol=True)
         return self.conn
 
     async def _tee(self):
@@ -101,8 +106,10 @@ class Bridge:
             self.raw += b
             self.reader.feed_data(b)
 
-    async def initialize(self):
+    async def initialize(self, elicitation=False):
         caps = s.ClientCapabilities(fs=s.FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True)
+        if elicitation:
+            caps.elicitation = s.ElicitationCapabilities(form=s.ElicitationFormCapabilities())
         r = await self.conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=caps)
         return r
 
@@ -183,6 +190,20 @@ async def scenario_permission():
     stop = await prompt(conn, sid, '::approve rm {"path":"c"}')
     emit("cancelled", stop=stop, updates=a.take())
     await b.close()
+
+
+async def scenario_ask():
+    """The daemon's question: forwarded to an editor that answers forms,
+    refused at once (unavailable) for one that does not."""
+    for name, form in (("form", True), ("plain", False)):
+        a = Editor(name)
+        b = Bridge()
+        conn = await b.start(a)
+        await b.initialize(elicitation=form)
+        sid = (await conn.new_session(cwd=os.getcwd(), mcp_servers=[])).session_id
+        stop = await prompt(conn, sid, "::ask Continue?")
+        emit("ask", editor=name, stop=stop, questions=a.questions, updates=a.take())
+        await b.close()
 
 
 async def scenario_cancel():
