@@ -96,7 +96,10 @@ mod imp {
         w.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"session/new\",\"params\":{\"agent_alias\":\"echo\",\"chat_mode\":\"acp\"},\"id\":1}\n").await?;
         let created = lines.next_line().await?.unwrap_or_default();
         let v: serde_json::Value = serde_json::from_str(&created).map_err(std::io::Error::other)?;
-        let id = v["result"]["session_id"].as_str().unwrap_or_default().to_owned();
+        let id = v["result"]["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let prompt = serde_json::json!({"jsonrpc":"2.0","method":"session/prompt","params":{"session_id": id, "prompt": PROMPT},"id":2});
         let start = Instant::now();
         w.write_all(format!("{prompt}\n").as_bytes()).await?;
@@ -160,10 +163,15 @@ mod imp {
         read_answer(&mut out, "1")?;
         let created = read_answer(&mut out, "2")?;
         let v: serde_json::Value = serde_json::from_str(&created).map_err(|x| x.to_string())?;
-        let sid = v["result"]["sessionId"].as_str().ok_or("no sessionId")?.to_owned();
+        let sid = v["result"]["sessionId"]
+            .as_str()
+            .ok_or("no sessionId")?
+            .to_owned();
         let prompt = serde_json::json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId": sid, "prompt":[{"type":"text","text": PROMPT}]}});
         let start = Instant::now();
-        stdin.write_all(format!("{prompt}\n").as_bytes()).map_err(e)?;
+        stdin
+            .write_all(format!("{prompt}\n").as_bytes())
+            .map_err(e)?;
         if !stall.is_zero() {
             std::thread::sleep(stall);
         }

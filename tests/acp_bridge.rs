@@ -11,7 +11,7 @@
 #[macro_use]
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::acp::{echo_config, AcpEnv};
@@ -29,7 +29,7 @@ macro_rules! python {
     };
 }
 
-fn play(py: &PathBuf, env: &AcpEnv, agent: &str, scenario: &str, args: &[&str]) -> Played {
+fn play(py: &Path, env: &AcpEnv, agent: &str, scenario: &str, args: &[&str]) -> Played {
     py_editor::play(py, &env.config_dir(), agent, scenario, args, |tag| {
         panic!("unexpected WAIT {tag}")
     })
@@ -42,7 +42,10 @@ fn chunk(kind: &str, text: &str) -> Value {
 /// The transcript rows of `sid` as (role, kind, content), read on the daemon's socket.
 fn rows(env: &AcpEnv, sid: &str) -> Vec<(String, String, String)> {
     let mut c = env.rpc();
-    let r = c.ok("session/messages", json!({"session_id": sid, "chat_mode": "acp"}));
+    let r = c.ok(
+        "session/messages",
+        json!({"session_id": sid, "chat_mode": "acp"}),
+    );
     r["messages"]
         .as_array()
         .unwrap()
@@ -113,7 +116,11 @@ fn permission_round_trip() {
     let py = python!();
     let env = AcpEnv::new(&echo_config(""));
     let p = play(&py, &env, "echo", "permission", &[]);
-    let options = json!([["allow_once", "allow_once"], ["allow_always", "allow_always"], ["reject", "reject_once"]]);
+    let options = json!([
+        ["allow_once", "allow_once"],
+        ["allow_always", "allow_always"],
+        ["reject", "reject_once"]
+    ]);
     let allowed = p.get("allowed");
     assert_eq!(allowed["stop"], "end_turn");
     assert_eq!(
@@ -166,7 +173,10 @@ fn cancel_mid_turn() {
     let py = python!();
     let env = AcpEnv::new(&echo_config(""));
     let p = play(&py, &env, "echo", "cancel", &[]);
-    assert_eq!(p.get("cancel"), &json!({"k": "cancel", "stop": "cancelled", "partial": true}));
+    assert_eq!(
+        p.get("cancel"),
+        &json!({"k": "cancel", "stop": "cancelled", "partial": true})
+    );
     assert_eq!(
         p.get("after"),
         &json!({"k": "after", "stop": "end_turn", "updates": [chunk("agent_message_chunk", "after")]})
@@ -195,7 +205,10 @@ fn load_replays_the_transcript_in_order_exactly_once() {
     let sid = prep.get("prepared")["session"].as_str().unwrap().to_owned();
     // Still live (the first editor quit, the session did not): attached.
     let p = play(&py, &env, "echo", "load", &[&sid]);
-    assert_eq!(p.get("load"), &json!({"k": "load", "result": {}, "updates": prepared_replay()}));
+    assert_eq!(
+        p.get("load"),
+        &json!({"k": "load", "result": {}, "updates": prepared_replay()})
+    );
     assert_eq!(
         p.get("again")["updates"],
         json!([chunk("agent_message_chunk", "again")])
@@ -262,7 +275,10 @@ fn wait_rows(env: &AcpEnv, sid: &str, n: usize) {
         if got >= n {
             return;
         }
-        assert!(Instant::now() < deadline, "the turn did not finish ({got} rows)");
+        assert!(
+            Instant::now() < deadline,
+            "the turn did not finish ({got} rows)"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -291,11 +307,18 @@ fn daemon_killed_mid_turn_fails_the_prompt_then_load_shows_the_marker_once() {
     let py = python!();
     let mut env = AcpEnv::new(&echo_config(""));
     let config_dir = env.config_dir();
-    let p = py_editor::play(&py, &config_dir, "echo", "daemon_killed", &[], |tag| match tag {
-        "kill" => env.kill9(),
-        "restarted" => env.start(),
-        other => panic!("unexpected WAIT {other}"),
-    });
+    let p = py_editor::play(
+        &py,
+        &config_dir,
+        "echo",
+        "daemon_killed",
+        &[],
+        |tag| match tag {
+            "kill" => env.kill9(),
+            "restarted" => env.start(),
+            other => panic!("unexpected WAIT {other}"),
+        },
+    );
     let failed = p.get("failed");
     assert_eq!(failed["result"]["error"], -32603, "{failed}");
     let msg = failed["result"]["message"].as_str().unwrap();
@@ -312,7 +335,10 @@ fn daemon_killed_mid_turn_fails_the_prompt_then_load_shows_the_marker_once() {
         // sent), a prefix of the whole reply.
         assert_eq!(u[1][0], "agent_message_chunk");
         let saved = u[1][1].as_str().unwrap();
-        assert!(saved.starts_with(seen) && "0123456789".starts_with(saved), "{saved} / {seen}");
+        assert!(
+            saved.starts_with(seen) && "0123456789".starts_with(saved),
+            "{saved} / {seen}"
+        );
         assert_eq!(u[2], chunk("agent_message_chunk", "[Turn interrupted]"));
     }
     assert_eq!(loads[0]["updates"], loads[1]["updates"]);
@@ -379,7 +405,11 @@ fn the_bridge_starts_a_daemon_that_outlives_it() {
     // No daemon: the bridge starts one (detached, not ephemeral).
     let p = play(&py, &env, "echo", "prepare", &[]);
     p.assert_stdout_clean(1);
-    assert!(p.stderr.contains("no daemon answered; started one"), "{}", p.stderr);
+    assert!(
+        p.stderr.contains("no daemon answered; started one"),
+        "{}",
+        p.stderr
+    );
     // It is still there after the editor and the bridge are gone.
     let (code, out, err) = started.stop();
     assert_eq!(code, Some(0), "{out}{err}");

@@ -46,7 +46,10 @@ fn install() -> Result<PathBuf, String> {
     }
     let imports = |py: &Path| {
         Command::new(py)
-            .args(["-c", "import acp, sys; sys.exit(0 if acp.PROTOCOL_VERSION == 1 else 1)"])
+            .args([
+                "-c",
+                "import acp, sys; sys.exit(0 if acp.PROTOCOL_VERSION == 1 else 1)",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -60,7 +63,10 @@ fn install() -> Result<PathBuf, String> {
             Ok(o) if o.status.success() => Ok(()),
             Ok(o) => Err(format!(
                 "{what} failed: {}",
-                String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
             )),
             Err(e) => Err(format!("{what}: {e}")),
         }
@@ -92,10 +98,12 @@ impl Played {
     /// The observation of kind `k` (the first one).
     #[track_caller]
     pub fn get(&self, k: &str) -> &Value {
-        self.lines
-            .iter()
-            .find(|l| l["k"] == k)
-            .unwrap_or_else(|| panic!("no {k:?} line in {:#?}\nstderr:\n{}", self.lines, self.stderr))
+        self.lines.iter().find(|l| l["k"] == k).unwrap_or_else(|| {
+            panic!(
+                "no {k:?} line in {:#?}\nstderr:\n{}",
+                self.lines, self.stderr
+            )
+        })
     }
 
     /// Every observation of kind `k`.
@@ -108,7 +116,13 @@ impl Played {
     #[track_caller]
     pub fn assert_stdout_clean(&self, bridges: usize) {
         let outs = self.all("stdout");
-        assert_eq!(outs.len(), bridges, "{:#?}\nstderr:\n{}", self.lines, self.stderr);
+        assert_eq!(
+            outs.len(),
+            bridges,
+            "{:#?}\nstderr:\n{}",
+            self.lines,
+            self.stderr
+        );
         for o in outs {
             assert_eq!(o["only_frames"], true, "stray bytes on stdout: {o}");
             assert_eq!(o["frames"], true, "{o}");
@@ -172,8 +186,7 @@ pub fn play(
                     let _ = stdin.flush();
                 }
                 None => lines.push(
-                    serde_json::from_str(&line)
-                        .unwrap_or_else(|_| Value::String(line.clone())),
+                    serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line.clone())),
                 ),
             },
             Err(mpsc::RecvTimeoutError::Disconnected) => break,

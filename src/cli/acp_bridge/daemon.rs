@@ -104,7 +104,11 @@ impl DaemonConn {
     }
 
     /// Answers a request of the daemon's.
-    pub async fn respond(&mut self, id: &Value, outcome: Result<Value, Value>) -> std::io::Result<()> {
+    pub async fn respond(
+        &mut self,
+        id: &Value,
+        outcome: Result<Value, Value>,
+    ) -> std::io::Result<()> {
         let msg = match outcome {
             Ok(result) => json!({"jsonrpc": "2.0", "result": result, "id": id}),
             Err(error) => json!({"jsonrpc": "2.0", "error": error, "id": id}),
@@ -184,14 +188,19 @@ fn start_daemon(config_dir: Option<&OsStr>) -> Result<(), Unreachable> {
     let child = cmd
         .spawn()
         .map_err(|e| Unreachable(format!("cannot start the daemon: {e}")))?;
-    eprintln!("zeroclaw acp: no daemon answered; started one (pid {})", child.id());
+    eprintln!(
+        "zeroclaw acp: no daemon answered; started one (pid {})",
+        child.id()
+    );
     // Not waited for: it runs on after the bridge; a daemon that lost the
     // race for the endpoint exits at once and is reaped by init.
     drop(child);
     Ok(())
 }
 
-async fn connect_patiently(name: &endpoint::EndpointName) -> Result<endpoint::LocalStream, Unreachable> {
+async fn connect_patiently(
+    name: &endpoint::EndpointName,
+) -> Result<endpoint::LocalStream, Unreachable> {
     let deadline = tokio::time::Instant::now() + START_PATIENCE;
     loop {
         match endpoint::connect(name).await {
@@ -209,7 +218,9 @@ async fn connect_patiently(name: &endpoint::EndpointName) -> Result<endpoint::Lo
 /// The side connection: reads (`session/list`, `session/messages`,
 /// `config/get`) awaited in place, never a session's channel.
 pub async fn side(config_dir: Option<&OsStr>) -> Result<Conn, Unreachable> {
-    Conn::open(config_dir).await.map_err(|e| Unreachable(e.message))
+    Conn::open(config_dir)
+        .await
+        .map_err(|e| Unreachable(e.message))
 }
 
 #[cfg(test)]
@@ -225,7 +236,10 @@ mod tests {
         let ans = r#"{"jsonrpc":"2.0","result":{"a":1},"id":3}"#;
         assert!(matches!(
             classify(ans.into()),
-            FromDaemon::Answer { id: 3, outcome: Ok(_) }
+            FromDaemon::Answer {
+                id: 3,
+                outcome: Ok(_)
+            }
         ));
         assert!(matches!(classify("nope".into()), FromDaemon::Other));
         // A tool input with an `id` member is still an update.

@@ -44,7 +44,9 @@ pub struct Gone;
 
 impl Out {
     /// The queue and the task that writes it to `w` (stdout in the bridge).
-    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(w: W) -> (Self, tokio::task::JoinHandle<()>) {
+    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(
+        w: W,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let room = Arc::new(Semaphore::new(OUT_BUDGET));
         let task = tokio::spawn(write_all(w, rx));

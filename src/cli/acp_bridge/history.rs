@@ -27,11 +27,12 @@ pub enum ReplayError {
 /// Replays the transcript of `sid` to the editor, in order, each row once;
 /// the number of rows replayed. A session without rows replays nothing.
 pub async fn replay(side: &mut Conn, out: &Out, sid: &str) -> Result<u64, ReplayError> {
-    let page = |before: u64, limit: u64| {
-        json!({"session_id": sid, "chat_mode": "acp", "limit": limit, "before_index": before})
-    };
+    let page = |before: u64, limit: u64| json!({"session_id": sid, "chat_mode": "acp", "limit": limit, "before_index": before});
     let total = match side
-        .call("session/messages", json!({"session_id": sid, "chat_mode": "acp", "limit": 1}))
+        .call(
+            "session/messages",
+            json!({"session_id": sid, "chat_mode": "acp", "limit": 1}),
+        )
         .await
     {
         Ok(r) => r.get("total").and_then(Value::as_u64).unwrap_or(0),
@@ -53,7 +54,11 @@ pub async fn replay(side: &mut Conn, out: &Out, sid: &str) -> Result<u64, Replay
             want = (before - start).max(1);
             continue;
         }
-        let rows = r.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        let rows = r
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         for row in &rows {
             if let Some(f) = row_frame(sid, row) {
                 out.send_line(f).await.map_err(ReplayError::Editor)?;
@@ -87,7 +92,10 @@ pub async fn list(
     let from: usize = cursor.and_then(|c| c.parse().ok()).unwrap_or(0);
     let mut sessions = Vec::new();
     for s in mine.iter().skip(from).take(LIST_PAGE) {
-        let id = s.get("session_id").and_then(Value::as_str).unwrap_or_default();
+        let id = s
+            .get("session_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let mut info = json!({"sessionId": id, "cwd": cwd});
         if let Some(t) = title(side, id).await? {
             info["title"] = json!(t);
@@ -112,7 +120,14 @@ async fn title(side: &mut Conn, sid: &str) -> Result<Option<String>, CallError> 
             .pointer("/messages/0")
             .filter(|row| row.get("role").and_then(Value::as_str) == Some("user"))
             .and_then(|row| row.get("content").and_then(Value::as_str))
-            .map(|c| c.lines().next().unwrap_or_default().chars().take(TITLE_CHARS).collect())),
+            .map(|c| {
+                c.lines()
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(TITLE_CHARS)
+                    .collect()
+            })),
         Err(CallError::Rpc(_)) => Ok(None),
         Err(e) => Err(e),
     }

@@ -125,7 +125,7 @@ pub async fn run(config_dir: Option<OsString>, agent: Option<String>) -> i32 {
     let status = loop {
         let step = tokio::select! {
             frame = input.next() => match frame {
-                Some(Ok(Frame::Line(line))) => b.from_editor(&line).await,
+                Some(Ok(Frame::Line(line))) => b.on_editor(&line).await,
                 Some(Ok(Frame::Rejected(r))) => {
                     let msg = format!("frame rejected: {}", r.reason());
                     b.out.send(&json!({"jsonrpc": "2.0", "id": null, "error": {"code": code::PARSE, "message": msg}})).await
@@ -137,7 +137,7 @@ pub async fn run(config_dir: Option<OsString>, agent: Option<String>) -> i32 {
                     break 1;
                 }
             },
-            msg = next_from(&mut b.daemon) => b.from_daemon(msg).await,
+            msg = next_from(&mut b.daemon) => b.on_daemon(msg).await,
         };
         if step.is_err() {
             eprintln!("zeroclaw acp: the editor closed stdout");
@@ -195,7 +195,12 @@ impl Bridge {
     }
 
     /// Sends a request on the main connection and remembers what it is for.
-    async fn call(&mut self, method: &str, params: Value, then: Pending) -> Result<(), Unreachable> {
+    async fn call(
+        &mut self,
+        method: &str,
+        params: Value,
+        then: Pending,
+    ) -> Result<(), Unreachable> {
         let d = self.daemon().await?;
         match d.request(method, params).await {
             Ok(id) => {
@@ -210,7 +215,7 @@ impl Bridge {
     }
 
     /// One message of the daemon's.
-    async fn from_daemon(&mut self, msg: FromDaemon) -> Result<(), Gone> {
+    async fn on_daemon(&mut self, msg: FromDaemon) -> Result<(), Gone> {
         match msg {
             FromDaemon::Update(line) => match to_acp::map_update(&line) {
                 Mapped::Frame(f) => self.out.send_line(f).await,
@@ -241,7 +246,11 @@ impl Bridge {
             FromDaemon::Request { id, method, params } => {
                 if method == "elicitation/create" && self.elicitation {
                     return self
-                        .ask("elicitation/create", params, Asked::Question { daemon_id: id })
+                        .ask(
+                            "elicitation/create",
+                            params,
+                            Asked::Question { daemon_id: id },
+                        )
                         .await;
                 }
                 // A refusal makes the question "unavailable" at once (or

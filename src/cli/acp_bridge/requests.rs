@@ -45,10 +45,13 @@ fn admin_only(e: &Value) -> bool {
 
 impl Bridge {
     /// One frame of the editor's.
-    pub(super) async fn from_editor(&mut self, line: &str) -> Result<(), Gone> {
+    pub(super) async fn on_editor(&mut self, line: &str) -> Result<(), Gone> {
         let Some((method, id, params, outcome)) = split(line) else {
             let error = json!({"code": code::PARSE, "message": "not a JSON-RPC message"});
-            return self.out.send(&json!({"jsonrpc": "2.0", "id": null, "error": error})).await;
+            return self
+                .out
+                .send(&json!({"jsonrpc": "2.0", "id": null, "error": error}))
+                .await;
         };
         match (method, id) {
             (Some(m), Some(id)) => self.request(&m, id, params).await,
@@ -83,7 +86,10 @@ impl Bridge {
             "session/new" => self.new_session(id.clone(), &params).await,
             "session/load" | "session/resume" => {
                 let Some(sid) = str_param(&params, "sessionId") else {
-                    return self.out.fail(&id, code::INVALID_PARAMS, "sessionId is required").await;
+                    return self
+                        .out
+                        .fail(&id, code::INVALID_PARAMS, "sessionId is required")
+                        .await;
                 };
                 let (sid, cwd) = (sid.to_owned(), usable_cwd(&params));
                 let then = Pending::Open {
@@ -93,11 +99,18 @@ impl Bridge {
                     cwd,
                     resuming: false,
                 };
-                self.call("session/attach", json!({"session_id": sid}), then).await
+                self.call("session/attach", json!({"session_id": sid}), then)
+                    .await
             }
             "session/prompt" => {
-                let sid = str_param(&params, "sessionId").unwrap_or_default().to_owned();
-                let blocks = params.get("prompt").and_then(Value::as_array).cloned().unwrap_or_default();
+                let sid = str_param(&params, "sessionId")
+                    .unwrap_or_default()
+                    .to_owned();
+                let blocks = params
+                    .get("prompt")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 let prompt = match to_daemon::prompt(&blocks) {
                     Ok(p) => p,
                     Err(why) => return self.out.fail(&id, code::INVALID_PARAMS, &why).await,
@@ -106,12 +119,19 @@ impl Bridge {
                 if !prompt.attachments.is_empty() {
                     p["attachments"] = json!(prompt.attachments);
                 }
-                self.call("session/prompt", p, Pending::Prompt { id: id.clone() }).await
+                self.call("session/prompt", p, Pending::Prompt { id: id.clone() })
+                    .await
             }
             "session/close" => {
-                let sid = str_param(&params, "sessionId").unwrap_or_default().to_owned();
-                self.call("session/close", json!({"session_id": sid}), Pending::Close { id: id.clone() })
-                    .await
+                let sid = str_param(&params, "sessionId")
+                    .unwrap_or_default()
+                    .to_owned();
+                self.call(
+                    "session/close",
+                    json!({"session_id": sid}),
+                    Pending::Close { id: id.clone() },
+                )
+                .await
             }
             "session/list" => return self.list(id, &params).await,
             _ => {
@@ -127,19 +147,26 @@ impl Bridge {
 
     async fn new_session(&mut self, id: Value, params: &Value) -> Result<(), super::Unreachable> {
         let agent = self.agent().await?;
-        if params.get("mcpServers").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+        if params
+            .get("mcpServers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+        {
             eprintln!("zeroclaw acp: mcpServers ignored: the daemon's agents use their own configured tools");
         }
         let mut p = json!({"agent_alias": agent, "chat_mode": "acp"});
         if let Some(cwd) = usable_cwd(params) {
             p["cwd"] = json!(cwd);
         }
-        self.call("session/new", p.clone(), Pending::New { id, params: p }).await
+        self.call("session/new", p.clone(), Pending::New { id, params: p })
+            .await
     }
 
     async fn list(&mut self, id: Value, params: &Value) -> Result<(), Gone> {
         let cursor = str_param(params, "cursor").map(str::to_owned);
-        let cwd = str_param(params, "cwd").map(str::to_owned).unwrap_or_else(|| self.cwd.clone());
+        let cwd = str_param(params, "cwd")
+            .map(str::to_owned)
+            .unwrap_or_else(|| self.cwd.clone());
         let agent = match self.agent().await {
             Ok(a) => a,
             Err(e) => return self.out.fail(&id, code::INTERNAL, &e.0).await,
@@ -186,21 +213,30 @@ impl Bridge {
     }
 
     /// The daemon's answer to a request of ours.
-    pub(super) async fn answered(&mut self, p: Pending, outcome: Result<Value, Value>) -> Result<(), Gone> {
+    pub(super) async fn answered(
+        &mut self,
+        p: Pending,
+        outcome: Result<Value, Value>,
+    ) -> Result<(), Gone> {
         match (p, outcome) {
             (Pending::Ignore, _) => Ok(()),
             (Pending::New { id, .. }, Ok(r)) => {
                 let sid = r.get("session_id").cloned().unwrap_or(Value::Null);
                 self.out.answer(&id, json!({"sessionId": sid})).await
             }
-            (Pending::New { id, mut params }, Err(e)) if admin_only(&e) && params.get("cwd").is_some() => {
+            (Pending::New { id, mut params }, Err(e))
+                if admin_only(&e) && params.get("cwd").is_some() =>
+            {
                 // Only an admin may choose the working directory (the
                 // daemon's own user is one): others get the agent's workspace.
                 eprintln!("zeroclaw acp: cwd not granted to this user; the session uses the agent's workspace");
                 if let Some(o) = params.as_object_mut() {
                     o.remove("cwd");
                 }
-                let again = Pending::New { id: id.clone(), params: params.clone() };
+                let again = Pending::New {
+                    id: id.clone(),
+                    params: params.clone(),
+                };
                 match self.call("session/new", params, again).await {
                     Ok(()) => Ok(()),
                     Err(e) => self.out.fail(&id, code::INTERNAL, &e.0).await,
@@ -219,34 +255,58 @@ impl Bridge {
             }
             // Not live (-32000): resume it. Any other refusal (ownership,
             // the agent selector) is the editor's answer.
-            (Pending::Open { id, sid, replay, cwd, resuming: false }, Err(e))
-                if e.get("code") == Some(&json!(-32000)) =>
-            {
-                self.resume(id, sid, replay, cwd).await
-            }
-            (Pending::Open { id, sid, replay, .. }, Ok(_)) => self.opened(id, &sid, replay).await,
+            (
+                Pending::Open {
+                    id,
+                    sid,
+                    replay,
+                    cwd,
+                    resuming: false,
+                },
+                Err(e),
+            ) if e.get("code") == Some(&json!(-32000)) => self.resume(id, sid, replay, cwd).await,
+            (
+                Pending::Open {
+                    id, sid, replay, ..
+                },
+                Ok(_),
+            ) => self.opened(id, &sid, replay).await,
             (Pending::Open { id, .. }, Err(e)) => self.daemon_error(id, e).await,
         }
     }
 
     /// Not live: resume it with `session/new` (recovery, the interruption
     /// marker), if it is one of the daemon's durable sessions.
-    async fn resume(&mut self, id: Value, sid: String, replay: bool, cwd: Option<String>) -> Result<(), Gone> {
+    async fn resume(
+        &mut self,
+        id: Value,
+        sid: String,
+        replay: bool,
+        cwd: Option<String>,
+    ) -> Result<(), Gone> {
         let exists = match self.side().await {
             Ok(side) => side
                 .call("session/list", json!({"chat_mode": "acp", "limit": 1000}))
                 .await
                 .map(|l| {
-                    l.get("sessions").and_then(Value::as_array).is_some_and(|all| {
-                        all.iter().any(|s| s.get("session_id").and_then(Value::as_str) == Some(&sid))
-                    })
+                    l.get("sessions")
+                        .and_then(Value::as_array)
+                        .is_some_and(|all| {
+                            all.iter()
+                                .any(|s| s.get("session_id").and_then(Value::as_str) == Some(&sid))
+                        })
                 })
                 .map_err(|e| e.message()),
             Err(e) => Err(e.0),
         };
         match exists {
             Ok(true) => {}
-            Ok(false) => return self.out.fail(&id, code::NOT_FOUND, &format!("Session not found: {sid}")).await,
+            Ok(false) => {
+                return self
+                    .out
+                    .fail(&id, code::NOT_FOUND, &format!("Session not found: {sid}"))
+                    .await
+            }
             Err(why) => {
                 self.side = None;
                 return self.out.fail(&id, code::INTERNAL, &why).await;
@@ -260,7 +320,13 @@ impl Bridge {
         if let Some(cwd) = cwd {
             p["cwd"] = json!(cwd);
         }
-        let then = Pending::Open { id: id.clone(), sid, replay, cwd: None, resuming: true };
+        let then = Pending::Open {
+            id: id.clone(),
+            sid,
+            replay,
+            cwd: None,
+            resuming: true,
+        };
         match self.call("session/new", p, then).await {
             Ok(()) => Ok(()),
             Err(e) => self.out.fail(&id, code::INTERNAL, &e.0).await,
@@ -274,7 +340,10 @@ impl Bridge {
                 return self.out.fail(&id, code::INTERNAL, &e.0).await;
             }
             let Some(side) = self.side.as_mut() else {
-                return self.out.fail(&id, code::INTERNAL, "no daemon connection").await;
+                return self
+                    .out
+                    .fail(&id, code::INTERNAL, "no daemon connection")
+                    .await;
             };
             match history::replay(side, &self.out, sid).await {
                 Ok(_) => {}

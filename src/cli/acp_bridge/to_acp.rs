@@ -131,7 +131,12 @@ pub fn map_update(line: &str) -> Mapped {
     let Some(Value::Object(p)) = msg.remove("params") else {
         return Mapped::Nothing;
     };
-    let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let s = |k: &str| {
+        p.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let sid = s("sessionId");
     let kind = s("type");
     let update = match kind.as_str() {
@@ -202,7 +207,9 @@ pub fn row_frame(session_id: &str, row: &Value) -> Option<Vec<u8>> {
             session_id,
             tool_call(s("tool_call_id"), s("tool_name"), row.get("tool_input")),
         ),
-        (_, "tool_result") => update_frame(session_id, tool_result(s("tool_call_id"), s("content"))),
+        (_, "tool_result") => {
+            update_frame(session_id, tool_result(s("tool_call_id"), s("content")))
+        }
         (_, "interruption_marker") => chunk_frame(
             session_id,
             "agent_message_chunk",
@@ -238,10 +245,18 @@ mod tests {
         let v = frame(map_update(&up(
             r#"{"sessionId":"s","type":"agent_thought_chunk","text":"hm"}"#,
         )));
-        assert_eq!(v["params"]["update"]["sessionUpdate"], "agent_thought_chunk");
-        let Mapped::ToolCall { frame: f, session_id, tool_call_id } = map_update(&up(
+        assert_eq!(
+            v["params"]["update"]["sessionUpdate"],
+            "agent_thought_chunk"
+        );
+        let Mapped::ToolCall {
+            frame: f,
+            session_id,
+            tool_call_id,
+        } = map_update(&up(
             r#"{"sessionId":"s","type":"tool_call","toolCallId":"tc_1","name":"echo","rawInput":{"id":1}}"#,
-        )) else {
+        ))
+        else {
             panic!("not a tool call")
         };
         assert_eq!((session_id.as_str(), tool_call_id.as_str()), ("s", "tc_1"));
@@ -297,9 +312,16 @@ mod tests {
         };
         let u = f(json!({"seq":1,"role":"user","kind":"message","content":"hi"}));
         assert_eq!(u["params"]["update"]["sessionUpdate"], "user_message_chunk");
-        let u = f(json!({"seq":4,"role":"system","kind":"interruption_marker","content":"Turn interrupted"}));
-        assert_eq!(u["params"]["update"]["content"]["text"], "[Turn interrupted]");
-        let u = f(json!({"seq":2,"role":"assistant","kind":"tool_call","content":"","tool_call_id":"tc_1","tool_name":"echo","tool_input":{"text":"x"}}));
+        let u = f(
+            json!({"seq":4,"role":"system","kind":"interruption_marker","content":"Turn interrupted"}),
+        );
+        assert_eq!(
+            u["params"]["update"]["content"]["text"],
+            "[Turn interrupted]"
+        );
+        let u = f(
+            json!({"seq":2,"role":"assistant","kind":"tool_call","content":"","tool_call_id":"tc_1","tool_name":"echo","tool_input":{"text":"x"}}),
+        );
         assert_eq!(u["params"]["update"]["rawInput"], json!({"text":"x"}));
     }
 }

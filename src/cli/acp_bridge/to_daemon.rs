@@ -72,7 +72,9 @@ pub fn prompt(blocks: &[Value]) -> Result<Prompt, String> {
                     "" => format!("image.{ext}"),
                     uri => file_name(uri),
                 };
-                attachments.push(json!({"data_b64": s("data"), "filename": name, "mime_type": s("mimeType")}));
+                attachments.push(
+                    json!({"data_b64": s("data"), "filename": name, "mime_type": s("mimeType")}),
+                );
             }
             other => return Err(format!("content of type \"{other}\" is not supported")),
         }
@@ -162,7 +164,10 @@ mod tests {
         assert_eq!(decision(&sel("allow_always")), "allow_always");
         assert_eq!(decision(&sel("reject")), "reject");
         assert_eq!(decision(&sel("bogus")), "reject");
-        assert_eq!(decision(&Ok(json!({"outcome":{"outcome":"cancelled"}}))), "reject");
+        assert_eq!(
+            decision(&Ok(json!({"outcome":{"outcome":"cancelled"}}))),
+            "reject"
+        );
         assert_eq!(decision(&Err(json!({"code":-32603}))), "reject");
     }
 }
