@@ -263,20 +263,58 @@ fn attaching_to_a_session_that_is_not_live_is_not_found() {
 }
 
 #[test]
-fn session_new_on_a_live_id_still_replaces_it() {
+fn session_new_on_a_session_another_client_uses_joins_it_mid_turn() {
+    let d = start_echo();
+    for mode in ["chat", "acp"] {
+        let sid = format!("s-{mode}");
+        let mut a = d.session_client(&sid, mode);
+        let first = a.ok("session/attach", json!({ "session_id": sid }));
+        let long = "abcdefghij".repeat(4);
+        let pid = a.start_prompt(&sid, &format!("::chunk 4\n::delay 100\n{long}"));
+        a.until_update(|u| u["type"] == "agent_message_chunk");
+        // zerocode's resume: session/new on the live id, from another connection.
+        let mut b = d.client();
+        let joined = b.new_session(&sid, mode);
+        assert_eq!(
+            joined["incarnation"], first["incarnation"],
+            "joined: {joined}"
+        );
+        assert_eq!(joined["attached"], true, "{joined}");
+        assert_eq!(joined["resumed"], true, "{joined}");
+        // a's turn goes on to the end; b sees its rest, ending the same way.
+        let t = a.until_answer(&pid);
+        assert_eq!(t.turn_complete()["outcome"], "completed", "{:#?}", t.raw());
+        assert_eq!(t.result()["content"], long.as_str());
+        let seen = until_complete(&mut b, &sid);
+        assert_eq!(
+            seen.last().map(|f| f.raw.clone()),
+            t.raw().last().map(|s| s.to_string()),
+            "b sees the same turn_complete"
+        );
+        a.ok("session/close", json!({ "session_id": sid }));
+    }
+}
+
+#[test]
+fn session_new_with_replace_still_replaces_a_session_in_use() {
     let d = start_echo();
     let mut a = d.session_client("s-1", "chat");
     let mut b = d.client();
     let first = attach(&mut b, "s-1");
-    let again = b.new_session("s-1", "chat");
-    assert_ne!(
-        again["incarnation"], first["incarnation"],
-        "version 1: replaced"
+    let again = b.ok(
+        "session/new",
+        json!({"session_id": "s-1", "agent_alias": "echo", "chat_mode": "chat", "replace": true}),
     );
+    assert_ne!(again["incarnation"], first["incarnation"], "replaced");
+    assert!(again.get("attached").is_none(), "{again}");
     // b's new incarnation streams to b only: a attached the old one.
     let t = b.prompt_ok("s-1", "solo");
     assert_eq!(t.result()["content"], "solo");
     a.expect_nothing_before_probe();
+    // A session nobody else uses is replaced as in version 1 (the owner's own connection).
+    let again2 = b.new_session("s-1", "chat");
+    assert_ne!(again2["incarnation"], again["incarnation"], "{again2}");
+    assert!(again2.get("attached").is_none(), "{again2}");
 }
 
 #[test]

@@ -318,8 +318,12 @@ fn replacing_a_session_fails_its_queued_prompts_with_closed() {
     a.until_update(|u| u["text"] == "abc");
     let queued = a.start_prompt("s-1", "queued");
     sync(&mut a);
-    // B replaces it: the running turn is soft-cancelled and waited for.
-    let r = b.new_session("s-1", "acp");
+    // B replaces it (explicitly: issue 25 joins a session in use otherwise):
+    // the running turn is soft-cancelled and waited for.
+    let r = b.ok(
+        "session/new",
+        json!({"session_id": "s-1", "agent_alias": "echo", "chat_mode": "acp", "replace": true}),
+    );
     assert_eq!(r["resumed"], true);
     assert!(r["incarnation"].as_u64().unwrap() > old);
     let all = a.until_all(&[running.clone(), queued.clone()]);

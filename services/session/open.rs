@@ -24,6 +24,9 @@ struct NewParams {
     session_id: Option<String>,
     chat_mode: Option<ChatMode>,
     cwd: Option<String>,
+    /// Replace the live session even while another connection uses it.
+    #[serde(default)]
+    replace: bool,
 }
 
 pub(super) async fn new(
@@ -69,6 +72,7 @@ pub(super) async fn new(
         agent_alias: alias,
         mode: p.chat_mode.unwrap_or_default(),
         cwd,
+        replace: p.replace,
     };
     let result = lifecycle::new_session(
         &daemon.sessions,

@@ -2,7 +2,8 @@
 //! further client, replacing nothing (docs/protocol-additions.md). The
 //! fan-out of updates to attached clients is `Session::audience`'s.
 
-use super::lifecycle::{check_agent, check_owner};
+use super::lifecycle::{check_agent, check_owner, NewResult};
+use super::live::Session;
 use super::{ChatMode, Sessions};
 use crate::config::Principal;
 use crate::context::Conn;
@@ -36,6 +37,13 @@ pub async fn attach(
     let s = sessions.get(id).ok_or_else(RpcError::session_not_found)?;
     check_owner(principal, &s.owner)?;
     check_agent(principal, &s.agent_alias)?;
+    join(&s, conn, principal)
+}
+
+/// Joins `conn` to the live session `s` (its lock held, ownership and the
+/// selector checked): `session/attach`, and `session/new` on a session
+/// another open connection still uses ([`joined_by_new`]).
+fn join(s: &Session, conn: &Conn, principal: &Principal) -> Result<AttachResult, RpcError> {
     if let Some(end) = s.ending() {
         return Err(end.error());
     }
@@ -43,7 +51,7 @@ pub async fn attach(
         detail: "too many attached clients",
         data: ErrorData::reason(Reason::TooManyClients).with("max", max),
     })?;
-    tracing::info!(event = "session_attached", session_id = %id, principal_id = %principal.id, peer = %conn.peer.label, incarnation = s.incarnation, clients);
+    tracing::info!(event = "session_attached", session_id = %s.id, principal_id = %principal.id, peer = %conn.peer.label, incarnation = s.incarnation, clients);
     Ok(AttachResult {
         session_id: s.id.clone(),
         agent_alias: s.agent_alias.clone(),
@@ -52,5 +60,37 @@ pub async fn attach(
         workspace_dir: s.workspace_dir.to_string_lossy().into_owned(),
         running: s.is_running(),
         clients,
+    })
+}
+
+/// `session/new` on a live session that another open connection still uses
+/// (its lock held, steps 1-3 passed): the caller joins it as
+/// `session/attach` does, so a second window never ends the first one's
+/// turn (docs/protocol-additions.md). The result is `session/new`'s, of
+/// the live incarnation, with `resumed` and `attached` true.
+pub(super) async fn joined_by_new(
+    sessions: &Sessions,
+    s: &Session,
+    conn: &Conn,
+    principal: &Principal,
+) -> Result<NewResult, RpcError> {
+    let joined = join(s, conn, principal)?;
+    let message_count = match s.acp_row {
+        Some(row) => sessions.store.acp_message_count(row).await?,
+        None => sessions
+            .store
+            .chat_get(&s.id)
+            .await?
+            .map_or(0, |r| r.message_count),
+    };
+    Ok(NewResult {
+        session_id: joined.session_id,
+        agent_alias: joined.agent_alias,
+        chat_mode: joined.chat_mode,
+        incarnation: joined.incarnation,
+        message_count,
+        workspace_dir: joined.workspace_dir,
+        resumed: true,
+        attached: true,
     })
 }

@@ -84,6 +84,9 @@ pub struct NewRequest {
     pub agent_alias: String,
     pub mode: ChatMode,
     pub cwd: Option<PathBuf>,
+    /// Replace a live session even while another connection uses it
+    /// (`replace: true`, issue 25); otherwise such a session is joined.
+    pub replace: bool,
 }
 
 /// The `session/new` result.
@@ -96,6 +99,10 @@ pub struct NewResult {
     pub message_count: u64,
     pub workspace_dir: String,
     pub resumed: bool,
+    /// The request joined a live session another connection uses (issue 25);
+    /// absent otherwise, so version-1 results keep their exact shape.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub attached: bool,
 }
 
 /// Creates, resumes or replaces a live session (§8.3 steps 1–7).
@@ -155,7 +162,13 @@ pub async fn new_session(
             max: MAX_LIVE_SESSIONS as u64,
         });
     }
-    // 5. Replace.
+    // 5. Join (issue 25) or replace: a session another open connection
+    //    still uses is joined unless the request says `replace`.
+    if let Some(s) = live.as_ref().filter(|s| {
+        !req.replace && s.mode == req.mode && s.ending().is_none() && s.used_by_another(conn)
+    }) {
+        return super::attach::joined_by_new(sessions, s, conn, principal).await;
+    }
     if let Some(old) = live {
         close_live(sessions, &old, "replaced", Actor::client(conn, principal)).await;
     }
@@ -233,6 +246,7 @@ pub async fn new_session(
         message_count,
         workspace_dir: workspace_text,
         resumed,
+        attached: false,
     })
 }
 

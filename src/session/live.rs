@@ -310,6 +310,15 @@ impl Session {
         Ok(st.attached.len())
     }
 
+    /// Whether a connection other than `conn` still uses the session: its
+    /// channel or an attached client, open (issue 25: `session/new` on such
+    /// a session joins it instead of replacing it).
+    pub fn used_by_another(&self, conn: &Conn) -> bool {
+        let st = self.state();
+        let other = |c: &Conn| c.id != conn.id && !c.closed.is_cancelled();
+        st.channel.as_ref().is_some_and(other) || st.attached.iter().any(other)
+    }
+
     /// Whether any client attached with `session/attach`.
     pub fn has_attached(&self) -> bool {
         !self.state().attached.is_empty()
