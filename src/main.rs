@@ -97,6 +97,12 @@ enum Command {
         #[arg(long)]
         chat_mode: bool,
     },
+    /// An ACP agent on stdin/stdout for editors (Zed, JetBrains, Neovim, Emacs), bridging into the daemon's durable sessions.
+    Acp {
+        /// The agent sessions are opened with (default: `default_agent`, else the first configured).
+        #[arg(long, value_name = "ALIAS")]
+        agent: Option<String>,
+    },
     /// Show the daemon's recent log records; -f follows new ones.
     Logs {
         /// Follow: keep printing records as the daemon logs them.
@@ -334,6 +340,7 @@ fn main() -> ExitCode {
             };
             rt.block_on(cli::chat::run(cli.config_dir.clone(), opts))
         }
+        Command::Acp { agent } => rt.block_on(cli::acp_bridge::run(cli.config_dir.clone(), agent)),
         Command::Logs { follow, lines, all } => {
             let opts = cli::logs::Options {
                 limit: lines,

@@ -50,6 +50,35 @@ impl ExtraKind {
         })
     }
 
+    /// The ACP `sessionUpdate` an extra type came from (`None` for the
+    /// daemon's own kinds), for clients that speak ACP again (`zeroclaw acp`).
+    pub fn acp_name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::Plan => "plan",
+            Self::AvailableCommands => "available_commands_update",
+            Self::CurrentMode => "current_mode_update",
+            Self::Usage => "usage_update",
+            Self::ConfigOptions => "config_option_update",
+            Self::SessionInfo => "session_info_update",
+            Self::ApprovalResolved | Self::ElicitationResolved => return None,
+        })
+    }
+
+    /// The kind of our `session/update` `type`, when it is an extra one.
+    pub fn of_type(kind: &str) -> Option<Self> {
+        const ALL: [ExtraKind; 8] = [
+            ExtraKind::Plan,
+            ExtraKind::AvailableCommands,
+            ExtraKind::CurrentMode,
+            ExtraKind::Usage,
+            ExtraKind::ConfigOptions,
+            ExtraKind::SessionInfo,
+            ExtraKind::ApprovalResolved,
+            ExtraKind::ElicitationResolved,
+        ];
+        ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+
     /// Our `session/update` `type`.
     pub fn as_str(self) -> &'static str {
         match self {

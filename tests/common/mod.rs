@@ -29,6 +29,7 @@ mod log;
 pub mod openai;
 pub mod openai_server;
 pub mod pipeline;
+pub mod py_editor;
 pub mod rpc;
 pub mod sessions;
 pub mod start;
