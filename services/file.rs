@@ -19,7 +19,7 @@ use crate::jsonrpc::Payload;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
 use crate::methods::Method;
 use crate::request::Request;
-use crate::session::lifecycle::{check_agent, check_owner};
+use crate::session::access::{check_agent, check_owner};
 use crate::session::{parse_session_id as session_id, Session};
 use crate::state::Daemon;
 

@@ -24,7 +24,7 @@ use crate::jsonrpc::Payload;
 use crate::logging::capture::Subscription;
 use crate::methods::Method;
 use crate::request::Request;
-use crate::session::lifecycle::check_owner;
+use crate::session::access::check_owner;
 use crate::state::Daemon;
 
 /// The additions of one connection (it owns the connection's log subscription).

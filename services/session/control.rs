@@ -12,7 +12,8 @@ use crate::context::Conn;
 use crate::error::{ErrorData, Reason, RpcError};
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::session::lifecycle::{self, check_owner};
+use crate::session::access::check_owner;
+use crate::session::lifecycle;
 use crate::session::ChatMode;
 use crate::state::Daemon;
 

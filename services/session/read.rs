@@ -10,7 +10,7 @@ use crate::config::Principal;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::session::lifecycle::check_owner;
+use crate::session::access::check_owner;
 use crate::session::{ChatMode, Sessions};
 use crate::state::Daemon;
 use crate::store::{AcpRow, ChatRow, SessionRecord};

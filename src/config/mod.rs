@@ -14,6 +14,7 @@ mod paths;
 pub mod policy;
 pub mod props;
 pub mod schema;
+pub mod shape;
 pub mod staging;
 pub mod store;
 mod toml_text;

@@ -5,7 +5,8 @@
 
 use super::error::ConfigError;
 use super::schema::Config;
-use super::validate::{check_toml_shape, check_toml_shape_all, validate, validate_all};
+use super::shape::{check_toml_shape, check_toml_shape_all};
+use super::validate::{validate, validate_all};
 
 impl Config {
     /// The file written when `config.toml` does not exist.

@@ -3,15 +3,15 @@
 //! Every failing check reports the path of the field it is about, and among all failing checks
 //! the one with the smallest path in byte order wins, so the reported error does not depend on
 //! the order in which checks run. `zeroclaw doctor` asks for all of them at once
-//! ([`validate_all`], [`check_toml_shape_all`]), in the same order. "Every key is known and has the right type" is checked on the
-//! raw TOML table by [`check_toml_shape`] (the typed [`Config`] cannot hold a bad key); the
+//! ([`validate_all`], `shape::check_toml_shape_all`), in the same order. "Every key is known and has the right type" is checked on the
+//! raw TOML table by `shape::check_toml_shape` (the typed [`Config`] cannot hold a bad key); the
 //! other rules by [`validate`].
 
 use std::collections::BTreeMap;
 
 use super::error::ConfigError;
 use super::grant::{Resource, Verb};
-use super::paths::{self, is_child_base_var, is_env_name, is_env_value, is_valid_name, Kind, Node};
+use super::paths::{self, is_child_base_var, is_env_name, is_env_value, is_valid_name};
 use super::schema::{AgentConfig, Config, OPENAI_APPROVALS, OPENAI_TOOLS};
 
 /// One failing check: the path it is about and why.
@@ -41,10 +41,10 @@ impl Failure {
 
 /// Every failure, in the order the checks reported them.
 #[derive(Default)]
-struct Report(Vec<Failure>);
+pub(super) struct Report(Vec<Failure>);
 
 impl Report {
-    fn fail(&mut self, path: String, reason: impl Into<String>) {
+    pub(super) fn fail(&mut self, path: String, reason: impl Into<String>) {
         self.0.push(Failure {
             path,
             reason: reason.into(),
@@ -58,12 +58,12 @@ impl Report {
     }
 
     /// The failure with the smallest path (the first reported among equal paths).
-    fn finish(self) -> Result<(), Failure> {
+    pub(super) fn finish(self) -> Result<(), Failure> {
         self.all().into_iter().next().map_or(Ok(()), Err)
     }
 
     /// Every failure, by path (stable: equal paths keep their report order).
-    fn all(mut self) -> Vec<Failure> {
+    pub(super) fn all(mut self) -> Vec<Failure> {
         self.0.sort_by(|a, b| a.path.cmp(&b.path));
         self.0
     }
@@ -433,73 +433,6 @@ fn check_users(r: &mut Report, config: &Config) {
             ids.insert(id, name);
         }
     }
-}
-
-/// Checks that every key of a parsed `config.toml` is known and has the right type.
-pub fn check_toml_shape(root: &toml::Table) -> Result<(), Failure> {
-    shape_report(root).finish()
-}
-
-/// Every failure of [`check_toml_shape`], by path.
-pub fn check_toml_shape_all(root: &toml::Table) -> Vec<Failure> {
-    shape_report(root).all()
-}
-
-fn shape_report(root: &toml::Table) -> Report {
-    let mut r = Report::default();
-    walk(&mut r, &mut Vec::new(), root);
-    r
-}
-
-fn walk<'a>(r: &mut Report, segments: &mut Vec<&'a str>, table: &'a toml::Table) {
-    for (key, value) in table {
-        segments.push(key);
-        let path = segments.join(".");
-        match paths::node(segments) {
-            None | Some(Node::Root) => r.fail(path, "unknown key"),
-            Some(Node::Section(_) | Node::Map(_) | Node::Entry(_))
-            | Some(Node::Leaf {
-                kind: Kind::Grants, ..
-            }) => match value.as_table() {
-                Some(t) => walk(r, segments, t),
-                None => r.fail(path, "expected a table"),
-            },
-            Some(Node::Leaf { kind, .. }) => {
-                if let Err(expected) = check_value(kind, value) {
-                    r.fail(path, format!("expected {expected}"));
-                }
-            }
-        }
-        segments.pop();
-    }
-}
-
-fn check_value(kind: Kind, value: &toml::Value) -> Result<(), String> {
-    let ok = match kind {
-        Kind::Str => value.is_str(),
-        Kind::Int(max) => value
-            .as_integer()
-            .is_some_and(|i| u64::try_from(i).is_ok_and(|n| n <= max)),
-        Kind::Num => value.as_float().is_some_and(f64::is_finite) || value.is_integer(),
-        Kind::Bool => value.is_bool(),
-        Kind::StrList => value
-            .as_array()
-            .is_some_and(|items| items.iter().all(toml::Value::is_str)),
-        Kind::StrTable | Kind::Grants => value
-            .as_table()
-            .is_some_and(|t| t.values().all(toml::Value::is_str)),
-    };
-    if ok {
-        return Ok(());
-    }
-    Err(match kind {
-        Kind::Str => "a string".into(),
-        Kind::Int(max) => format!("an integer in 0..={max}"),
-        Kind::Num => "a number".into(),
-        Kind::Bool => "a boolean".into(),
-        Kind::StrList => "an array of strings".into(),
-        Kind::StrTable | Kind::Grants => "a table of strings".into(),
-    })
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! exact path and reason, and the key/type check of the new kinds.
 
 use super::*;
+use crate::config::shape::check_toml_shape;
 
 /// The path and reason reported for `[agents.m]` with `body`, or `None`.
 fn failure(body: &str) -> Option<(String, String)> {

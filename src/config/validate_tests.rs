@@ -1,6 +1,7 @@
 //! Unit tests of `validate.rs`: each rule of §11.3 and the smallest-path choice.
 
 use super::*;
+use crate::config::shape::check_toml_shape;
 
 /// The path and reason `validate` reports for the config parsed from `extra` appended to a
 /// minimal valid file (parsed without validation).

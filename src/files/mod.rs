@@ -25,7 +25,8 @@ use crate::context::Conn;
 use crate::error::{Reason, RpcError};
 use crate::faults::{FaultPoint, Faults};
 use crate::live_config::LiveConfig;
-use crate::session::lifecycle::{agent_workspace, check_agent, check_owner};
+use crate::session::access::{check_agent, check_owner};
+use crate::session::lifecycle::agent_workspace;
 use crate::session::Sessions;
 
 pub use staging::UploadTarget;

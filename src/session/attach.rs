@@ -2,7 +2,7 @@
 //! further client, replacing nothing (docs/protocol-additions.md). The
 //! fan-out of updates to attached clients is `Session::audience`'s.
 
-use super::lifecycle::{check_agent, check_owner, NewResult};
+use super::access::{check_agent, check_owner};
 use super::live::Session;
 use super::{ChatMode, Sessions};
 use crate::config::Principal;
@@ -42,7 +42,7 @@ pub async fn attach(
 
 /// Joins `conn` to the live session `s` (its lock held, ownership and the
 /// selector checked): `session/attach`, and `session/new` on a session
-/// another open connection still uses ([`joined_by_new`]).
+/// another open connection still uses ([`join_live`]).
 fn join(s: &Session, conn: &Conn, principal: &Principal) -> Result<AttachResult, RpcError> {
     if let Some(end) = s.ending() {
         return Err(end.error());
@@ -66,14 +66,14 @@ fn join(s: &Session, conn: &Conn, principal: &Principal) -> Result<AttachResult,
 /// `session/new` on a live session that another open connection still uses
 /// (its lock held, steps 1-3 passed): the caller joins it as
 /// `session/attach` does, so a second window never ends the first one's
-/// turn (docs/protocol-additions.md). The result is `session/new`'s, of
-/// the live incarnation, with `resumed` and `attached` true.
-pub(super) async fn joined_by_new(
+/// turn (docs/protocol-additions.md). The join and the session's message
+/// count, from which `session/new` answers with `resumed` and `attached`.
+pub(super) async fn join_live(
     sessions: &Sessions,
     s: &Session,
     conn: &Conn,
     principal: &Principal,
-) -> Result<NewResult, RpcError> {
+) -> Result<(AttachResult, u64), RpcError> {
     let joined = join(s, conn, principal)?;
     let message_count = match s.acp_row {
         Some(row) => sessions.store.acp_message_count(row).await?,
@@ -83,14 +83,5 @@ pub(super) async fn joined_by_new(
             .await?
             .map_or(0, |r| r.message_count),
     };
-    Ok(NewResult {
-        session_id: joined.session_id,
-        agent_alias: joined.agent_alias,
-        chat_mode: joined.chat_mode,
-        incarnation: joined.incarnation,
-        message_count,
-        workspace_dir: joined.workspace_dir,
-        resumed: true,
-        attached: true,
-    })
+    Ok((joined, message_count))
 }

@@ -14,30 +14,11 @@ use super::live::{Ending, NewSession, Session};
 use super::{ChatMode, Sessions, MAX_LIVE_SESSIONS};
 use crate::config::{Config, Principal};
 use crate::context::Conn;
-use crate::error::{ErrorData, Forbidden, Reason, RpcError};
+use crate::error::{ErrorData, Reason, RpcError};
 use crate::store::AcpRow;
 
+use super::access::{check_agent, check_owner};
 pub use crate::store::RPC_SURFACE;
-
-/// Ownership (§6.6): admins pass, others must own.
-pub fn check_owner(principal: &Principal, owner: &str) -> Result<(), RpcError> {
-    if principal.admin || principal.id == owner {
-        Ok(())
-    } else {
-        Err(RpcError::NotOwned)
-    }
-}
-
-/// The agent selector (§6.6).
-pub fn check_agent(principal: &Principal, alias: &str) -> Result<(), RpcError> {
-    if principal.may_use_agent(alias) {
-        Ok(())
-    } else {
-        Err(RpcError::Forbidden(Forbidden::Agent {
-            alias: alias.to_owned(),
-        }))
-    }
-}
 
 fn unsupported(row: &AcpRow) -> RpcError {
     RpcError::SessionNotFound {
@@ -167,7 +148,18 @@ pub async fn new_session(
     if let Some(s) = live.as_ref().filter(|s| {
         !req.replace && s.mode == req.mode && s.ending().is_none() && s.used_by_another(conn)
     }) {
-        return super::attach::joined_by_new(sessions, s, conn, principal).await;
+        let (joined, message_count) =
+            super::attach::join_live(sessions, s, conn, principal).await?;
+        return Ok(NewResult {
+            session_id: joined.session_id,
+            agent_alias: joined.agent_alias,
+            chat_mode: joined.chat_mode,
+            incarnation: joined.incarnation,
+            message_count,
+            workspace_dir: joined.workspace_dir,
+            resumed: true,
+            attached: true,
+        });
     }
     if let Some(old) = live {
         close_live(sessions, &old, "replaced", Actor::client(conn, principal)).await;

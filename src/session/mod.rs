@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+pub mod access;
 mod agent_links;
 pub mod attach;
 mod emit_queue;

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::Check;
-use crate::config::validate::{check_toml_shape_all, validate_all, Failure};
+use crate::config::shape::check_toml_shape_all;
+use crate::config::validate::{validate_all, Failure};
 use crate::config::Config;
 
 const NAME: &str = "config.toml";
