@@ -349,11 +349,23 @@ async fn sweep_idle_uploads(daemon: Arc<Daemon>) {
 }
 
 /// The signals the daemon handles: SIGINT/SIGTERM shut down; SIGHUP is
-/// logged and ignored (Ctrl+C on Windows).
+/// logged and ignored. On Windows the console's control events: Ctrl-C,
+/// Ctrl-Break, the console window closing, and the system shutting down
+/// (what a service wrapper or `sc stop` through one sends, and what
+/// services get at shutdown); each shuts down gracefully. (For the close
+/// and shutdown events Windows ends the process soon after, ~5 s.)
 #[derive(Debug)]
 struct Signals {
     #[cfg(unix)]
     streams: [tokio::signal::unix::Signal; 3],
+    #[cfg(windows)]
+    ctrl_c: tokio::signal::windows::CtrlC,
+    #[cfg(windows)]
+    ctrl_break: tokio::signal::windows::CtrlBreak,
+    #[cfg(windows)]
+    ctrl_close: tokio::signal::windows::CtrlClose,
+    #[cfg(windows)]
+    ctrl_shutdown: tokio::signal::windows::CtrlShutdown,
 }
 
 impl Signals {
@@ -369,9 +381,15 @@ impl Signals {
         })
     }
 
-    #[cfg(not(unix))]
+    #[cfg(windows)]
     fn install() -> std::io::Result<Self> {
-        Ok(Self {})
+        use tokio::signal::windows;
+        Ok(Self {
+            ctrl_c: windows::ctrl_c()?,
+            ctrl_break: windows::ctrl_break()?,
+            ctrl_close: windows::ctrl_close()?,
+            ctrl_shutdown: windows::ctrl_shutdown()?,
+        })
     }
 
     #[cfg(unix)]
@@ -388,11 +406,16 @@ impl Signals {
         stop.cancel();
     }
 
-    #[cfg(not(unix))]
-    async fn watch(self, stop: CancellationToken) {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.cancel();
-        }
+    #[cfg(windows)]
+    async fn watch(mut self, stop: CancellationToken) {
+        let event = tokio::select! {
+            _ = self.ctrl_c.recv() => "ctrl_c",
+            _ = self.ctrl_break.recv() => "ctrl_break",
+            _ = self.ctrl_close.recv() => "ctrl_close",
+            _ = self.ctrl_shutdown.recv() => "ctrl_shutdown",
+        };
+        tracing::info!(event = "shutdown_requested", by = event);
+        stop.cancel();
     }
 }
 

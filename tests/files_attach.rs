@@ -13,6 +13,7 @@ use common::errors::{
 };
 use common::start::{echo_session, Env};
 
+#[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
 
 use common::files::*;
@@ -398,6 +399,8 @@ fn stored_extension_is_one_to_sixteen_ascii_alphanumerics_lowercased() {
     assert_files(&d.uploads(), &exp);
 }
 
+// Unix only: inode numbers, symlinks and FIFOs
+#[cfg(unix)]
 #[test]
 fn deduplication_is_per_live_session() {
     let (d, mut c) = echo_session("s1", "chat");
@@ -464,6 +467,8 @@ fn expect_restored(d: &Env, c: &mut common::Client, x: &[u8], p: &std::path::Pat
     assert_eq!(got, vec![file_result(x, p, doc_marker("x.txt", p), true)]);
 }
 
+// Unix only: inode numbers, symlinks and FIFOs
+#[cfg(unix)]
 #[test]
 fn an_indexed_file_edited_deleted_or_replaced_is_restored() {
     let (d, mut c) = echo_session("s1", "chat");
@@ -537,6 +542,8 @@ fn an_indexed_path_that_cannot_be_replaced_is_a_storage_error_leaving_nothing_be
     expect_restored(&d, &mut c, &x, &p);
 }
 
+// Unix only: inode numbers, symlinks and FIFOs
+#[cfg(unix)]
 #[test]
 fn a_path_that_never_yields_data_does_not_stall_the_daemon() {
     let (d, _c) = echo_session("s1", "chat");

@@ -1,6 +1,9 @@
 //! `zeroclaw logs [-n N] [-f]` over the real socket: the recent records in
 //! readable form, then (with `-f`) new ones as the daemon logs them.
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

@@ -27,10 +27,30 @@ impl Dir {
     }
 }
 
+/// `path` made canonical, in its plain form on Windows: `canonicalize`
+/// answers `\\?\C:\…` (a verbatim path, where `/` is no separator and
+/// which some file systems and Wine take badly), and error messages would
+/// show that prefix; a drive path that fits the usual limits loses it.
+fn canonical(path: &Path) -> std::io::Result<PathBuf> {
+    let c = path.canonicalize()?;
+    #[cfg(windows)]
+    if let Some(rest) = c.to_str().and_then(|s| s.strip_prefix(r"\\?\")) {
+        let drive = rest.as_bytes();
+        if drive.len() >= 3
+            && drive[0].is_ascii_alphabetic()
+            && &drive[1..3] == b":\\"
+            && rest.len() < 248
+        {
+            return Ok(PathBuf::from(rest));
+        }
+    }
+    Ok(c)
+}
+
 impl Root {
     pub fn open(dir: &Path) -> Result<Root, Error> {
         Ok(Root {
-            dir: dir.canonicalize()?,
+            dir: canonical(dir)?,
         })
     }
 
@@ -39,7 +59,7 @@ impl Root {
         let joined = self.dir.join(rel.as_path());
         let mut existing = joined.as_path();
         loop {
-            if let Ok(r) = existing.canonicalize() {
+            if let Ok(r) = canonical(existing) {
                 return if r.starts_with(&self.dir) {
                     Ok(r.join(joined.strip_prefix(existing).unwrap_or(Path::new(""))))
                 } else {
