@@ -9,13 +9,14 @@
 # compiler is told to accept it (RUSTC_BOOTSTRAP=1); the rustup toolchain on
 # the PATH is not used here (it has no Windows std).
 #
-# Everything the build writes goes to $ZC_WIN (default target/windows: the
+# Everything the build writes goes to $ZC_WIN (default target-win: the
 # cargo target dir, a cargo home and a Wine prefix), never to target/debug,
-# so the Linux build is untouched and a CI cache of target/ keeps the std
+# so the Linux build is untouched and a CI cache of target-win/ keeps the std
 # build, the dependencies and the prefix for the next run.
 #
-# Usage: bash scripts/windows.sh [all|setup|build|lib|protocol]   (default all)
+# Usage: bash scripts/windows.sh [all|setup|check|build|lib|protocol]   (default all)
 #   setup     packages (apt-get, needs root when missing), Wine prefix, the DLL
+#   check     cargo check of every target (the quickest way to see errors)
 #   build     everything built: binary, examples, library and protocol tests
 #   lib       the library's unit tests under Wine
 #   protocol  the protocol tests (tests/*.rs) that run on Windows, under Wine
@@ -36,9 +37,9 @@ CARGO_WIN=(-Zbuild-std=std,panic_unwind --target "$TARGET" -j 2)
 # The other test files are about Unix-only means (signals, pseudo-terminals,
 # socat, useradd, tmpfs, fork) and are compiled out there (`#![cfg(unix)]`).
 PROTOCOL_TESTS=(
-  endpoint framing frame_bounds golden limits pipelining
-  sessions_lifecycle sessions_command sessions_interaction sessions_streaming
-  sessions_checks sessions_ownership
+  endpoint pipe framing frame_bounds golden limits pipelining
+  sessions_lifecycle sessions_interaction sessions_streaming
+  sessions_checks sessions_ownership command_agent
   config_set_many config_concurrency config_storage
   files_upload files_attach files_prompt upload_budget
   shutdown_checkpoint ephemeral
@@ -105,6 +106,11 @@ env_vars() {
   export RUST_BACKTRACE=0
 }
 
+check() {
+  env_vars
+  nice -n 15 cargo check "${CARGO_WIN[@]}" --all-targets
+}
+
 build() {
   env_vars
   # One build graph for everything (the library, the binary, the examples,
@@ -119,8 +125,22 @@ lib_tests() {
   nice -n 15 cargo test "${CARGO_WIN[@]}" --lib -- --test-threads=2 "$@"
 }
 
+# The test files not run here, each with the reason its header gives
+# (`// Unix only: <why>` or `// Not in the Windows suite ...`), so the log
+# says what Windows does not cover.
+unix_only() {
+  local f name why
+  for f in tests/*.rs; do
+    name=$(basename "$f" .rs)
+    case " ${PROTOCOL_TESTS[*]} " in *" $name "*) continue ;; esac
+    why=$(grep -m1 -E '^// (Unix only|Not in the Windows suite)' "$f" | sed 's|^// ||; s| The Windows suite is listed.*||; s| (run on Unix;.*|: runs on Unix only|')
+    echo "SKIPPED tests/$name.rs: ${why:-no reason given}"
+  done
+}
+
 protocol_tests() {
   env_vars
+  unix_only
   # The harness starts the daemon binary the way it does on Linux; one
   # wineserver serves the daemon and the test, so the pipe is shared.
   local tests=()
@@ -130,6 +150,7 @@ protocol_tests() {
 
 case "$STEP" in
   setup) setup ;;
+  check) setup; check ;;
   build) setup; build ;;
   lib) setup; lib_tests "$@" ;;
   protocol) setup; protocol_tests "$@" ;;
@@ -139,5 +160,5 @@ case "$STEP" in
     lib_tests "$@"
     protocol_tests "$@"
     ;;
-  *) echo "usage: scripts/windows.sh [all|setup|build|lib|protocol] [test filter]" >&2; exit 2 ;;
+  *) echo "usage: scripts/windows.sh [all|setup|check|build|lib|protocol] [test filter]" >&2; exit 2 ;;
 esac
