@@ -108,7 +108,7 @@ env_vars() {
 
 check() {
   env_vars
-  nice -n 15 cargo check "${CARGO_WIN[@]}" --all-targets
+  nice -n 15 cargo check "${CARGO_WIN[@]}" --all-targets --keep-going
 }
 
 build() {

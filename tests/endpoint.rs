@@ -12,7 +12,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::Duration;
 
-use common::{own_peer_label, run_cli, Client, Daemon, TestDir, EXIT_TIMEOUT, MAX_FRAME};
+use common::{own_peer_label, Daemon, MAX_FRAME};
+#[cfg(unix)]
+use common::{run_cli, Client, TestDir, EXIT_TIMEOUT};
 use serde_json::{json, Value};
 
 #[cfg(unix)]

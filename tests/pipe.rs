@@ -130,7 +130,7 @@ fn dacl_sddl(c: &Client) -> String {
     const SE_KERNEL_OBJECT: i32 = 6;
     const DACL_SECURITY_INFORMATION: u32 = 4;
     let handle = c.stream.as_raw_handle();
-    let null = std::ptr::null_mut();
+    let null: *mut std::ffi::c_void = std::ptr::null_mut();
     let mut sd = null;
     // SAFETY: out pointers are valid; the descriptor is freed below.
     let rc = unsafe {

@@ -23,7 +23,9 @@ use super::assert::assert_error_exact;
 #[allow(unused_imports)]
 pub use super::assert::{err_of, res_of};
 use super::rpc::next_id;
-use super::start::{start_in, traversable_dir, Env};
+use super::start::Env;
+#[cfg(unix)]
+use super::start::{start_in, traversable_dir};
 #[cfg(unix)]
 use super::users::{client_as, Accounts, OsGroup, OsUser};
 use super::{Client, RECV_TIMEOUT};
