@@ -78,19 +78,18 @@ impl Fixture {
         // This process is both the daemon and its peer: the shared operator
         // (by uid on Unix; a pipe peer carries none on Windows).
         #[cfg(unix)]
-        // SAFETY: getuid never fails.
-        let uid = Some(unsafe { libc::getuid() });
+        let (uid, peer) = {
+            // SAFETY: getuid never fails.
+            let uid = unsafe { libc::getuid() };
+            (Some(uid), PeerInfo::unix(uid, Some(std::process::id())))
+        };
         #[cfg(windows)]
-        let uid = None;
+        let (uid, peer) = (None, PeerInfo::pipe(Some(std::process::id())));
         let daemon = Daemon::new(paths, config, store, faults, uid, Flags::default());
         let closed = CancellationToken::new();
         let (out, queue) = zeroclaw::outbound::write_queue(closed.clone());
         // Nothing here is queued: every answer of these frames is immediate.
         std::mem::forget(queue);
-        #[cfg(unix)]
-        let peer = PeerInfo::unix(uid.unwrap_or(0), Some(std::process::id()));
-        #[cfg(windows)]
-        let peer = PeerInfo::pipe(Some(std::process::id()));
         let conn: Conn = Arc::new(ConnCtx::new(1, peer, Transport::Local, out, closed));
         let stack = build_stack(&daemon, &conn);
         let mut f = Fixture {
