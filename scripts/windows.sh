@@ -122,7 +122,7 @@ build() {
 
 lib_tests() {
   env_vars
-  nice -n 15 cargo test "${CARGO_WIN[@]}" --lib -- --test-threads=2 "$@"
+  nice -n 15 cargo test "${CARGO_WIN[@]}" --lib --no-fail-fast -- --test-threads=2 "$@"
 }
 
 # The test files not run here, each with the reason its header gives
@@ -145,7 +145,7 @@ protocol_tests() {
   # wineserver serves the daemon and the test, so the pipe is shared.
   local tests=()
   for t in "${PROTOCOL_TESTS[@]}"; do tests+=(--test "$t"); done
-  nice -n 15 cargo test "${CARGO_WIN[@]}" "${tests[@]}" -- --test-threads=2 "$@"
+  nice -n 15 cargo test "${CARGO_WIN[@]}" "${tests[@]}" --no-fail-fast -- --test-threads=2 "$@"
 }
 
 case "$STEP" in
@@ -157,8 +157,11 @@ case "$STEP" in
   all)
     setup
     build
-    lib_tests "$@"
-    protocol_tests "$@"
+    # Both suites run even if the first fails; the step fails if either did.
+    failed=0
+    lib_tests "$@" || failed=1
+    protocol_tests "$@" || failed=1
+    exit "$failed"
     ;;
   *) echo "usage: scripts/windows.sh [all|setup|check|build|lib|protocol] [test filter]" >&2; exit 2 ;;
 esac

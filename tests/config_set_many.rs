@@ -71,6 +71,12 @@ fn create_operator(c: &mut Client) {
 
 #[test]
 fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
+    if cfg!(windows) {
+        // A configured roster makes a uid-less peer present authToken (`roster_required`).
+        return common::skip(
+            "a pipe peer has no uid: once a user exists it must present authToken (roster_required)",
+        );
+    }
     let (d, mut c) = Daemon::with_client();
     create_operator(&mut c);
     // The request and answer of §8.16, exactly as the spec writes them.
@@ -432,7 +438,7 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
     assert_eq!(all["gateway"]["port"], 42617);
     assert_eq!(all["agents"]["echo"]["timeout_secs"], 600);
     // The effective default (§8.14, §10.2), not null.
-    let workspace = d.config_dir.join("agents/echo/workspace");
+    let workspace = d.config_dir.join("agents").join("echo").join("workspace");
     assert_eq!(
         all["agents"]["echo"]["workspace_dir"],
         json!(workspace.to_str().unwrap())

@@ -431,7 +431,8 @@ fn audit_events_carry_the_peer_label_and_never_frame_contents_or_initialize_extr
     assert_eq!(bound.len(), 1, "{}", d.log.text());
     assert_eq!(bound[0]["peer"], label);
     assert_eq!(bound[0]["principal_id"], "shared-operator");
-    assert_eq!(bound[0]["auth_provider"], "peercred");
+    let provider = if cfg!(windows) { "os" } else { "peercred" };
+    assert_eq!(bound[0]["auth_provider"], provider);
     assert_eq!(bound[0]["level"], "INFO");
     let rejected = named("frame_rejected");
     // invalid envelope, malformed response, parse error, 2× invalid UTF-8,

@@ -90,10 +90,16 @@ impl Root {
         std::fs::create_dir_all(dir)?;
         let tmp = dir.join(super::temp_name()?);
         let mut f = File::options().write(true).create_new(true).open(&tmp)?;
+        // Closed before the rename: Windows cannot rename a file that is
+        // open without FILE_SHARE_DELETE (std's fallback for that case
+        // fails outright under Wine).
         let written = f
             .write_all(bytes)
             .and_then(|()| f.sync_all())
-            .and_then(|()| std::fs::rename(&tmp, &path));
+            .and_then(|()| {
+                drop(f);
+                std::fs::rename(&tmp, &path)
+            });
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             return Err(e.into());
