@@ -386,10 +386,15 @@ impl Daemon {
         const CTRL_BREAK_EVENT: u32 = 1;
         // SAFETY: plain values; the group is our child's (its pid).
         if unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, self.pid) } == 0 {
-            return Err(format!(
-                "Ctrl-Break cannot be sent to the daemon here: {}",
-                io::Error::last_os_error()
-            ));
+            let e = io::Error::last_os_error();
+            // Wine 8 fails every GenerateConsoleCtrlEvent of a program not
+            // started from its own console (tried: a fresh AllocConsole,
+            // group 0); the graceful stop is shown on real Windows.
+            return Err(if super::endpoint::under_wine() {
+                format!("Wine cannot deliver Ctrl-Break to the daemon (GenerateConsoleCtrlEvent: {e}); real Windows can")
+            } else {
+                format!("Ctrl-Break cannot be sent to the daemon here: {e}")
+            });
         }
         Ok(())
     }
