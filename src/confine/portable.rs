@@ -60,10 +60,16 @@ impl Root {
         let mut existing = joined.as_path();
         loop {
             if let Ok(r) = canonical(existing) {
-                return if r.starts_with(&self.dir) {
-                    Ok(r.join(joined.strip_prefix(existing).unwrap_or(Path::new(""))))
-                } else {
+                // Joined only when something is left: `join("")` adds a
+                // trailing separator, which Windows refuses in a file's
+                // name (ERROR_INVALID_NAME).
+                let rest = joined.strip_prefix(existing).unwrap_or(Path::new(""));
+                return if !r.starts_with(&self.dir) {
                     Err(Error::Escapes)
+                } else if rest.as_os_str().is_empty() {
+                    Ok(r)
+                } else {
+                    Ok(r.join(rest))
                 };
             }
             existing = existing.parent().ok_or(Error::Escapes)?;
