@@ -39,6 +39,7 @@ mod log;
 pub mod openai;
 pub mod openai_server;
 pub mod pipeline;
+mod procfs;
 pub mod rpc;
 pub mod sessions;
 pub mod start;
