@@ -75,15 +75,21 @@ impl Fixture {
             endpoint: data.join("daemon.sock").to_string_lossy().into_owned(),
             data_dir: data,
         };
-        // SAFETY: getuid never fails.
-        let uid = unsafe { libc::getuid() };
-        // This process is both the daemon and its peer: the shared operator.
-        let daemon = Daemon::new(paths, config, store, faults, Some(uid), Flags::default());
+        // This process is both the daemon and its peer: the shared operator
+        // (by uid on Unix; a pipe peer carries none on Windows).
+        #[cfg(unix)]
+        let (uid, peer) = {
+            // SAFETY: getuid never fails.
+            let uid = unsafe { libc::getuid() };
+            (Some(uid), PeerInfo::unix(uid, Some(std::process::id())))
+        };
+        #[cfg(windows)]
+        let (uid, peer) = (None, PeerInfo::pipe(Some(std::process::id())));
+        let daemon = Daemon::new(paths, config, store, faults, uid, Flags::default());
         let closed = CancellationToken::new();
         let (out, queue) = zeroclaw::outbound::write_queue(closed.clone());
         // Nothing here is queued: every answer of these frames is immediate.
         std::mem::forget(queue);
-        let peer = PeerInfo::unix(uid, Some(std::process::id()));
         let conn: Conn = Arc::new(ConnCtx::new(1, peer, Transport::Local, out, closed));
         let stack = build_stack(&daemon, &conn);
         let mut f = Fixture {

@@ -366,11 +366,24 @@ fn config_poll_interval() -> std::time::Duration {
 }
 
 /// The signals the daemon handles: SIGINT/SIGTERM shut down; SIGHUP reloads
-/// `config.toml` (Ctrl+C on Windows).
+/// `config.toml`. On Windows the console's control events: Ctrl-C,
+/// Ctrl-Break, the console window closing, and the system shutting down
+/// (what a service wrapper or `sc stop` through one sends, and what
+/// services get at shutdown); each shuts down gracefully. (For the close
+/// and shutdown events Windows ends the process soon after, ~5 s.) Windows
+/// has no SIGHUP: a hand edit is picked up by the metadata poll.
 #[derive(Debug)]
 struct Signals {
     #[cfg(unix)]
     streams: [tokio::signal::unix::Signal; 3],
+    #[cfg(windows)]
+    ctrl_c: tokio::signal::windows::CtrlC,
+    #[cfg(windows)]
+    ctrl_break: tokio::signal::windows::CtrlBreak,
+    #[cfg(windows)]
+    ctrl_close: tokio::signal::windows::CtrlClose,
+    #[cfg(windows)]
+    ctrl_shutdown: tokio::signal::windows::CtrlShutdown,
 }
 
 impl Signals {
@@ -386,9 +399,15 @@ impl Signals {
         })
     }
 
-    #[cfg(not(unix))]
+    #[cfg(windows)]
     fn install() -> std::io::Result<Self> {
-        Ok(Self {})
+        use tokio::signal::windows;
+        Ok(Self {
+            ctrl_c: windows::ctrl_c()?,
+            ctrl_break: windows::ctrl_break()?,
+            ctrl_close: windows::ctrl_close()?,
+            ctrl_shutdown: windows::ctrl_shutdown()?,
+        })
     }
 
     #[cfg(unix)]
@@ -408,11 +427,16 @@ impl Signals {
         stop.cancel();
     }
 
-    #[cfg(not(unix))]
-    async fn watch(self, stop: CancellationToken, _reload: Arc<tokio::sync::Notify>) {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.cancel();
-        }
+    #[cfg(windows)]
+    async fn watch(mut self, stop: CancellationToken, _reload: Arc<tokio::sync::Notify>) {
+        let event = tokio::select! {
+            _ = self.ctrl_c.recv() => "ctrl_c",
+            _ = self.ctrl_break.recv() => "ctrl_break",
+            _ = self.ctrl_close.recv() => "ctrl_close",
+            _ = self.ctrl_shutdown.recv() => "ctrl_shutdown",
+        };
+        tracing::info!(event = "shutdown_requested", by = event);
+        stop.cancel();
     }
 }
 

@@ -189,6 +189,7 @@ impl Drop for Charge {
 }
 
 /// Allocations from this size up get a mapping of their own.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD_BYTES: i32 = 128 * 1024;
 
 /// Makes every large buffer (a turn's text, a chunk, a frame, SQLite's

@@ -5,6 +5,9 @@
 //! turn, cancel during `terminal/wait_for_exit`, terminals left at turn end,
 //! and `terminal = false` answering method-not-found as before.
 
+// Unix only: POSIX shell commands in terminals. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

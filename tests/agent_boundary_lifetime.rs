@@ -6,6 +6,9 @@
 //! kills what escapes a process group), the agent itself at `SIGTERM` and
 //! at `kill -9` (`PR_SET_PDEATHSIG`).
 
+// Unix only: signals and /proc. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 
 use std::path::Path;

@@ -4,6 +4,9 @@
 //! admin connects with a pairing token seeded in `config.toml`. Real OS
 //! users and the socket group are in tests/authz_users.rs.
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 use common::assert::err_of;

@@ -7,6 +7,9 @@
 //! `SKIPPED <test>: <why>` and returns. tests/authz_live.rs covers the same
 //! model on any machine by mapping the test's own uid.
 
+// Unix only: OS accounts (useradd) and peer uids. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 use common::assert::{assert_error_exact, err_of};

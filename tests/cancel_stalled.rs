@@ -4,6 +4,9 @@
 //! the 5 s grace, and `session/close` or a replacing `session/new` from
 //! other connections are answered within it, not after the 30 s stall policy.
 
+// Unix only: raw socket descriptors. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 use common::sessions;
 use common::start::start_echo;

@@ -3,6 +3,9 @@
 //! hidden until `/thoughts`, `/resume ID` switching sessions with their last
 //! messages, `/cancel` with no turn running, and a failed turn shown.
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 mod common;
 
 use common::chat::plain_chat as chat;

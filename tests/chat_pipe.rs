@@ -1,6 +1,9 @@
 //! `zeroclaw chat` without a terminal (stdin and stdout are pipes): prompts
 //! line by line, plain text out, against the real daemon and its echo agent.
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

@@ -5,6 +5,9 @@
 //! `zeroclaw rpc` and `zeroclaw logs` print, reaches the terminal only made
 //! visible (docs/decisions.md, "What a client shows of the daemon's text").
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

@@ -4,6 +4,9 @@
 //! and the session intact: the next prompt goes through and the daemon's
 //! transcript holds exactly what was sent.
 
+// Unix only: pseudo-terminals under tmux. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

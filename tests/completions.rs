@@ -1,6 +1,9 @@
 //! `zeroclaw completions bash|zsh|fish` and `zeroclaw man` print what the
 //! shells and man can read, generated from the real command line.
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

@@ -2,6 +2,9 @@
 //! through the daemon (`config/replace`) when one runs, directly when none does; an invalid
 //! text refused with every error and the file untouched; the copy private and removed.
 
+// Unix only: $EDITOR as a shell script and a pseudo-terminal (tmux). The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

@@ -3,6 +3,9 @@
 //! an invalid one is refused and logged while the running config stays, an edit racing a write
 //! is never lost silently, `default_agent`, and `config/replace`.
 
+// Unix only: SIGHUP reloads (Windows has the metadata poll only). The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 
 use std::path::Path;

@@ -8,6 +8,7 @@ mod common;
 use common::assert::{assert_error_exact, err_of};
 use common::errors::{bad_entry, invalid_config};
 
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 
 use common::users::{config_bytes, get, set_many};
@@ -70,6 +71,12 @@ fn create_operator(c: &mut Client) {
 
 #[test]
 fn the_seed_example_creates_a_user_in_one_request_byte_for_byte() {
+    if cfg!(windows) {
+        // A configured roster makes a uid-less peer present authToken (`roster_required`).
+        return common::skip(
+            "a pipe peer has no uid: once a user exists it must present authToken (roster_required)",
+        );
+    }
     let (d, mut c) = Daemon::with_client();
     create_operator(&mut c);
     // The request and answer of §8.16, exactly as the spec writes them.
@@ -431,7 +438,7 @@ fn value_rules_and_later_entries_overriding_earlier_ones() {
     assert_eq!(all["gateway"]["port"], 42617);
     assert_eq!(all["agents"]["echo"]["timeout_secs"], 600);
     // The effective default (§8.14, §10.2), not null.
-    let workspace = d.config_dir.join("agents/echo/workspace");
+    let workspace = d.config_dir.join("agents").join("echo").join("workspace");
     assert_eq!(
         all["agents"]["echo"]["workspace_dir"],
         json!(workspace.to_str().unwrap())
@@ -512,7 +519,10 @@ fn commits_are_persisted_privately_and_survive_a_restart() {
         );
         assert_eq!(v["result"]["set"], true, "{v}");
         let meta = std::fs::metadata(cfg.join("config.toml")).unwrap();
+        #[cfg(unix)]
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        #[cfg(windows)]
+        assert!(meta.is_file());
         assert!(!cfg.join("config.toml.tmp").exists());
         // The default file, edited: what was set and nothing else (docs/config.md,
         // "What a write changes").

@@ -2,6 +2,9 @@
 //! through to its target: `config/set` replaces the target atomically and
 //! the link stays a link (issue 13 item 8; docs/decisions.md).
 
+// Unix only: symlinks. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

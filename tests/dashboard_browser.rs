@@ -14,6 +14,9 @@
 //! The script also times a 100,000-chunk turn in the page against a bare
 //! WebSocket reader and prints a `perf:` line (docs/gateway.md).
 
+// Unix only: Chromium and Node.js. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 mod gateway_support;

@@ -1,6 +1,9 @@
 //! `zeroclaw doctor`: a healthy setup passes every check (exit 0); a broken
 //! one names each fault on its own line with what to do (exit 1).
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

@@ -3,6 +3,9 @@
 //! turn) is cut at 16 MiB like `::repeat`, the retained context is compacted
 //! by bytes, and the session survives a restart and rehydrates within bounds.
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 mod common;
 
 use std::time::Duration;

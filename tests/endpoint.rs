@@ -1,16 +1,23 @@
 //! The endpoint and the process around it (§2): claiming the socket,
 //! stale sockets, modes, signals, `ZEROCLAW_SOCKET`, and the audit log.
+//! On Windows the audit tests run here; the named pipe's own tests are
+//! tests/pipe.rs.
 
 #[macro_use]
 mod common;
 
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+#[cfg(unix)]
 use std::path::Path;
 use std::time::Duration;
 
-use common::{own_peer_label, run_cli, Client, Daemon, TestDir, EXIT_TIMEOUT, MAX_FRAME};
+use common::{own_peer_label, Daemon, MAX_FRAME};
+#[cfg(unix)]
+use common::{run_cli, Client, TestDir, EXIT_TIMEOUT};
 use serde_json::{json, Value};
 
+#[cfg(unix)]
 fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p)
         .unwrap_or_else(|e| panic!("lstat {}: {e}", p.display()))
@@ -20,6 +27,7 @@ fn mode(p: &Path) -> u32 {
 }
 
 /// A fresh client can initialize and get `status` from `d`.
+#[cfg(unix)]
 fn assert_serving(d: &Daemon) -> Value {
     let mut c = d.client();
     let s = c.status();
@@ -27,6 +35,8 @@ fn assert_serving(d: &Daemon) -> Value {
     s
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn a_second_daemon_on_the_same_data_dir_exits_3_and_the_first_keeps_serving() {
     let first = Daemon::start();
@@ -57,6 +67,8 @@ fn a_second_daemon_on_the_same_data_dir_exits_3_and_the_first_keeps_serving() {
     assert_serving(&first);
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn a_second_daemon_on_the_same_socket_exits_3_and_the_first_keeps_serving() {
     let dir = TestDir::new();
@@ -73,6 +85,8 @@ fn a_second_daemon_on_the_same_socket_exits_3_and_the_first_keeps_serving() {
     assert_serving(&first);
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn a_stale_socket_left_by_kill_9_is_replaced() {
     let dir = TestDir::new();
@@ -96,6 +110,8 @@ fn a_stale_socket_left_by_kill_9_is_replaced() {
     assert_serving(&second);
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn socket_and_directories_have_private_modes() {
     let d = Daemon::start();
@@ -123,6 +139,8 @@ fn socket_and_directories_have_private_modes() {
     );
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn a_regular_file_at_the_socket_path_fails_startup_with_1_and_is_left_alone() {
     let dir = TestDir::new();
@@ -161,6 +179,8 @@ fn a_regular_file_at_the_socket_path_fails_startup_with_1_and_is_left_alone() {
     assert_eq!(std::fs::read(&path).unwrap(), b"precious contents\n");
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn a_directory_or_symlink_at_the_socket_path_fails_startup_with_1() {
     let dir = TestDir::new();
@@ -190,17 +210,21 @@ fn a_directory_or_symlink_at_the_socket_path_fails_startup_with_1() {
 }
 
 /// Bytes of `sockaddr_un.sun_path` (the NUL included).
+#[cfg(unix)]
 fn sun_path_len() -> usize {
     std::mem::size_of::<libc::sockaddr_un>() - std::mem::offset_of!(libc::sockaddr_un, sun_path)
 }
 
 /// `<dir>/sss…s.sock`, exactly `len` bytes long.
+#[cfg(unix)]
 fn socket_path_of_len(dir: &Path, len: usize) -> std::path::PathBuf {
     let base = dir.as_os_str().len() + "/".len() + ".sock".len();
     assert!(len > base, "the temp dir path is too long for this test");
     dir.join(format!("{}.sock", "s".repeat(len - base)))
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn a_socket_path_longer_than_sun_path_fails_startup_naming_it_and_the_limit() {
     let dir = TestDir::new();
@@ -242,6 +266,8 @@ fn a_socket_path_longer_than_sun_path_fails_startup_naming_it_and_the_limit() {
     assert!(!long.exists());
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn sigterm_and_sigint_exit_0_and_remove_the_socket() {
     for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
@@ -265,6 +291,8 @@ fn sigterm_and_sigint_exit_0_and_remove_the_socket() {
     }
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn sigterm_right_after_the_ready_line_exits_0() {
     for round in 0..20 {
@@ -285,6 +313,8 @@ fn sigterm_right_after_the_ready_line_exits_0() {
     }
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn sighup_does_not_stop_the_daemon() {
     let mut d = Daemon::start();
@@ -303,6 +333,8 @@ fn sighup_does_not_stop_the_daemon() {
     assert!(d.is_running());
 }
 
+// Unix only: the socket file, its modes, its path and signals (Windows: tests/pipe.rs)
+#[cfg(unix)]
 #[test]
 fn zeroclaw_socket_is_honoured_by_the_daemon_and_by_zeroclaw_rpc() {
     let dir = TestDir::new();
@@ -399,7 +431,8 @@ fn audit_events_carry_the_peer_label_and_never_frame_contents_or_initialize_extr
     assert_eq!(bound.len(), 1, "{}", d.log.text());
     assert_eq!(bound[0]["peer"], label);
     assert_eq!(bound[0]["principal_id"], "shared-operator");
-    assert_eq!(bound[0]["auth_provider"], "peercred");
+    let provider = if cfg!(windows) { "os" } else { "peercred" };
+    assert_eq!(bound[0]["auth_provider"], provider);
     assert_eq!(bound[0]["level"], "INFO");
     let rejected = named("frame_rejected");
     // invalid envelope, malformed response, parse error, 2× invalid UTF-8,

@@ -8,6 +8,9 @@
 //!
 //! Needs root to mount the tmpfs; skipped with a printed message otherwise.
 
+// Unix only: tmpfs mounts. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

@@ -9,6 +9,9 @@
 //!
 //! Needs root to mount; skipped with a printed message otherwise.
 
+// Unix only: read-only tmpfs mounts. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

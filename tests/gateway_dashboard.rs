@@ -4,6 +4,9 @@
 //! against DNS rebinding, `POST /rpc` with and without a bearer token, and
 //! `zeroclaw pair` / `pairing/code`.
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 mod gateway_support;

@@ -11,7 +11,14 @@ use serde_json::json;
 
 const TOO_MANY: &str = r#"{"jsonrpc":"2.0","error":{"code":-32004,"message":"Too many connections","data":{"limit":"connections","max":256}},"id":null}"#;
 
+/// The soft limit on open files of this process (Windows has none).
+#[cfg(windows)]
+fn open_files_limit() -> u64 {
+    u64::MAX
+}
+
 /// The soft limit on open files of this process.
+#[cfg(unix)]
 fn open_files_limit() -> u64 {
     let mut r = libc::rlimit {
         rlim_cur: 0,

@@ -29,6 +29,9 @@
 //! the build under test; `cargo test --release --test load_connections --
 //! --nocapture` measures the optimized daemon.
 
+// Unix only: raw Unix sockets and /proc. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 
 use std::collections::{HashMap, HashSet, VecDeque};

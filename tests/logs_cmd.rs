@@ -2,6 +2,9 @@
 //! records in readable form, then (with `-f`) new ones as the daemon logs
 //! them, across a restart of the daemon; connection records only with `--all`.
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

@@ -4,6 +4,9 @@
 //! every memory attack of issue 13 leaves the daemon up and answering, its
 //! peak RSS under the stated bound (budget + 512 MiB).
 
+// Unix only: setrlimit and /proc. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 
 use common::{Client, Daemon, DaemonBuilder, MAX_FRAME};

@@ -5,6 +5,9 @@
 //! going away changes nothing for the others. Ownership as §6.6; a session
 //! that is not live is not found.
 
+// Unix only: OS accounts (useradd). The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 use common::chat::plain_chat;
 use common::errors::{invalid_params, not_owner, session_not_found};

@@ -2,6 +2,9 @@
 //! `zeroclaw rpc` command with `--approve` and `--elicitation-reply` (§13)
 //! and the quick test of §14, verbatim.
 
+// Unix only: POSIX shell scripts, process groups, /proc. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 mod common;
 use common::errors::agent_failed;
 use common::sessions;

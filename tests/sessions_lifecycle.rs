@@ -862,7 +862,9 @@ fn session_new_validation() {
     assert_eq!(
         r["workspace_dir"],
         d.config_dir
-            .join("agents/echo/workspace")
+            .join("agents")
+            .join("echo")
+            .join("workspace")
             .display()
             .to_string()
     );

@@ -3,6 +3,9 @@
 //! its locks and checks the socket, never unlinks it, and reports
 //! `READY=1`, `STATUS=` and `STOPPING=1` on `NOTIFY_SOCKET`, in that order.
 
+// Unix only: systemd socket activation and notify sockets. The Windows suite is listed in docs/operations.md.
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

@@ -5,6 +5,9 @@
 //! second turn on the same session does not copy the retained context.
 //! Figures: scripts/turn_memory.py.
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 mod common;
 
 use std::time::Duration;

@@ -3,6 +3,9 @@
 //! source writes them and every answer checked with its decoders' rules
 //! (tests/common/zerocode.rs names the commit read).
 
+// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+#![cfg(unix)]
+
 mod common;
 use common::start::{start, start_echo, write_config, Env};
 

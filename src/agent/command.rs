@@ -89,7 +89,7 @@ async fn run_with_grace<S: EventSink>(
         Ok(child) => child,
         Err(e) => return failed(format!("failed to start agent command `{program}`: {e}")),
     };
-    let mut guard = GroupGuard::new(child.id());
+    let mut guard = GroupGuard::of(&child);
 
     let stdin = child.stdin.take();
     let mut stdout = child.stdout.take();

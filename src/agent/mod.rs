@@ -26,6 +26,8 @@ mod directive;
 mod echo;
 mod emit;
 mod extra;
+#[cfg(windows)]
+mod job;
 mod json;
 mod openai;
 mod process;

@@ -11,7 +11,8 @@
 //! kills the descendants that escape the group. A [`GroupGuard`] kills the
 //! group if the turn's future is dropped mid-way (the runtime aborts a
 //! backend still running 5 s after cancellation); `kill_on_drop` covers the
-//! leader.
+//! leader. On Windows the group is a Job Object ([`super::job`]) that the
+//! system kills when its handle closes, the daemon's exit included.
 //!
 //! `PR_SET_PDEATHSIG` fires when the *thread* that forked exits: children
 //! are spawned from async code only, on the runtime's worker threads (which
@@ -175,22 +176,56 @@ fn die_with_the_daemon(command: &mut Command) {
     }
 }
 
-/// Kills the child's process group when dropped, unless disarmed.
+/// Kills the child's process group (Unix) or Job Object (Windows, see
+/// [`super::job`]) when dropped, unless disarmed.
 pub struct GroupGuard {
+    #[cfg(unix)]
     pgid: Option<i32>,
+    #[cfg(windows)]
+    job: Option<super::job::Job>,
 }
 
 impl GroupGuard {
+    /// Guards the group (or job) of `child`, just spawned.
+    pub fn of(child: &Child) -> Self {
+        #[cfg(unix)]
+        return Self::new(child.id());
+        #[cfg(windows)]
+        {
+            // A child that is already gone has nothing left to guard; a job
+            // that cannot be made leaves the plain kill of the child.
+            let job = child
+                .raw_handle()
+                .and_then(|h| match super::job::Job::holding(h) {
+                    Ok(job) => Some(job),
+                    Err(e) => {
+                        tracing::warn!(event = "job_object_failed", error = %e);
+                        None
+                    }
+                });
+            GroupGuard { job }
+        }
+    }
+
     /// Guards the group led by `pid` (the child's id at spawn).
-    pub fn new(pid: Option<u32>) -> Self {
+    #[cfg(unix)]
+    fn new(pid: Option<u32>) -> Self {
         // Never 0 or 1: kill(-0) would hit our own group, kill(-1) everyone.
         let pgid = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1);
         GroupGuard { pgid }
     }
 
-    /// Leaves the group alone from now on.
+    /// Leaves the group alone from now on. (On Windows the job's handle
+    /// closes, which ends whatever the child left running in it.)
     pub fn disarm(&mut self) {
-        self.pgid = None;
+        #[cfg(unix)]
+        {
+            self.pgid = None;
+        }
+        #[cfg(windows)]
+        {
+            self.job = None;
+        }
     }
 
     fn signal(&self, signal: Signal) {
@@ -206,15 +241,26 @@ impl GroupGuard {
                 libc::kill(-pgid, sig);
             }
         }
-        #[cfg(not(unix))]
-        let _ = signal;
+        // Windows has no polite stop for a process without a window or a
+        // console of its own: both mean killing the job.
+        #[cfg(windows)]
+        if let (Some(job), Signal::Kill) = (&self.job, signal) {
+            job.kill();
+        }
+    }
+
+    fn armed(&self) -> bool {
+        #[cfg(unix)]
+        return self.pgid.is_some();
+        #[cfg(windows)]
+        return self.job.is_some();
     }
 
     /// Stops the child: `SIGTERM` to its group (a plain kill elsewhere), then
     /// after `grace` `SIGKILL`; always reaps the leader, then kills whatever
     /// is left of the group and disarms.
     pub async fn terminate(&mut self, child: &mut Child, grace: Duration) {
-        if cfg!(unix) && self.pgid.is_some() {
+        if cfg!(unix) && self.armed() {
             self.signal(Signal::Term);
         } else {
             let _ = child.start_kill();
@@ -289,13 +335,14 @@ mod tests {
             for entry in std::fs::read_dir(dir).unwrap().flatten() {
                 let path = entry.path();
                 let name = path.to_string_lossy().into_owned();
+                // Compared by components: Windows joins with `\`.
                 if path.is_dir() {
-                    if !name.ends_with("/src/cli") {
+                    if !path.ends_with("src/cli") {
                         walk(&path, found);
                     }
                 } else if name.ends_with(".rs")
                     && !name.ends_with("_tests.rs")
-                    && !name.ends_with("/src/agent/process.rs")
+                    && !path.ends_with("src/agent/process.rs")
                 {
                     let text = std::fs::read_to_string(&path).unwrap();
                     let code = text.split("#[cfg(test)]").next().unwrap_or("");
@@ -316,6 +363,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn guard_refuses_dangerous_pids() {
         assert!(GroupGuard::new(Some(0)).pgid.is_none());

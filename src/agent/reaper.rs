@@ -17,10 +17,12 @@
 //! - [`stop_all`], at a graceful stop, kills every child's group and every
 //!   escaped descendant until none is left (bounded).
 
+#[cfg(target_os = "linux")]
 use std::time::Duration;
 
 /// How often a sweep runs without a `SIGCHLD` (a descendant reparented when
 /// its parent, not a child of ours, dies brings no signal to the daemon).
+#[cfg(target_os = "linux")]
 pub const SWEEP_PERIOD: Duration = Duration::from_secs(1);
 
 #[cfg(target_os = "linux")]

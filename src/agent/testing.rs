@@ -42,7 +42,9 @@ impl RecordingSink {
         self.events.clone()
     }
 
-    /// The concatenation of all message chunks (the turn's `content`).
+    /// The concatenation of all message chunks (the turn's `content`);
+    /// the command agent's tests (Unix: they run `sh`) read it.
+    #[cfg(unix)]
     pub fn content(&self) -> String {
         self.events
             .iter()

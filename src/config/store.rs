@@ -155,7 +155,7 @@ impl ConfigStore {
         let (target, tmp) = self
             .write_target()
             .map_err(|e| storage("cannot resolve the config.toml link", &e))?;
-        if let Err(e) = write_tmp(&tmp, text.as_bytes()).and_then(|()| fs::rename(&tmp, &target)) {
+        if let Err(e) = write_tmp(&tmp, text.as_bytes()).and_then(|()| replace(&tmp, &target)) {
             let _ = fs::remove_file(&tmp);
             return Err(storage("cannot write config.toml", &e));
         }
@@ -210,6 +210,32 @@ fn create_file(path: &Path) -> io::Result<File> {
         .create_new(true)
         .mode_0600()
         .open(path)
+}
+
+/// Renames `tmp` over `target`.
+#[cfg(unix)]
+fn replace(tmp: &Path, target: &Path) -> io::Result<()> {
+    fs::rename(tmp, target)
+}
+
+/// Renames `tmp` over `target`, retrying for up to a second while the
+/// target is held: Windows refuses to replace a file another process has
+/// open (a reader of config.toml, an editor, a virus scanner) with
+/// "access denied" where the system lacks POSIX rename semantics (Wine;
+/// file systems other than NTFS). Such holds are brief.
+#[cfg(windows)]
+fn replace(tmp: &Path, target: &Path) -> io::Result<()> {
+    const TRIES: u32 = 40;
+    let mut tries = 0;
+    loop {
+        match fs::rename(tmp, target) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && tries < TRIES => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            other => return other,
+        }
+    }
 }
 
 #[cfg(unix)]

@@ -25,6 +25,9 @@ fn fails(body: &str, path: &str, reason: &str) {
 
 const OK: &str = "backend = \"openai\"\nmodel = \"qwen3\"\n";
 
+/// An absolute key file path on this platform, as a TOML string.
+const ABS_KEY: &str = if cfg!(windows) { "'C:\\k'" } else { "\"/k\"" };
+
 #[test]
 fn a_full_openai_agent_is_valid() {
     assert_eq!(failure(OK), None);
@@ -87,7 +90,7 @@ fn each_rule_has_its_path_and_reason() {
         "must be an absolute path",
     );
     fails(
-        &format!("{OK}api_key_env = \"K\"\napi_key_file = \"/k\""),
+        &format!("{OK}api_key_env = \"K\"\napi_key_file = {ABS_KEY}"),
         "agents.m.api_key_file",
         "set either api_key_env or api_key_file, not both",
     );

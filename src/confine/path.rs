@@ -116,13 +116,27 @@ impl Rel {
 mod tests {
     use super::*;
 
+    /// An absolute path written Unix-style, in this platform's form
+    /// (`C:\w\s` for `/w/s` on Windows).
+    fn abs(p: &str) -> String {
+        if cfg!(windows) {
+            format!("C:{}", p.replace('/', "\\"))
+        } else {
+            p.to_owned()
+        }
+    }
+
     #[test]
     fn acp_paths_must_be_absolute_plain_and_under_the_directory() {
-        let cwd = Path::new("/w/s");
-        let rel = |p: &str| Rel::absolute_under(cwd, Path::new(p));
+        let cwd = abs("/w/s");
+        let cwd = Path::new(&cwd);
+        let rel = |p: &str| Rel::absolute_under(cwd, Path::new(&abs(p)));
         assert_eq!(rel("/w/s/a/b").unwrap().as_path(), Path::new("a/b"));
         assert_eq!(rel("/w/s").unwrap().as_path(), Path::new(""));
-        assert!(matches!(rel("a/b"), Err(Error::NotAbsolute)));
+        assert!(matches!(
+            Rel::absolute_under(cwd, Path::new("a/b")),
+            Err(Error::NotAbsolute)
+        ));
         assert!(matches!(rel("/w/s/a/../b"), Err(Error::DotDot)));
         assert!(matches!(rel("/w/other"), Err(Error::Outside)));
         assert!(matches!(rel("/w/s2/x"), Err(Error::Outside)));
@@ -130,15 +144,16 @@ mod tests {
 
     #[test]
     fn tool_paths_are_relative_and_dot_dot_may_not_leave() {
-        let cwd = Path::new("/nonexistent-zc/w");
+        let cwd = abs("/nonexistent-zc/w");
+        let cwd = Path::new(&cwd);
         let rel = |p: &str| Rel::relative_to(cwd, p);
         assert_eq!(rel("sub/../a.txt").unwrap().as_path(), Path::new("a.txt"));
         assert_eq!(rel(".").unwrap().as_path(), Path::new(""));
         assert_eq!(
-            rel("/nonexistent-zc/w/x").unwrap().as_path(),
+            rel(&abs("/nonexistent-zc/w/x")).unwrap().as_path(),
             Path::new("x")
         );
-        for bad in ["..", "../x", "sub/../../x", "/etc/passwd"] {
+        for bad in ["..", "../x", "sub/../../x", &abs("/etc/passwd")] {
             assert!(matches!(rel(bad), Err(Error::Outside)), "{bad}");
         }
         assert!(matches!(rel("a\0b"), Err(Error::Nul)));

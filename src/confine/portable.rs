@@ -27,10 +27,30 @@ impl Dir {
     }
 }
 
+/// `path` made canonical, in its plain form on Windows: `canonicalize`
+/// answers `\\?\C:\…` (a verbatim path, where `/` is no separator and
+/// which some file systems and Wine take badly), and error messages would
+/// show that prefix; a drive path that fits the usual limits loses it.
+fn canonical(path: &Path) -> std::io::Result<PathBuf> {
+    let c = path.canonicalize()?;
+    #[cfg(windows)]
+    if let Some(rest) = c.to_str().and_then(|s| s.strip_prefix(r"\\?\")) {
+        let drive = rest.as_bytes();
+        if drive.len() >= 3
+            && drive[0].is_ascii_alphabetic()
+            && &drive[1..3] == b":\\"
+            && rest.len() < 248
+        {
+            return Ok(PathBuf::from(rest));
+        }
+    }
+    Ok(c)
+}
+
 impl Root {
     pub fn open(dir: &Path) -> Result<Root, Error> {
         Ok(Root {
-            dir: dir.canonicalize()?,
+            dir: canonical(dir)?,
         })
     }
 
@@ -39,11 +59,17 @@ impl Root {
         let joined = self.dir.join(rel.as_path());
         let mut existing = joined.as_path();
         loop {
-            if let Ok(r) = existing.canonicalize() {
-                return if r.starts_with(&self.dir) {
-                    Ok(r.join(joined.strip_prefix(existing).unwrap_or(Path::new(""))))
-                } else {
+            if let Ok(r) = canonical(existing) {
+                // Joined only when something is left: `join("")` adds a
+                // trailing separator, which Windows refuses in a file's
+                // name (ERROR_INVALID_NAME).
+                let rest = joined.strip_prefix(existing).unwrap_or(Path::new(""));
+                return if !r.starts_with(&self.dir) {
                     Err(Error::Escapes)
+                } else if rest.as_os_str().is_empty() {
+                    Ok(r)
+                } else {
+                    Ok(r.join(rest))
                 };
             }
             existing = existing.parent().ok_or(Error::Escapes)?;
@@ -70,10 +96,16 @@ impl Root {
         std::fs::create_dir_all(dir)?;
         let tmp = dir.join(super::temp_name()?);
         let mut f = File::options().write(true).create_new(true).open(&tmp)?;
+        // Closed before the rename: Windows cannot rename a file that is
+        // open without FILE_SHARE_DELETE (std's fallback for that case
+        // fails outright under Wine).
         let written = f
             .write_all(bytes)
             .and_then(|()| f.sync_all())
-            .and_then(|()| std::fs::rename(&tmp, &path));
+            .and_then(|()| {
+                drop(f);
+                std::fs::rename(&tmp, &path)
+            });
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             return Err(e.into());

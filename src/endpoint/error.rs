@@ -95,6 +95,7 @@ impl EndpointError {
         }
     }
 
+    #[cfg(unix)]
     pub(crate) fn unsafe_lock(path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
         EndpointError::UnsafeLock {
             path: path.into(),

@@ -36,3 +36,22 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Whether this Windows program runs under Wine, which cannot show some
+/// things real Windows does (pipe ACLs, `FILE_FLAG_FIRST_PIPE_INSTANCE`):
+/// Wine's ntdll exports `wine_get_version`, Windows' does not.
+#[cfg(windows)]
+pub(crate) fn under_wine() -> bool {
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn GetModuleHandleW(name: *const u16) -> *mut std::ffi::c_void;
+        fn GetProcAddress(module: *mut std::ffi::c_void, name: *const u8) -> *mut std::ffi::c_void;
+    }
+    let name: Vec<u16> = "ntdll.dll\0".encode_utf16().collect();
+    // SAFETY: both names are NUL-terminated and outlive the calls; ntdll is
+    // loaded in every process.
+    unsafe {
+        let ntdll = GetModuleHandleW(name.as_ptr());
+        !ntdll.is_null() && !GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_null()
+    }
+}

@@ -1,10 +1,13 @@
-//! Claiming a named pipe (§2.4) on a real Windows runner: the data-dir lock,
-//! first-instance semantics and the `pipe:local` label. Compiled only on
-//! Windows.
+//! Claiming a named pipe (§2.4): the data-dir lock, first-instance
+//! semantics and the `pipe:local` label. Compiled only on Windows; under
+//! Wine (CI), which ignores `FILE_FLAG_FIRST_PIPE_INSTANCE`, the
+//! second-claim-on-the-same-pipe step is skipped with that reason.
+
+use std::io::Write;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::test_support::TempDir;
+use super::test_support::{under_wine, TempDir};
 use super::*;
 
 fn unique_pipe(tag: &str) -> EndpointName {
@@ -32,15 +35,23 @@ async fn claim_serves_and_a_second_claim_fails_with_3() {
     );
     assert_eq!(err.exit_code(), 3);
 
-    let other = tmp.path().join("other");
-    let err = claim(&other, &endpoint, &ClaimOptions::default())
-        .await
-        .expect_err("same pipe");
-    assert!(
-        matches!(err, EndpointError::AlreadyServed(Served::Serving(_))),
-        "{err}"
-    );
-    assert_eq!(err.exit_code(), 3);
+    if under_wine() {
+        // Straight to stderr: the test runner does not capture it.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED (part) claim_serves_and_a_second_claim_fails_with_3: Wine ignores FILE_FLAG_FIRST_PIPE_INSTANCE, so a second server of the same pipe is not refused there"
+        );
+    } else {
+        let other = tmp.path().join("other");
+        let err = claim(&other, &endpoint, &ClaimOptions::default())
+            .await
+            .expect_err("same pipe");
+        assert!(
+            matches!(err, EndpointError::AlreadyServed(Served::Serving(_))),
+            "{err}"
+        );
+        assert_eq!(err.exit_code(), 3);
+    }
 
     let client = connect(&endpoint).await.expect("connect");
     let (server, peer) = first.accept().await.expect("accept");

@@ -231,13 +231,25 @@ fn replace(dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
         f.sync_all()?;
         drop(f);
         fs::rename(&tmp, dest)?;
-        // Make the rename durable.
-        File::open(dir).and_then(|d| d.sync_all())
+        sync_dir(dir)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Makes a rename in `dir` durable (Unix: fsync of the directory).
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir).and_then(|d| d.sync_all())
+}
+
+/// Windows cannot open a directory as a file (access denied); NTFS logs
+/// the rename itself.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
 }
 
 #[cfg(all(test, unix))]

@@ -1,7 +1,8 @@
 //! Crash durability of checkpoint appends, and their cost.
 //!
 //! A child process (this test binary, filtered to [`durability_child`])
-//! appends checkpoint batches in a loop and is killed with SIGKILL; the
+//! appends checkpoint batches in a loop and is killed with SIGKILL
+//! (`TerminateProcess` on Windows); the
 //! reopened database must hold a gapless prefix of whole batches, covering
 //! at least every batch the child saw commit, and recovery must turn it into
 //! a consistent transcript.
@@ -60,7 +61,6 @@ async fn durability_child() {
     }
 }
 
-#[cfg(unix)]
 #[tokio::test]
 async fn killed_writer_leaves_a_gapless_prefix() {
     use std::io::{BufRead, BufReader};
@@ -92,7 +92,7 @@ async fn killed_writer_leaves_a_gapless_prefix() {
             reported = n.parse().unwrap();
         }
     }
-    child.kill().unwrap(); // SIGKILL
+    child.kill().unwrap(); // SIGKILL (TerminateProcess on Windows)
     child.wait().unwrap();
     assert!(reported >= 300, "the child reported only {reported} events");
 

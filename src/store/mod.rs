@@ -245,7 +245,6 @@ fn rfc3339(secs: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::TempDir;
     use super::*;
 
     #[test]
@@ -262,6 +261,7 @@ mod tests {
     #[cfg(unix)]
     #[tokio::test]
     async fn open_sets_modes_and_pragmas() {
+        use super::testing::TempDir;
         use std::os::unix::fs::PermissionsExt;
         let dir = TempDir::new("open-modes");
         let store = Store::open(dir.path(), Arc::default()).await.unwrap();

@@ -114,6 +114,7 @@ impl AcpEnv {
     }
 
     /// SIGTERM the daemon and wait for its graceful exit (status 0).
+    #[cfg(unix)]
     pub fn stop(&mut self) {
         let mut d = self.daemon.take().expect("no daemon is running");
         d.wait_for_handler(libc::SIGTERM);
@@ -138,8 +139,13 @@ impl AcpEnv {
 }
 
 fn set_mode(p: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    #[cfg(windows)]
+    let _ = (p, mode);
 }
 
 // ---------------------------------------------------------------------------

@@ -4,7 +4,6 @@
 //! parallel test binaries do not race on one cargo build.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -41,9 +40,13 @@ fn build() -> Result<PathBuf, String> {
         .join("acp-sdk-agent");
     std::fs::create_dir_all(&target).expect("creating target/acp-sdk-agent");
     let lock = File::create(target.join("build.lock")).expect("creating the build lock");
-    // SAFETY: flock on a file descriptor we own; released when `lock` drops.
-    let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) };
-    assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a file descriptor we own; released when `lock` drops.
+        let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) };
+        assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .arg("build")

@@ -115,6 +115,7 @@ impl Chat {
         self.wait_in(&self.stderr, what, 0)
     }
 
+    #[cfg(unix)]
     pub fn signal(&self, sig: i32) {
         // SAFETY: kill has no memory effects; the pid is our live child.
         unsafe { libc::kill(self.child.id() as i32, sig) };

@@ -1,8 +1,8 @@
-//! The raw client: NDJSON over a real Unix socket, bytes exactly as given
-//! and lines exactly as received, every read bounded.
+//! The raw client: NDJSON over the real endpoint (a Unix socket, or a named
+//! pipe on Windows: [`super::endpoint`]), bytes exactly as given and lines
+//! exactly as received, every read bounded.
 
 use std::io::{self, Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
+use super::endpoint::{self, Stream};
 use super::rpc::Frame;
 use super::RECV_TIMEOUT;
 
@@ -24,11 +25,11 @@ pub enum RecvError {
     Io(io::ErrorKind),
 }
 
-/// An NDJSON client over a real Unix socket: the raw bytes here, the
+/// An NDJSON client over the real endpoint: the raw bytes here, the
 /// JSON-RPC calls in `rpc.rs`, the session helpers in `sessions.rs`.
 #[derive(Debug)]
 pub struct Client {
-    pub stream: UnixStream,
+    pub stream: Stream,
     /// Frames read while waiting for something else, oldest first: the
     /// JSON-RPC reads (`rpc.rs`) take from here before the socket; the raw
     /// reads here do not.
@@ -45,11 +46,11 @@ impl Client {
     }
 
     pub fn try_connect(path: &Path) -> io::Result<Self> {
-        Ok(Self::over(UnixStream::connect(path)?))
+        Ok(Self::over(endpoint::connect(path)?))
     }
 
     /// A client over an already connected stream.
-    pub fn over(stream: UnixStream) -> Self {
+    pub fn over(stream: Stream) -> Self {
         Self {
             stream,
             stash: VecDeque::new(),
@@ -84,7 +85,8 @@ impl Client {
         self.recv_json()
     }
 
-    /// Half-closes the write side (the daemon sees end of stream).
+    /// Half-closes the write side (the daemon sees end of stream). Unix
+    /// only: a named pipe has no half-close.
     pub fn shutdown_write(&mut self) {
         self.stream
             .shutdown(std::net::Shutdown::Write)

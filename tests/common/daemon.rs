@@ -13,6 +13,10 @@ use serde_json::Value;
 
 use super::{Client, Log, TestDir, BIN, EXIT_TIMEOUT, STARTUP_TIMEOUT};
 
+/// `CREATE_NEW_PROCESS_GROUP`: the daemon leads a console process group.
+#[cfg(windows)]
+const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+
 /// How to start a daemon.
 #[derive(Debug, Default)]
 pub struct DaemonBuilder {
@@ -113,6 +117,12 @@ impl DaemonBuilder {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        #[cfg(windows)]
+        assert!(
+            self.address_space.is_none(),
+            "an address-space limit is set with setrlimit (Unix only)"
+        );
+        #[cfg(unix)]
         if let Some(bytes) = self.address_space {
             use std::os::unix::process::CommandExt;
             let lim = libc::rlimit {
@@ -130,6 +140,10 @@ impl DaemonBuilder {
                 });
             }
         }
+        // A process group of its own: Ctrl-Break can then be sent to the
+        // daemon alone ([`Daemon::stop`]).
+        #[cfg(windows)]
+        std::os::windows::process::CommandExt::creation_flags(&mut cmd, CREATE_NEW_PROCESS_GROUP);
         let mut child = cmd.spawn().expect("spawning the zeroclaw binary");
         let pid = child.id();
 
@@ -322,6 +336,7 @@ impl Daemon {
     }
 
     /// Sends `signal` to the daemon.
+    #[cfg(unix)]
     pub fn signal(&self, signal: i32) {
         // SAFETY: kill has no memory-safety preconditions; the pid is our child's,
         // which is not reaped while `self.child` holds it.
@@ -353,9 +368,46 @@ impl Daemon {
         }
     }
 
-    /// SIGKILL, and reap.
+    /// Asks the daemon to shut down gracefully (SIGTERM; Ctrl-Break on
+    /// Windows), without waiting; `Err` says why it cannot be asked here.
+    #[cfg(unix)]
+    pub fn stop(&self) -> Result<(), String> {
+        self.wait_for_handler(libc::SIGTERM);
+        self.signal(libc::SIGTERM);
+        Ok(())
+    }
+
+    /// Asks the daemon to shut down gracefully (Ctrl-Break to its process
+    /// group), without waiting; `Err` says why it cannot be asked here.
+    #[cfg(windows)]
+    pub fn stop(&self) -> Result<(), String> {
+        extern "system" {
+            fn GenerateConsoleCtrlEvent(event: u32, group: u32) -> i32;
+        }
+        const CTRL_BREAK_EVENT: u32 = 1;
+        // SAFETY: plain values; the group is our child's (its pid).
+        if unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, self.pid) } == 0 {
+            let e = io::Error::last_os_error();
+            // Wine 8 fails every GenerateConsoleCtrlEvent of a program not
+            // started from its own console (tried: a fresh AllocConsole,
+            // group 0); the graceful stop is shown on real Windows.
+            return Err(if super::endpoint::under_wine() {
+                format!("Wine cannot deliver Ctrl-Break to the daemon (GenerateConsoleCtrlEvent: {e}); real Windows can")
+            } else {
+                format!("Ctrl-Break cannot be sent to the daemon here: {e}")
+            });
+        }
+        Ok(())
+    }
+
+    /// SIGKILL (on Windows `TerminateProcess`: no cleanup runs either), and reap.
     pub fn kill9(&mut self) -> ExitStatus {
+        #[cfg(unix)]
         self.signal(libc::SIGKILL);
+        #[cfg(windows)]
+        if let Some(child) = self.child.as_mut() {
+            child.kill().expect("TerminateProcess of the daemon");
+        }
         self.wait_exit(EXIT_TIMEOUT)
             .expect("the daemon survived SIGKILL")
     }
@@ -363,44 +415,6 @@ impl Daemon {
     /// Lines the daemon printed on stdout after its ready line.
     pub fn stdout_rest(&self) -> Vec<String> {
         self.stdout_rest.lock().unwrap().clone()
-    }
-
-    /// The daemon's resident set size in KiB (`/proc/<pid>/status` VmRSS).
-    pub fn rss_kib(&self) -> Option<u64> {
-        self.status_kib("VmRSS:")
-    }
-
-    /// The daemon's peak resident set size in KiB (`/proc/<pid>/status` VmHWM).
-    pub fn peak_rss_kib(&self) -> Option<u64> {
-        self.status_kib("VmHWM:")
-    }
-
-    /// A `<field> <n> kB` line of `/proc/<pid>/status`.
-    fn status_kib(&self, field: &str) -> Option<u64> {
-        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
-        s.lines()
-            .find(|l| l.starts_with(field))?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()
-    }
-
-    /// CPU time (user + system) the daemon has used, from `/proc/<pid>/stat`.
-    pub fn cpu_time(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
-        // Fields after the command name, which is in parentheses and may hold spaces.
-        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-        let utime: u64 = fields.get(11)?.parse().ok()?;
-        let stime: u64 = fields.get(12)?.parse().ok()?;
-        // SAFETY: sysconf has no preconditions.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        if ticks <= 0 {
-            return None;
-        }
-        Some(Duration::from_secs_f64(
-            (utime + stime) as f64 / ticks as f64,
-        ))
     }
 
     /// A `zeroclaw` client command for this daemon (its config dir, hermetic env).

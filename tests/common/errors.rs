@@ -88,10 +88,17 @@ pub fn revoked(e: &Value) {
     );
 }
 
-/// `-32603` with reason `storage` and no other `data` (any message).
+/// `-32603` with reason `storage` and no other `data` (any message): a
+/// rename blocked by a directory in the way. Windows reports that as
+/// `ERROR_ACCESS_DENIED`, which is classed `storage_read_only` there.
 #[track_caller]
 pub fn storage_failed(e: &Value) {
-    assert_error_exact(e, -32603, None, Some(json!({"reason": "storage"})));
+    let reason = if cfg!(windows) {
+        "storage_read_only"
+    } else {
+        "storage"
+    };
+    assert_error_exact(e, -32603, None, Some(json!({ "reason": reason })));
 }
 
 /// `-32000` "Session killed", reason `killed`.

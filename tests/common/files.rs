@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -22,7 +23,10 @@ use super::assert::assert_error_exact;
 #[allow(unused_imports)]
 pub use super::assert::{err_of, res_of};
 use super::rpc::next_id;
-use super::start::{start_in, traversable_dir, Env};
+use super::start::Env;
+#[cfg(unix)]
+use super::start::{start_in, traversable_dir};
+#[cfg(unix)]
 use super::users::{client_as, Accounts, OsGroup, OsUser};
 use super::{Client, RECV_TIMEOUT};
 
@@ -76,10 +80,11 @@ impl Env {
 }
 
 // ---------------------------------------------------------------------------
-// A roster user (root only)
+// A roster user (root only; Unix only: OS accounts made with useradd)
 
 /// A daemon whose roster maps one OS user to `user:<name>` with profile
 /// `uploader` (`profile` is the body of that profile's table).
+#[cfg(unix)]
 #[derive(Debug)]
 pub struct Roster {
     pub env: Env,
@@ -94,6 +99,31 @@ pub const UPLOADER: &str = r#"allowed_agents = ["echo"]
 grants = { sessions = ["create", "read", "update", "delete", "execute"], files = ["create"], system = ["read"] }
 "#;
 
+/// On Windows there are no roster users to make (OS accounts with
+/// `useradd`, peers told apart by uid): [`Roster::start`] says so and the
+/// tests skip.
+#[cfg(windows)]
+#[derive(Debug)]
+pub struct Roster {
+    pub env: Env,
+}
+
+#[cfg(windows)]
+impl Roster {
+    pub fn start(_profile: &str, _extra: &str) -> Result<Self, String> {
+        Err("roster users are OS accounts told apart by uid (Unix only)".to_owned())
+    }
+
+    pub fn principal(&self) -> String {
+        unreachable!("no Roster is made on Windows")
+    }
+
+    pub fn client(&self) -> Client {
+        unreachable!("no Roster is made on Windows")
+    }
+}
+
+#[cfg(unix)]
 impl Roster {
     /// The roster daemon, or why real accounts are unavailable here.
     pub fn start(profile: &str, extra: &str) -> Result<Self, String> {
@@ -209,14 +239,36 @@ fn walk(root: &Path, rel: &Path, out: &mut BTreeMap<PathBuf, Node>) {
         } else if ft.is_file() {
             Node::File {
                 bytes: std::fs::read(&p).expect("reading a file"),
-                ino: m.ino(),
+                ino: inode(&m),
             }
-        } else if ft.is_fifo() {
+        } else if is_fifo(&ft) {
             Node::Fifo
         } else {
             Node::Other
         };
         out.insert(r, node);
+    }
+}
+
+/// The file's inode number (a replaced file has a new one); 0 on Windows,
+/// whose stable std has no file index (the bytes are still compared).
+fn inode(m: &std::fs::Metadata) -> u64 {
+    #[cfg(unix)]
+    return m.ino();
+    #[cfg(windows)]
+    {
+        let _ = m;
+        0
+    }
+}
+
+fn is_fifo(ft: &std::fs::FileType) -> bool {
+    #[cfg(unix)]
+    return ft.is_fifo();
+    #[cfg(windows)]
+    {
+        let _ = ft;
+        false
     }
 }
 

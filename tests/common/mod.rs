@@ -1,6 +1,10 @@
 //! Shared harness of the protocol tests: spawns the real `zeroclaw` binary
 //! with a fresh config dir, collects its ready line and its JSON log, and
-//! talks to it over the real Unix socket with a raw NDJSON client.
+//! talks to it over the real endpoint (a Unix socket; a named pipe on
+//! Windows, `endpoint.rs`) with a raw NDJSON client.
+//!
+//! On Windows the modules about Unix-only means (users, tmpfs, pseudo-
+//! terminals, socket activation, raw stdio tricks) are compiled out.
 //!
 //! Every wait here is bounded: a helper either gets what it waits for before
 //! its deadline or fails the test with what it saw. Nothing sleeps to assert.
@@ -12,15 +16,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+#[cfg(unix)]
+mod accounts;
 pub mod acp;
 pub mod acp_agent;
 pub mod acp_sdk_agent;
+#[cfg(unix)]
 pub mod activation;
 pub mod assert;
 pub mod chat;
+#[cfg(unix)]
 pub mod chat_tty;
 mod client;
 mod daemon;
+pub mod endpoint;
+#[cfg(unix)]
 pub mod env_ops;
 pub mod errors;
 pub mod files;
@@ -29,12 +39,16 @@ mod log;
 pub mod openai;
 pub mod openai_server;
 pub mod pipeline;
+mod procfs;
 pub mod py_editor;
 pub mod rpc;
 pub mod sessions;
 pub mod start;
+#[cfg(unix)]
 pub mod stdio;
+#[cfg(unix)]
 pub mod tmpfs;
+#[cfg(unix)]
 pub mod tty;
 pub mod updates;
 pub mod users;
@@ -107,15 +121,14 @@ macro_rules! ok_or_skip {
 }
 
 /// The effective uid of this process.
+#[cfg(unix)]
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
 
 /// The peer label the daemon must log for connections made by this process.
-pub fn own_peer_label() -> String {
-    format!("unix:pid={},uid={}", std::process::id(), euid())
-}
+pub use endpoint::own_peer_label;
 
 // ---------------------------------------------------------------------------
 // Temporary directories
@@ -131,10 +144,15 @@ impl TestDir {
     pub fn new() -> Self {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         // A long TMPDIR would push the socket path past sun_path (~107 bytes).
+        #[cfg(unix)]
         let mut base = std::env::temp_dir();
+        #[cfg(unix)]
         if base.as_os_str().len() > 40 {
             base = PathBuf::from("/tmp");
         }
+        // A pipe name does not grow with the path.
+        #[cfg(windows)]
+        let base = std::env::temp_dir();
         loop {
             let n = SEQ.fetch_add(1, Ordering::Relaxed);
             let path = base.join(format!("zct{}-{n}", std::process::id()));

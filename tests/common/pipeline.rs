@@ -7,9 +7,9 @@
 //! invalid frame gets exactly one `id: null` error; a prompt's
 //! `turn_complete` comes before the prompt's answer; nothing is left over.
 
+use super::endpoint::{self, Stream as UnixStream};
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -180,7 +180,7 @@ pub fn run(
     schedule: &Schedule,
     timeout: Duration,
 ) -> Vec<String> {
-    let stream = UnixStream::connect(socket).expect("connect");
+    let stream = endpoint::connect(socket).expect("connect");
     let reader = stream.try_clone().expect("clone");
     let bytes = script.bytes();
     // One answer is owed per line, valid or not.

@@ -328,6 +328,7 @@ pub fn complete(session: &str, outcome: &str, content: &str, reason: Option<&str
     v
 }
 
+#[cfg(unix)]
 /// Whether process `pid` is gone (or a zombie, which no longer runs).
 pub fn process_gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 use std::ops::Deref;
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -81,20 +82,23 @@ fn start_in_with(dir: TestDir, config: &str, args: &[&str]) -> Env {
 }
 
 /// Writes `<config_dir>/config.toml` (`0600`) before the daemon starts,
-/// creating the config dir (`0700`) if needed.
+/// creating the config dir (`0700`) if needed (modes on Unix only).
 pub fn write_config(config_dir: &Path, text: &str) {
     if !config_dir.exists() {
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
+        let mut dirs = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        dirs.mode(0o700);
+        dirs.recursive(true)
             .create(config_dir)
             .expect("creating the config dir");
     }
-    let mut f = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    file.mode(0o600);
+    let mut f = file
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o600)
         .open(config_dir.join("config.toml"))
         .expect("creating config.toml");
     f.write_all(text.as_bytes()).expect("writing config.toml");
@@ -102,6 +106,7 @@ pub fn write_config(config_dir: &Path, text: &str) {
 
 /// A test dir every user can traverse (`0755`), as the socket group needs
 /// (docs/decisions.md, "Config dir mode").
+#[cfg(unix)]
 pub fn traversable_dir() -> TestDir {
     let d = TestDir::new();
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755))

@@ -154,10 +154,16 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
+    /// A scratch directory, canonical on Unix (macOS's `/tmp` is a
+    /// symlink); Windows' canonical form is a verbatim `\\?\` path, where
+    /// the tests' `/` would be no separator, so it stays as made there.
     fn tmp(name: &str) -> PathBuf {
-        crate::confine::testing::scratch(&format!("acp-fs-{name}"), &[])
-            .canonicalize()
-            .unwrap()
+        let d = crate::confine::testing::scratch(&format!("acp-fs-{name}"), &[]);
+        if cfg!(windows) {
+            d
+        } else {
+            d.canonicalize().unwrap()
+        }
     }
 
     #[test]
@@ -189,15 +195,19 @@ mod tests {
             INVALID_PARAMS
         );
         assert_eq!(code(read(&ws, &ws.join("missing"), None, None)), NOT_FOUND);
-        std::os::unix::fs::symlink(base.join("secret"), ws.join("link")).unwrap();
-        std::os::unix::fs::symlink(&base, ws.join("out")).unwrap();
-        assert_eq!(
-            code(read(&ws, &ws.join("link"), None, None)),
-            INVALID_PARAMS
-        );
-        let wcode = |r: Result<(), Refusal>| r.unwrap_err().wire("p").0;
-        assert_eq!(wcode(write(&ws, &ws.join("link"), "x")), INVALID_PARAMS);
-        assert_eq!(wcode(write(&ws, &ws.join("out/new"), "x")), INVALID_PARAMS);
+        // Symlinks out (Unix: Windows makes them only with a privilege).
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(base.join("secret"), ws.join("link")).unwrap();
+            std::os::unix::fs::symlink(&base, ws.join("out")).unwrap();
+            assert_eq!(
+                code(read(&ws, &ws.join("link"), None, None)),
+                INVALID_PARAMS
+            );
+            let wcode = |r: Result<(), Refusal>| r.unwrap_err().wire("p").0;
+            assert_eq!(wcode(write(&ws, &ws.join("link"), "x")), INVALID_PARAMS);
+            assert_eq!(wcode(write(&ws, &ws.join("out/new"), "x")), INVALID_PARAMS);
+        }
         assert_eq!(std::fs::read_to_string(base.join("secret")).unwrap(), "s");
         assert!(!base.join("new").exists());
         let _ = std::fs::remove_dir_all(&base);

@@ -146,7 +146,7 @@ impl Host {
         let mut child = spawn(&mut command)
             .map_err(|e| format!("failed to start ACP agent `{program}`: {e}"))?;
         let pid = child.id();
-        let guard = GroupGuard::new(pid);
+        let guard = GroupGuard::of(&child);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

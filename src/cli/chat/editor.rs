@@ -175,7 +175,7 @@ impl Source {
     fn read(&mut self, ask: &Ask) -> Line {
         if matches!(self, Source::Editor(_)) && ask.purpose == Purpose::Question {
             // Whole typed lines are counted; a half-typed one goes too.
-            let typed = input_waiting();
+            let typed = super::typeahead::input_waiting();
             self.drop_pending_input();
             if typed {
                 super::render::notice(
@@ -246,14 +246,6 @@ fn read_line(ed: &mut Box<Editor>, prompt: &str, purpose: Purpose) -> Line {
     }
 }
 
-/// Whether keys wait in the terminal's input queue.
-fn input_waiting() -> bool {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through the pointer, which is valid.
-    let r = unsafe { libc::ioctl(libc::STDIN_FILENO, libc::FIONREAD, &mut n) };
-    r == 0 && n > 0
-}
-
 impl Source {
     /// Drops what is typed but not yet read: the kernel's queue and the
     /// bytes the editor read ahead (a new editor, with the history copied
@@ -261,8 +253,7 @@ impl Source {
     /// rustyline keeps the SIGWINCH pipe in a global, and an old editor
     /// dropped later closes the new one's (whose reader then spins on it).
     fn drop_pending_input(&mut self) {
-        // SAFETY: tcflush only discards the terminal's queued input; fd 0 is ours.
-        unsafe { libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH) };
+        super::typeahead::drop_queued();
         let Source::Editor(old) = self else {
             return;
         };

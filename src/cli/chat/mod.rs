@@ -11,6 +11,7 @@
 //! | `countdown.rs` | the approval's seconds left, redrawn in the prompt |
 //! | `slash.rs` | parsing `/commands` |
 //! | `turn.rs` | one turn: streamed, asked, cancelled; the Ctrl-C watcher |
+//! | `typeahead.rs` | keys typed ahead: seen and dropped (tty or Windows console) |
 //!
 //! Without a terminal on stdin or stdout it reads prompts line by line and
 //! prints plain text, so it works in scripts and pipes.
@@ -22,6 +23,7 @@ mod render;
 pub(crate) mod session;
 mod slash;
 mod turn;
+mod typeahead;
 mod watch;
 
 use std::ffi::OsString;

@@ -140,6 +140,7 @@ pub fn endpoint(socket: &Path, group: bool) -> Check {
 }
 
 /// The least free space the daemon should have where it writes.
+#[cfg(unix)]
 const MIN_FREE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Free space on the data dir's file system (or its nearest existing parent).

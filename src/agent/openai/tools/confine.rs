@@ -27,10 +27,18 @@ pub fn refused(rel: &Rel, e: Error) -> String {
     }
 }
 
-/// `rel` for display, as the model named it (`.` for the directory).
+/// `rel` for display, as the model named it (`.` for the directory), its
+/// parts joined with `/` on every platform (never `sub\a.txt`): the model
+/// sees one spelling, the one it may send back.
 pub fn shown(rel: &Rel) -> String {
-    match rel.as_path() {
-        p if p.as_os_str().is_empty() => ".".into(),
-        p => p.display().to_string(),
+    let parts: Vec<_> = rel
+        .as_path()
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect();
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
     }
 }

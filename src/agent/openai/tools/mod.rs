@@ -77,7 +77,11 @@ impl Tool {
             Tool::WriteFile => "Create or replace a file of the working directory with the given content.",
             Tool::ListDir => "List a directory of the working directory; directories end with '/'.",
             Tool::SearchText => "Find lines containing a literal text in the files under a directory of the working directory.",
+            #[cfg(unix)]
             Tool::Shell => "Run a command in the working directory: a string for `sh -c`, or an argv array.",
+            // The model must know which shell reads its string.
+            #[cfg(windows)]
+            Tool::Shell => "Run a command in the working directory: a string for `cmd.exe /C` (Windows), or an argv array.",
         }
     }
 

@@ -1,9 +1,11 @@
-//! The `shell` tool: an argv, or a command line for `sh -c`, run in the
+//! The `shell` tool: an argv, or a command line for `sh -c` (`cmd.exe /C`
+//! on Windows), run in the
 //! working directory with stdin closed, the minimal base environment plus
 //! the agent's `env` (never the daemon's environment, so never its key), a timeout (default 60 s, at most
 //! 600 s), stdout and stderr each read up to the tool-output bound (the rest
 //! drained and dropped, so the child never blocks on a full pipe), and its
-//! whole process group killed on timeout or cancellation.
+//! whole process group (Windows: its Job Object) killed when it ends, on
+//! timeout and on cancellation.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,6 +19,28 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::process::{spawn, tool_command, GroupGuard};
 use crate::limits::TOOL_OUTPUT_MAX;
 
+/// The shell a command line runs in, before the line itself.
+#[cfg(unix)]
+const SHELL: [&str; 2] = ["sh", "-c"];
+/// `cmd.exe`: `/D` skips the AutoRun commands of the registry, `/S` makes
+/// it take the line between the first and the last quote literally.
+#[cfg(windows)]
+const SHELL: [&str; 4] = ["cmd.exe", "/D", "/S", "/C"];
+
+/// Adds the command line as the shell's last argument.
+#[cfg(unix)]
+fn shell_line(command: &mut tokio::process::Command, line: &str) {
+    command.arg(line);
+}
+
+/// Adds the command line for `cmd.exe /S /C`: quoted once, as is (cmd.exe
+/// does not parse its command line the way `CommandLineToArgvW` does, so
+/// the usual argument quoting would reach the command as backslashes).
+#[cfg(windows)]
+fn shell_line(command: &mut tokio::process::Command, line: &str) {
+    command.raw_arg(format!("\"{line}\""));
+}
+
 const DEFAULT_TIMEOUT_SECS: u64 = 60;
 const MAX_TIMEOUT_SECS: u64 = 600;
 
@@ -26,9 +50,11 @@ pub async fn run(
     args: &Value,
     cancel: &CancellationToken,
 ) -> Option<Result<String, String>> {
+    let mut line_arg = None;
     let argv: Vec<String> = match args.get("command") {
         Some(Value::String(line)) if !line.trim().is_empty() => {
-            vec!["sh".into(), "-c".into(), line.clone()]
+            line_arg = Some(line.as_str());
+            SHELL.iter().map(|&a| a.to_owned()).collect()
         }
         Some(Value::Array(items)) if !items.is_empty() => {
             let strings: Option<Vec<String>> = items
@@ -58,12 +84,15 @@ pub async fn run(
         },
     };
     let mut command = tool_command(&argv[0], &argv[1..], cwd, env);
+    if let Some(line) = line_arg {
+        shell_line(&mut command, line);
+    }
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = match spawn(&mut command) {
         Ok(c) => c,
         Err(e) => return Some(Err(format!("cannot run {:?}: {e}", argv[0]))),
     };
-    let mut guard = GroupGuard::new(child.id());
+    let mut guard = GroupGuard::of(&child);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         guard.kill_now(&mut child).await;
         return Some(Err("no pipes to the child".into()));
@@ -127,46 +156,63 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The same commands in the platform's shell: a line printing `hi` and
+    /// `err` (stderr) exiting 3 and what it prints; an argv printing `a b`;
+    /// a flood of `x` (Unix: exactly; Windows: lines of them); a line
+    /// running 30 s.
+    #[cfg(unix)]
+    mod cmds {
+        pub const HI_ERR_3: &str = "echo hi; echo err >&2; exit 3";
+        pub const HI_ERR_3_OUT: &str = "exit status 3\n--- stdout\nhi\n\n--- stderr\nerr\n";
+        pub const ARGV: [&str; 3] = ["printf", "%s", "a b"];
+        pub const ARGV_OUT: &str = "exit status 0\n--- stdout\na b";
+        pub const FLOOD: &str = "head -c 100000 /dev/zero | tr '\\0' x";
+        pub const SLEEP_30: &str = "sleep 30";
+    }
+    #[cfg(windows)]
+    mod cmds {
+        pub const HI_ERR_3: &str = "echo hi&echo err>&2&exit 3";
+        pub const HI_ERR_3_OUT: &str = "exit status 3\n--- stdout\nhi\r\n\n--- stderr\nerr\r\n";
+        pub const ARGV: [&str; 4] = ["cmd.exe", "/D", "/C", "echo a b"];
+        pub const ARGV_OUT: &str = "exit status 0\n--- stdout\na b\r\n";
+        pub const FLOOD: &str =
+            "for /L %i in (1,1,2000) do @echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+        pub const SLEEP_30: &str = "ping -n 30 127.0.0.1";
+    }
+    use cmds::*;
+
     #[tokio::test]
     async fn runs_lines_and_argv_and_bounds_and_times_out() {
         let cwd = std::env::temp_dir();
         let cwd = (cwd.as_path(), &BTreeMap::new());
         let cancel = CancellationToken::new();
-        let out = run(
-            cwd,
-            &json!({"command": "echo hi; echo err >&2; exit 3"}),
-            &cancel,
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        assert_eq!(out, "exit status 3\n--- stdout\nhi\n\n--- stderr\nerr\n");
-        let out = run(cwd, &json!({"command": ["printf", "%s", "a b"]}), &cancel)
+        let out = run(cwd, &json!({"command": HI_ERR_3}), &cancel)
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(out, "exit status 0\n--- stdout\na b");
-        let big = run(
-            cwd,
-            &json!({"command": "head -c 100000 /dev/zero | tr '\\0' x"}),
-            &cancel,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        assert_eq!(out, HI_ERR_3_OUT);
+        let out = run(cwd, &json!({"command": ARGV}), &cancel)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(out, ARGV_OUT);
+        let big = run(cwd, &json!({"command": FLOOD}), &cancel)
+            .await
+            .unwrap()
+            .unwrap();
         // The pipe is read to one past the bound (so the cut can be told), the rest dropped;
         // what reaches the model is cut at the bound and marked.
         let head = "exit status 0\n--- stdout\n";
+        assert_eq!(big.len(), head.len() + TOOL_OUTPUT_MAX + 1);
+        assert!(big.starts_with(head), "{}", &big[..64]);
+        #[cfg(unix)]
         assert_eq!(big, format!("{head}{}", "x".repeat(TOOL_OUTPUT_MAX + 1)));
         let sent = super::super::bounded(&big);
-        let kept = "x".repeat(TOOL_OUTPUT_MAX - head.len());
-        assert_eq!(
-            sent,
-            format!("{head}{kept}{}", crate::bounded::TRUNCATION_SUFFIX)
-        );
+        let kept = &big[..TOOL_OUTPUT_MAX];
+        assert_eq!(sent, format!("{kept}{}", crate::bounded::TRUNCATION_SUFFIX));
         let slow = run(
             cwd,
-            &json!({"command": "sleep 30", "timeout_secs": 1}),
+            &json!({"command": SLEEP_30, "timeout_secs": 1}),
             &cancel,
         )
         .await
@@ -189,7 +235,7 @@ mod tests {
         let started = std::time::Instant::now();
         let r = run(
             (&std::env::temp_dir(), &BTreeMap::new()),
-            &json!({"command": "sleep 30"}),
+            &json!({"command": SLEEP_30}),
             &cancel,
         )
         .await;

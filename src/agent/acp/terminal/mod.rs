@@ -19,6 +19,18 @@
 //! - at most [`MAX_TERMINALS`] held at once; every terminal still held when
 //!   the turn ends is killed and released ([`Terminals::close_all`]), and a
 //!   dropped turn kills them too (each [`GroupGuard`]).
+//!
+//! On Windows the "process group" is the command's Job Object (killed whole;
+//! there are no signals, so a killed command reports exit code 1 and a null
+//! `signal`), and no shell is implied there either (`cmd.exe /C` when the
+//! agent names it).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the requests, the terminals a turn holds |
+//! | `output.rs` | the bounded output buffer and the reader filling it |
+//! | `exit.rs` | `TerminalExitStatus` per platform |
+//! | `tests.rs` | the terminals run for real (sh on Unix, cmd.exe on Windows) |
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -27,7 +39,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +46,11 @@ use tokio_util::sync::CancellationToken;
 use super::fs::{self, FsError};
 use crate::agent::process::{spawn, tool_command, GroupGuard};
 use crate::config::{is_env_name, is_env_value};
+use exit::exit_status;
+use output::{capture, Output};
+
+mod exit;
+mod output;
 
 /// The most output kept per terminal, and the default (1 MiB).
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -43,52 +59,9 @@ pub const MAX_TERMINALS: usize = 16;
 /// How long, after the command exited, the rest of its output may take to
 /// arrive (a background child holding the pipe open is not waited for).
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
-/// The least a terminal's buffer holds before its dropped beginning is
-/// compacted away.
-const COMPACT_MIN: usize = 64 * 1024;
 
 const INVALID_PARAMS: i64 = -32602;
 const INTERNAL: i64 = -32603;
-
-/// The captured output of one terminal.
-#[derive(Debug, Default)]
-struct Output {
-    bytes: Vec<u8>,
-    limit: usize,
-    truncated: bool,
-}
-
-impl Output {
-    /// Appends `data`. What lies beyond the limit is dropped from the
-    /// beginning once the buffer holds twice the limit (at least
-    /// [`COMPACT_MIN`]): a command flooding its output costs one move per
-    /// limit's worth of bytes, not one per read; [`Output::kept`] is the view.
-    fn push(&mut self, data: &[u8]) {
-        self.bytes.extend_from_slice(data);
-        if self.bytes.len() > self.limit {
-            self.truncated = true;
-            if self.bytes.len() > self.limit.saturating_mul(2).max(COMPACT_MIN) {
-                let cut = self.cut();
-                self.bytes.drain(..cut);
-            }
-        }
-    }
-
-    /// Where the kept output starts: at most `limit` bytes from the end, at a
-    /// character boundary (never inside a UTF-8 sequence).
-    fn cut(&self) -> usize {
-        let mut cut = self.bytes.len().saturating_sub(self.limit);
-        while cut < self.bytes.len() && self.bytes[cut] & 0xC0 == 0x80 {
-            cut += 1;
-        }
-        cut
-    }
-
-    /// The output kept: the last `limit` bytes at most.
-    fn kept(&self) -> &[u8] {
-        &self.bytes[self.cut()..]
-    }
-}
 
 /// One terminal: its command and output.
 struct Terminal {
@@ -269,11 +242,8 @@ impl Terminals {
             // dropped here, so the reader sees EOF once the group is done.
             (reader, spawn(&mut command).map_err(internal)?)
         };
-        let guard = GroupGuard::new(child.id());
-        let output = Arc::new(Mutex::new(Output {
-            limit,
-            ..Output::default()
-        }));
+        let guard = GroupGuard::of(&child);
+        let output = Arc::new(Mutex::new(Output::keeping(limit)));
         let reader = tokio::spawn(capture(pipe, Arc::clone(&output)));
         self.created += 1;
         let id = format!("term-{}", self.created);
@@ -343,159 +313,5 @@ fn env_of(params: &Value) -> Result<Vec<(String, String)>, FsError> {
     }
 }
 
-/// Reads the command's output into `output` until every writer is gone.
-async fn capture(pipe: std::io::PipeReader, output: Arc<Mutex<Output>>) {
-    let fd = std::os::fd::OwnedFd::from(pipe);
-    let Ok(mut pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
-        return;
-    };
-    let mut buf = vec![0u8; 8192];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => match output.lock() {
-                Ok(mut o) => o.push(&buf[..n]),
-                Err(_) => return,
-            },
-        }
-    }
-}
-
-/// ACP's `TerminalExitStatus`: `{exitCode, signal}`.
-fn exit_status(st: ExitStatus) -> Value {
-    use std::os::unix::process::ExitStatusExt;
-    let signal = st.signal().map(signal_name);
-    json!({"exitCode": st.code(), "signal": signal})
-}
-
-fn signal_name(n: i32) -> String {
-    let name = match n {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGUSR2 => "SIGUSR2",
-        _ => return format!("SIG{n}"),
-    };
-    name.to_owned()
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn output_is_cut_from_its_beginning_at_a_char_boundary() {
-        let mut o = Output {
-            limit: 4,
-            ..Output::default()
-        };
-        o.push(b"abc");
-        assert!(!o.truncated);
-        // abcd, then `é` (2 bytes) and `€` (3): the last 4 bytes start
-        // inside `é`, so the cut moves past it and 3 bytes are kept.
-        o.push("dé€".as_bytes());
-        assert_eq!(o.kept(), "€".as_bytes());
-        assert!(o.truncated);
-        let mut o = Output {
-            limit: 0,
-            ..Output::default()
-        };
-        o.push(b"xyz");
-        assert!(o.kept().is_empty());
-        // A flood: the buffer stays within twice the limit (or the
-        // compaction minimum), and the view is the exact tail.
-        let mut o = Output {
-            limit: 100_000,
-            ..Output::default()
-        };
-        for i in 0..100u8 {
-            o.push(&[b'a' + i % 26; 8192]);
-            assert!(o.bytes.len() <= 200_000 + 8192, "{}", o.bytes.len());
-        }
-        let tail: Vec<u8> = (0..100u8).flat_map(|i| [b'a' + i % 26; 8192]).collect();
-        assert_eq!(o.kept(), &tail[tail.len() - 100_000..]);
-        assert!(o.truncated);
-    }
-
-    #[tokio::test]
-    async fn runs_waits_kills_and_refuses() {
-        let cwd = std::env::temp_dir().canonicalize().unwrap();
-        let cancel = CancellationToken::new();
-        let env = std::collections::BTreeMap::new();
-        let ending_in = |secs| Turn {
-            cwd: &cwd,
-            env: &env,
-            cancel: &cancel,
-            deadline: Instant::now() + Duration::from_secs(secs),
-        };
-        let turn = || ending_in(30);
-        let sleep_30 = json!({"command": "sleep", "args": ["30"]});
-        let mut t = Terminals::default();
-        let id = t
-            .serve(
-                "terminal/create",
-                &json!({"command": "sh", "args": ["-c", "echo out; echo err >&2; exit 3"]}),
-                turn(),
-            )
-            .await
-            .unwrap()["terminalId"]
-            .clone();
-        let by = json!({"terminalId": id});
-        let st = t
-            .serve("terminal/wait_for_exit", &by, turn())
-            .await
-            .unwrap();
-        assert_eq!(st, json!({"exitCode": 3, "signal": null}));
-        let out = t.serve("terminal/output", &by, turn()).await.unwrap();
-        assert_eq!(
-            out,
-            json!({"output": "out\nerr\n", "truncated": false, "exitStatus": st})
-        );
-        let sleeper = t.serve("terminal/create", &sleep_30, turn()).await.unwrap();
-        let by2 = json!({"terminalId": sleeper["terminalId"]});
-        assert!(t
-            .serve("terminal/output", &by2, turn())
-            .await
-            .unwrap()
-            .get("exitStatus")
-            .is_none());
-        assert_eq!(
-            t.serve("terminal/kill", &by2, turn()).await.unwrap(),
-            json!({})
-        );
-        let st = t
-            .serve("terminal/wait_for_exit", &by2, turn())
-            .await
-            .unwrap();
-        assert_eq!(st, json!({"exitCode": null, "signal": "SIGKILL"}));
-        assert_eq!(
-            t.serve("terminal/release", &by, turn()).await.unwrap(),
-            json!({})
-        );
-        let gone = t.serve("terminal/output", &by, turn()).await.unwrap_err();
-        assert_eq!(
-            gone,
-            (INVALID_PARAMS, "unknown terminal \"term-1\"".to_owned())
-        );
-        // The turn's deadline ends a wait (the command is left to the turn's end).
-        let waited = t.serve("terminal/wait_for_exit", &by2, ending_in(0)).await;
-        assert_eq!(waited, Ok(json!({"exitCode": null, "signal": "SIGKILL"})));
-        let sleeper = t.serve("terminal/create", &sleep_30, turn()).await.unwrap();
-        let by3 = json!({"terminalId": sleeper["terminalId"]});
-        let waited = t.serve("terminal/wait_for_exit", &by3, ending_in(0)).await;
-        let why = "the turn's deadline passed while waiting".to_owned();
-        assert_eq!(waited, Err((INTERNAL, why)));
-        t.close_all().await;
-        assert!(t.held.is_empty());
-    }
-}
+mod tests;

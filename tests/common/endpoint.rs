@@ -1,0 +1,235 @@
+//! The harness's side of the local endpoint: a connected [`Stream`] to the
+//! daemon, a Unix socket on Unix and a named pipe on Windows, with the same
+//! blocking surface (`Read`, `Write`, read and write timeouts, `try_clone`)
+//! so that the clients above it are written once.
+//!
+//! The daemon's ready line names the endpoint (`<data>/daemon.sock`, or
+//! `\\.\pipe\zeroclaw-<hash>`); the harness carries it as a `Path` either way.
+
+#[cfg(windows)]
+pub use pipe::Stream;
+#[cfg(unix)]
+pub use std::os::unix::net::UnixStream as Stream;
+
+use std::io;
+use std::path::Path;
+
+/// Connects to the endpoint `name` (a socket path or a pipe name).
+#[cfg(unix)]
+pub fn connect(name: &Path) -> io::Result<Stream> {
+    Stream::connect(name)
+}
+
+/// Connects to the endpoint `name` (a socket path or a pipe name).
+#[cfg(windows)]
+pub fn connect(name: &Path) -> io::Result<Stream> {
+    pipe::Stream::connect(name.as_os_str())
+}
+
+/// The peer label the daemon logs for connections made by this process.
+#[cfg(unix)]
+pub fn own_peer_label() -> String {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    format!("unix:pid={},uid={euid}", std::process::id())
+}
+
+/// The peer label the daemon logs for connections over its pipe (§2.5).
+#[cfg(windows)]
+pub fn own_peer_label() -> String {
+    "pipe:local".to_owned()
+}
+
+/// Whether this Windows program runs under Wine, which cannot show some
+/// things real Windows does (pipe ACLs, `FILE_FLAG_FIRST_PIPE_INSTANCE`).
+/// Wine's ntdll exports `wine_get_version`; Windows' does not.
+#[cfg(windows)]
+pub fn under_wine() -> bool {
+    use std::os::windows::ffi::OsStrExt;
+    extern "system" {
+        fn GetModuleHandleW(name: *const u16) -> *mut std::ffi::c_void;
+        fn GetProcAddress(module: *mut std::ffi::c_void, name: *const u8) -> *mut std::ffi::c_void;
+    }
+    let name: Vec<u16> = std::ffi::OsStr::new("ntdll.dll")
+        .encode_wide()
+        .chain(Some(0))
+        .collect();
+    // SAFETY: both names are NUL-terminated and outlive the calls; ntdll is
+    // loaded in every process.
+    unsafe {
+        let ntdll = GetModuleHandleW(name.as_ptr());
+        !ntdll.is_null() && !GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_null()
+    }
+}
+
+/// Never on Unix.
+#[cfg(unix)]
+pub fn under_wine() -> bool {
+    false
+}
+
+#[cfg(windows)]
+mod pipe {
+    //! A blocking client of a named pipe on top of tokio's (overlapped I/O
+    //! does what a synchronous pipe handle cannot: a read waiting in one
+    //! thread while another writes, and reads that time out).
+
+    use std::ffi::OsStr;
+    use std::io;
+    use std::sync::{Arc, Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+
+    use tokio::net::windows::named_pipe::{ClientOptions, NamedPipeClient};
+    use tokio::runtime::Runtime;
+
+    /// `ERROR_PIPE_BUSY`: every instance is taken; the daemon makes the next one.
+    const ERROR_PIPE_BUSY: i32 = 231;
+    /// How long a connect retries a busy pipe.
+    const BUSY_WAIT: Duration = Duration::from_secs(10);
+
+    /// One runtime for every pipe of the test process: its worker drives
+    /// the pipes' I/O while test threads block on their reads and writes.
+    fn runtime() -> &'static Runtime {
+        static RT: OnceLock<Runtime> = OnceLock::new();
+        RT.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("the harness's pipe runtime")
+        })
+    }
+
+    /// A connected pipe; clones share it (one reads while another writes).
+    #[derive(Debug, Clone)]
+    pub struct Stream {
+        pipe: Arc<NamedPipeClient>,
+        timeouts: Arc<Mutex<(Option<Duration>, Option<Duration>)>>,
+    }
+
+    impl Stream {
+        pub fn connect(name: &OsStr) -> io::Result<Stream> {
+            let deadline = Instant::now() + BUSY_WAIT;
+            let pipe = runtime().block_on(async {
+                loop {
+                    match ClientOptions::new().open(name) {
+                        Err(e) if e.raw_os_error() == Some(ERROR_PIPE_BUSY) => {
+                            if Instant::now() >= deadline {
+                                return Err(e);
+                            }
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        other => return other,
+                    }
+                }
+            })?;
+            Ok(Stream {
+                pipe: Arc::new(pipe),
+                timeouts: Arc::default(),
+            })
+        }
+
+        pub fn try_clone(&self) -> io::Result<Stream> {
+            Ok(self.clone())
+        }
+
+        pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+            self.timeouts.lock().unwrap().0 = t;
+            Ok(())
+        }
+
+        pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+            self.timeouts.lock().unwrap().1 = t;
+            Ok(())
+        }
+
+        /// A pipe has no half-close: only `Both` is possible (the handle
+        /// is closed when the last clone is dropped, not here).
+        pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("a named pipe cannot shut down {how:?} alone"),
+            ))
+        }
+
+        fn bounded<T>(
+            &self,
+            limit: Option<Duration>,
+            op: impl std::future::Future<Output = io::Result<T>>,
+        ) -> io::Result<T> {
+            runtime().block_on(async {
+                match limit {
+                    Some(t) => tokio::time::timeout(t, op)
+                        .await
+                        .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
+                    None => op.await,
+                }
+            })
+        }
+    }
+
+    impl std::os::windows::io::AsRawHandle for Stream {
+        fn as_raw_handle(&self) -> std::os::windows::io::RawHandle {
+            self.pipe.as_raw_handle()
+        }
+    }
+
+    impl io::Read for Stream {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let limit = self.timeouts.lock().unwrap().0;
+            let pipe = &self.pipe;
+            let got = self.bounded(limit, async {
+                loop {
+                    pipe.readable().await?;
+                    match pipe.try_read(buf) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                        other => return other,
+                    }
+                }
+            });
+            match got {
+                // The server closed its end: the end of the stream.
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+                other => other,
+            }
+        }
+    }
+
+    impl io::Read for &Stream {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let mut s = (*self).clone();
+            io::Read::read(&mut s, buf)
+        }
+    }
+
+    impl io::Write for Stream {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let limit = self.timeouts.lock().unwrap().1;
+            let pipe = &self.pipe;
+            self.bounded(limit, async {
+                loop {
+                    pipe.writable().await?;
+                    match pipe.try_write(buf) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                        other => return other,
+                    }
+                }
+            })
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl io::Write for &Stream {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let mut s = (*self).clone();
+            io::Write::write(&mut s, buf)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+}
