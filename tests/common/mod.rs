@@ -40,6 +40,7 @@ pub mod openai;
 pub mod openai_server;
 pub mod pipeline;
 mod procfs;
+#[cfg(unix)]
 pub mod py_editor;
 pub mod rpc;
 pub mod sessions;

@@ -132,9 +132,16 @@ pub async fn session_opens(
 /// unpredictable name, created (never reused) with mode `0700`, so nothing
 /// another user placed in `/tmp` becomes the agent's working directory.
 fn private_temp_dir() -> std::io::Result<std::path::PathBuf> {
-    let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    let builder = {
+        let mut b = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b
+    };
+    // On Windows a new directory in the user's temp dir inherits its
+    // owner-only ACL.
+    #[cfg(not(unix))]
+    let builder = std::fs::DirBuilder::new();
     let mut last = None;
     for _ in 0..8 {
         let mut bytes = [0u8; 8];
