@@ -90,9 +90,11 @@ fn a_replacing_session_new_beats_a_stalled_client() {
     let d = start_echo();
     let _a = stalled_client(&d, "st2", "acp");
     let mut c = d.client();
+    // `replace`: a session another connection uses is joined otherwise
+    // (issue 25), and the join would queue behind the stalled turn.
     let new = c.send(
         "session/new",
-        json!({"agent_alias": "echo", "session_id": "st2", "chat_mode": "acp"}),
+        json!({"agent_alias": "echo", "session_id": "st2", "chat_mode": "acp", "replace": true}),
     );
     let f = answer_within(&mut c, &new, GRACE + Duration::from_secs(2));
     assert_eq!(f.result()["resumed"], true, "{}", f.result());
