@@ -678,7 +678,7 @@ fn session_list_entries_states_and_limit() {
         // Addition (issue 25): where the session works.
         let ws = o.remove("workspace_dir").unwrap();
         assert!(
-            ws.as_str().unwrap().ends_with("/agents/echo/workspace"),
+            std::path::Path::new(ws.as_str().unwrap()).ends_with("agents/echo/workspace"),
             "{ws}"
         );
         e
