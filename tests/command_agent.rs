@@ -58,6 +58,22 @@ fn endpoint_of(ready: &str) -> std::path::PathBuf {
     v["endpoint"].as_str().expect("endpoint").into()
 }
 
+/// Waits for the grandchild daemon's ready line in the turn's stream and
+/// checks it serves; its endpoint.
+fn grandchild_serving(c: &mut Client) -> std::path::PathBuf {
+    let frames = c.until_update(|u| u["text"].as_str().is_some_and(|t| t.contains("\"ready\"")));
+    let ready = update_params(&frames)
+        .iter()
+        .find_map(|u| u["text"].as_str().map(str::to_owned))
+        .expect("the grandchild's ready line");
+    let endpoint = endpoint_of(&ready);
+    assert!(
+        Client::try_connect(&endpoint).is_ok(),
+        "the grandchild serves"
+    );
+    endpoint
+}
+
 /// Waits (bounded) until nobody accepts connections at `endpoint`.
 fn endpoint_gone(endpoint: &Path) {
     eventually(
@@ -156,16 +172,7 @@ fn cancel_ends_the_program_and_what_it_started() {
     let d = with_line(&grandchild_daemon(&inner.config_dir()), "");
     let (mut c, _) = cmd_client(&d, "s-1");
     let id = c.start_prompt("s-1", "x");
-    let frames = c.until_update(|u| u["text"].as_str().is_some_and(|t| t.contains("\"ready\"")));
-    let ready = update_params(&frames)
-        .iter()
-        .find_map(|u| u["text"].as_str().map(str::to_owned))
-        .expect("the grandchild's ready line");
-    let endpoint = endpoint_of(&ready);
-    assert!(
-        Client::try_connect(&endpoint).is_ok(),
-        "the grandchild serves"
-    );
+    let endpoint = grandchild_serving(&mut c);
     let cid = c.send("session/cancel", json!({"session_id": "s-1"}));
     let all = c.until_all(&[id.clone(), cid]);
     assert_eq!(
@@ -203,16 +210,7 @@ fn killing_the_daemon_ends_the_agents_job() {
     let mut d = with_line(&grandchild_daemon(&inner.config_dir()), "");
     let (mut c, _) = cmd_client(&d, "s-1");
     c.start_prompt("s-1", "x");
-    let frames = c.until_update(|u| u["text"].as_str().is_some_and(|t| t.contains("\"ready\"")));
-    let ready = update_params(&frames)
-        .iter()
-        .find_map(|u| u["text"].as_str().map(str::to_owned))
-        .expect("the grandchild's ready line");
-    let endpoint = endpoint_of(&ready);
-    assert!(
-        Client::try_connect(&endpoint).is_ok(),
-        "the grandchild serves"
-    );
+    let endpoint = grandchild_serving(&mut c);
     d.daemon.kill9();
     endpoint_gone(&endpoint);
 }
