@@ -45,7 +45,7 @@ pub async fn status(daemon: &Daemon, principal: &Principal) -> Result<Vec<AgentS
     let store = &daemon.sessions.store;
     let mut persisted: BTreeMap<String, usize> = BTreeMap::new();
     for (agent, owner) in store
-        .acp_list(false, MAX_ROWS)
+        .durable_list(false, MAX_ROWS)
         .await?
         .into_iter()
         .map(|r| (r.record.agent_alias, r.record.owner_principal_id))

@@ -13,7 +13,7 @@ use crate::request::Request;
 use crate::session::access::check_owner;
 use crate::session::{ChatMode, Sessions};
 use crate::state::Daemon;
-use crate::store::{AcpRow, ChatRow, SessionRecord};
+use crate::store::{ChatRow, DurableRow, SessionRecord};
 
 /// Most rows any list returns.
 const MAX_LIST: u32 = 1000;
@@ -73,15 +73,15 @@ fn entry<'a>(
     }
 }
 
-fn acp_entry<'a>(sessions: &Sessions, r: &'a AcpRow) -> Entry<'a> {
+fn acp_entry<'a>(sessions: &Sessions, r: &'a DurableRow) -> Entry<'a> {
     let id = &r.record.session_id;
-    let state = match (&r.killed_at, live_state(sessions, id, ChatMode::Acp)) {
+    let state = match (&r.killed_at, live_state(sessions, id, ChatMode::Durable)) {
         (Some(_), _) => "killed",
         (None, true) => "live",
         (None, false) => "persisted",
     };
     let surface = Some(r.interaction_surface.as_str());
-    entry(&r.record, ChatMode::Acp, id.clone(), state, surface)
+    entry(&r.record, ChatMode::Durable, id.clone(), state, surface)
 }
 
 fn chat_entry<'a>(sessions: &Sessions, r: &'a ChatRow) -> Entry<'a> {
@@ -119,12 +119,12 @@ pub(super) async fn list(daemon: Arc<Daemon>, req: Request) -> Result<Payload, R
         Some(ChatMode::Chat) => Vec::new(),
         _ => {
             store
-                .acp_list(p.include_killed.unwrap_or(false), MAX_LIST)
+                .durable_list(p.include_killed.unwrap_or(false), MAX_LIST)
                 .await?
         }
     };
     let chat = match p.chat_mode {
-        Some(ChatMode::Acp) => Vec::new(),
+        Some(ChatMode::Durable) => Vec::new(),
         _ => store.chat_list(MAX_LIST).await?,
     };
     let sessions = &daemon.sessions;
@@ -146,7 +146,7 @@ pub(super) async fn list(daemon: Arc<Daemon>, req: Request) -> Result<Payload, R
 pub(super) async fn list_acp(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
     req.no_params()?;
     let principal = req.binding()?.principal.clone();
-    let rows = daemon.sessions.store.acp_list(false, MAX_LIST).await?;
+    let rows = daemon.sessions.store.durable_list(false, MAX_LIST).await?;
     let mut entries: Vec<Entry<'_>> = rows
         .iter()
         .filter(|r| visible(&principal, &r.record.owner_principal_id))
@@ -172,19 +172,19 @@ pub(super) async fn messages(daemon: Arc<Daemon>, req: Request) -> Result<Payloa
     let sessions = &daemon.sessions;
     let store = &sessions.store;
     let live = sessions.get(&id);
-    let acp = store.acp_get(&id).await?;
+    let acp = store.durable_get(&id).await?;
     let mode = match (p.chat_mode, &live) {
         (Some(m), _) => m,
         (None, Some(s)) => s.mode,
-        (None, None) if acp.is_some() => ChatMode::Acp,
+        (None, None) if acp.is_some() => ChatMode::Durable,
         (None, None) => ChatMode::Chat,
     };
     let page = match mode {
-        ChatMode::Acp => {
+        ChatMode::Durable => {
             let row = acp.ok_or_else(RpcError::session_not_found)?;
             check_owner(&principal, &row.record.owner_principal_id)?;
             sessions.recover_unowned(&id, &row).await?;
-            store.acp_messages(row.row, p.before_index, n).await?
+            store.durable_messages(row.row, p.before_index, n).await?
         }
         ChatMode::Chat => {
             let row = store

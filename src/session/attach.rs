@@ -75,8 +75,8 @@ pub(super) async fn join_live(
     principal: &Principal,
 ) -> Result<(AttachResult, u64), RpcError> {
     let joined = join(s, conn, principal)?;
-    let message_count = match s.acp_row {
-        Some(row) => sessions.store.acp_message_count(row).await?,
+    let message_count = match s.durable_row {
+        Some(row) => sessions.store.durable_message_count(row).await?,
         None => sessions
             .store
             .chat_get(&s.id)

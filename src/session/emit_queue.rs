@@ -1,4 +1,4 @@
-//! The queue between an ACP turn's event sink and its emitter task
+//! The queue between a durable turn's event sink and its emitter task
 //! (§9.3 group commit): what the sink hands over, in turn order, and
 //! how much of it the emitter takes per commit.
 

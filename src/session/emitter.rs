@@ -1,4 +1,4 @@
-//! The emitter of an ACP turn (§9.3): a task that takes the events the
+//! The emitter of a durable turn (§9.3): a task that takes the events the
 //! turn's sink queued, commits every one that is ready in one transaction
 //! (group commit), and only then sends their notifications, so a client
 //! never sees an event that a crash could lose. A failed commit suppresses
@@ -14,7 +14,7 @@ use super::update::{notify_session, Event, Update, MAX_CONTENT_BYTES};
 use crate::context::Conn;
 use crate::store::{CheckpointEvent, Store, StoreError};
 
-/// What an ACP turn's emitter delivered: the text it committed and sent (its
+/// What a durable turn's emitter delivered: the text it committed and sent (its
 /// first [`MAX_CONTENT_BYTES`] + 4 bytes, all an answer shows), and the
 /// commit error that stopped it, if one did.
 pub(super) type Emitted = (String, Result<(), StoreError>);
@@ -37,7 +37,7 @@ impl Drop for ReceiverGuard {
     }
 }
 
-/// The emitter of an ACP turn: commit what is ready, then notify it.
+/// The emitter of a durable turn: commit what is ready, then notify it.
 pub(super) async fn emit(
     store: Arc<Store>,
     row: i64,

@@ -15,12 +15,12 @@ use super::{ChatMode, Sessions, MAX_LIVE_SESSIONS};
 use crate::config::{Config, Principal};
 use crate::context::Conn;
 use crate::error::{ErrorData, Reason, RpcError};
-use crate::store::AcpRow;
+use crate::store::DurableRow;
 
 use super::access::{check_agent, check_owner};
 pub use crate::store::RPC_SURFACE;
 
-fn unsupported(row: &AcpRow) -> RpcError {
+fn unsupported(row: &DurableRow) -> RpcError {
     RpcError::SessionNotFound {
         message: "Session not found: unsupported interaction surface".into(),
         data: Some(
@@ -101,7 +101,7 @@ pub async fn new_session(
     let _lock = sessions.locks.lock(&req.id).await;
     let live = sessions.get(&req.id);
     let (acp, chat) = match req.mode {
-        ChatMode::Acp => (store.acp_get(&req.id).await?, None),
+        ChatMode::Durable => (store.durable_get(&req.id).await?, None),
         ChatMode::Chat => (None, store.chat_get(&req.id).await?),
     };
     // 1. Ownership of the live session and of the record this request resumes.
@@ -175,20 +175,22 @@ pub async fn new_session(
         (None, None) => agent_workspace(config, config_dir, &req.agent_alias)?,
     };
     let workspace_text = workspace.to_string_lossy().into_owned();
-    let (acp_row, context, message_count, resumed) = match (req.mode, acp, chat) {
-        (ChatMode::Acp, Some(row), _) => {
+    let (durable_row, context, message_count, resumed) = match (req.mode, acp, chat) {
+        (ChatMode::Durable, Some(row), _) => {
             store.recover(row.row).await?;
             let context = store.rebuild_context(row.row).await?;
             if req.cwd.is_some() {
-                store.acp_set_workspace(row.row, &workspace_text).await?;
+                store
+                    .durable_set_workspace(row.row, &workspace_text)
+                    .await?;
             }
-            let count = store.acp_message_count(row.row).await?;
+            let count = store.durable_message_count(row.row).await?;
             tracing::info!(event = "session_recovered", session_id = %req.id, principal_id = %principal.id, peer = %conn.peer.label);
             (Some(row.row), context, count, true)
         }
-        (ChatMode::Acp, None, _) => {
+        (ChatMode::Durable, None, _) => {
             let row = store
-                .acp_create(&req.id, &req.agent_alias, &principal.id, &workspace_text)
+                .durable_create(&req.id, &req.agent_alias, &principal.id, &workspace_text)
                 .await?;
             (Some(row.row), Vec::new(), 0, false)
         }
@@ -206,10 +208,10 @@ pub async fn new_session(
             (None, Vec::new(), 0, false)
         }
     };
-    let owner = match (&acp_row, resumed) {
+    let owner = match (&durable_row, resumed) {
         // A resumed record keeps its owner (an admin may resume another's session).
         (Some(_), true) => store
-            .acp_get(&req.id)
+            .durable_get(&req.id)
             .await?
             .map(|r| r.record.owner_principal_id),
         (None, true) => store.chat_get(&req.id).await?.map(|r| r.owner_principal_id),
@@ -224,7 +226,7 @@ pub async fn new_session(
         agent_alias: req.agent_alias.clone(),
         owner,
         workspace_dir: workspace,
-        acp_row,
+        durable_row,
         context,
         channel: conn.clone(),
     });
@@ -291,7 +293,7 @@ pub async fn close_live(
 }
 
 /// The live session `session/prompt` runs on (§8.4 step 1), rehydrating a
-/// persisted ACP row if needed.
+/// persisted durable row if needed.
 pub async fn resolve_for_prompt(
     sessions: &Sessions,
     conn: &Conn,
@@ -314,7 +316,7 @@ pub async fn resolve_for_prompt(
         check_agent(principal, &s.agent_alias)?;
         return Ok(s);
     }
-    let Some(row) = store.acp_get(id).await? else {
+    let Some(row) = store.durable_get(id).await? else {
         return Err(RpcError::session_not_found());
     };
     check_owner(principal, &row.record.owner_principal_id)?;
@@ -336,11 +338,11 @@ pub async fn resolve_for_prompt(
     let session = Session::new(NewSession {
         id: id.to_owned(),
         incarnation,
-        mode: ChatMode::Acp,
+        mode: ChatMode::Durable,
         agent_alias: row.record.agent_alias.clone(),
         owner: row.record.owner_principal_id.clone(),
         workspace_dir: PathBuf::from(&row.record.workspace_dir),
-        acp_row: Some(row.row),
+        durable_row: Some(row.row),
         context,
         channel: conn.clone(),
     });
@@ -366,9 +368,9 @@ pub async fn kill(
     let store = &sessions.store;
     let _lock = sessions.locks.lock(id).await;
     let live = sessions.get(id);
-    let row = store.acp_get(id).await?;
+    let row = store.durable_get(id).await?;
     let row = match (&live, row) {
-        (Some(s), row) if s.mode == ChatMode::Acp => row,
+        (Some(s), row) if s.mode == ChatMode::Durable => row,
         (Some(_), _) => None, // a Chat session has no ACP row to tombstone
         (None, Some(r)) if r.killed_at.is_none() => Some(r),
         (None, _) => return Ok(false),
@@ -387,7 +389,7 @@ pub async fn kill(
     // 2. Storage.
     if let Some(r) = &row {
         store
-            .acp_kill(r.row, r.interaction_surface == RPC_SURFACE)
+            .durable_kill(r.row, r.interaction_surface == RPC_SURFACE)
             .await?;
     }
     // 3. Success.
@@ -409,17 +411,17 @@ pub async fn delete(
     let store = &sessions.store;
     let _lock = sessions.locks.lock(id).await;
     let live = sessions.get(id);
-    let acp = store.acp_get(id).await?;
+    let acp = store.durable_get(id).await?;
     let mode = match (mode, &live) {
         (Some(m), _) => m,
         (None, Some(s)) => s.mode,
-        (None, None) if acp.is_some() => ChatMode::Acp,
+        (None, None) if acp.is_some() => ChatMode::Durable,
         (None, None) => ChatMode::Chat,
     };
     let live = live.filter(|s| s.mode == mode);
     let owner = match (mode, &live) {
         (_, Some(s)) => Some(s.owner.clone()),
-        (ChatMode::Acp, None) => acp.as_ref().map(|r| r.record.owner_principal_id.clone()),
+        (ChatMode::Durable, None) => acp.as_ref().map(|r| r.record.owner_principal_id.clone()),
         (ChatMode::Chat, None) => store.chat_get(id).await?.map(|r| r.owner_principal_id),
     };
     let Some(owner) = owner else { return Ok(false) };
@@ -430,7 +432,7 @@ pub async fn delete(
         }
     }
     let deleted = match mode {
-        ChatMode::Acp => store.acp_delete(id).await,
+        ChatMode::Durable => store.durable_delete(id).await,
         ChatMode::Chat => store.chat_delete(id).await,
     }?;
     if let Some(s) = &live {

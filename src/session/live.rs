@@ -102,8 +102,8 @@ pub struct Session {
     pub owner: String,
     /// The session's working directory.
     pub workspace_dir: PathBuf,
-    /// The ACP row (ACP sessions only).
-    pub acp_row: Option<i64>,
+    /// The durable row (durable sessions only).
+    pub durable_row: Option<i64>,
     gate: Arc<Semaphore>,
     waiting: AtomicUsize,
     idle: watch::Sender<bool>,
@@ -122,7 +122,7 @@ pub struct NewSession {
     pub agent_alias: String,
     pub owner: String,
     pub workspace_dir: PathBuf,
-    pub acp_row: Option<i64>,
+    pub durable_row: Option<i64>,
     pub context: Vec<ContextMessage>,
     pub channel: Conn,
 }
@@ -137,7 +137,7 @@ impl Session {
             agent_alias: n.agent_alias,
             owner: n.owner,
             workspace_dir: n.workspace_dir,
-            acp_row: n.acp_row,
+            durable_row: n.durable_row,
             gate: Arc::new(Semaphore::new(1)),
             waiting: AtomicUsize::new(0),
             idle: watch::Sender::new(true),

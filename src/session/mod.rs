@@ -33,18 +33,22 @@ pub use live::Session;
 pub use locks::{SessionGuard, SessionLocks};
 
 use crate::agent::AcpHosts;
-use crate::store::{AcpRow, Store, StoreError, RPC_SURFACE};
+use crate::store::{DurableRow, Store, StoreError, RPC_SURFACE};
 
 /// Most live sessions daemon-wide (§4).
 pub const MAX_LIVE_SESSIONS: usize = 64;
 
-/// The two kinds of session (§1.2).
+/// The two kinds of session (§1.2): `Chat` keeps a plain history,
+/// `Durable` journals every event before a client sees it. On the wire the
+/// durable kind is `"acp"` (the protocol's name); inside the code "acp"
+/// means the backend only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ChatMode {
     #[default]
     Chat,
-    Acp,
+    #[serde(rename = "acp")]
+    Durable,
 }
 
 impl ChatMode {
@@ -52,7 +56,7 @@ impl ChatMode {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Chat => "chat",
-            Self::Acp => "acp",
+            Self::Durable => "acp",
         }
     }
 }
@@ -94,8 +98,8 @@ impl Sessions {
     /// Before `id`'s ACP history is read (`row` is its stored row): when no
     /// live incarnation owns it, recovers the checkpoint its last one left
     /// (§9.7), under the session lock, so a read never shows half a turn.
-    pub async fn recover_unowned(&self, id: &str, row: &AcpRow) -> Result<(), StoreError> {
-        let unowned = || self.get(id).is_none_or(|s| s.mode != ChatMode::Acp);
+    pub async fn recover_unowned(&self, id: &str, row: &DurableRow) -> Result<(), StoreError> {
+        let unowned = || self.get(id).is_none_or(|s| s.mode != ChatMode::Durable);
         if !unowned() || row.killed_at.is_some() || row.interaction_surface != RPC_SURFACE {
             return Ok(());
         }

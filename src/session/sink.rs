@@ -1,7 +1,7 @@
 //! The agent's event sink for one turn (§8.5, §8.12, §8.13, §9.3).
 //!
 //! Every event passes here once, in order. For a Chat session it becomes a
-//! notification at once. For an ACP session it goes to the turn's emitter
+//! notification at once. For a durable session it goes to the turn's emitter
 //! task, which commits the visible events it has (one transaction for all
 //! that are ready: group commit) and only then writes their notifications,
 //! so a client never sees an event that a crash could lose. A failed commit
@@ -50,7 +50,7 @@ fn announced_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-/// The queue into an ACP turn's emitter task, and the task.
+/// The queue into a durable turn's emitter task, and the task.
 type Emitter = (Arc<Queue>, JoinHandle<Emitted>);
 
 /// The sink of one turn.
@@ -77,7 +77,7 @@ pub struct TurnSink {
 pub const MAX_TURN_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
 
 impl TurnSink {
-    /// A sink writing to `conn`; for ACP sessions, committing to `store` first.
+    /// A sink writing to `conn`; for durable sessions, committing to `store` first.
     pub fn new(
         session: Arc<Session>,
         conn: Conn,

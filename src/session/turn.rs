@@ -184,10 +184,10 @@ async fn execute(
         ));
     };
     let (backend, settings) = settings_of(agent, config);
-    let acp_row = session.acp_row;
+    let durable_row = session.durable_row;
 
     // 1. A checkpoint left by a failed append or finalization is recovered first.
-    if let (Some(row), true) = (acp_row, session.needs_recovery()) {
+    if let (Some(row), true) = (durable_row, session.needs_recovery()) {
         let rebuilt = async {
             store.recover(row).await?;
             store.rebuild_context(row).await
@@ -211,7 +211,7 @@ async fn execute(
 
     // 3. The begin transaction.
     let turn_id = new_uuid();
-    if let Some(row) = acp_row {
+    if let Some(row) = durable_row {
         if let Err(e) = store.turn_begin(row, &turn_id, prompt).await {
             return not_sent(e.into());
         }
@@ -230,7 +230,7 @@ async fn execute(
         session.clone(),
         conn.clone(),
         waits,
-        acp_row.map(|r| (store.clone(), r)),
+        durable_row.map(|r| (store.clone(), r)),
         signals.clone(),
     );
     let context = session.context();
@@ -276,7 +276,7 @@ async fn execute(
     // 5. Persist the outcome.
     let failure_message = outcome.failure_message();
     let failure = failure_message.as_deref();
-    let persisted = match (emitted, acp_row) {
+    let persisted = match (emitted, durable_row) {
         (Err(e), _) => Err(e),
         (Ok(()), Some(row)) => store.turn_finalize(row, failure).await.map(provider_safe),
         (Ok(()), None) => {
@@ -286,7 +286,7 @@ async fn execute(
                     let mut added = vec![ContextMessage::text(Role::User, prompt)];
                     if !content.is_empty() {
                         // The reply moves into the context; the answer keeps
-                        // only what it shows (as an ACP turn's emitter does).
+                        // only what it shows (as a durable turn's emitter does).
                         let mut shown = String::new();
                         keep_answer_prefix(&mut shown, &content);
                         let reply = std::mem::replace(&mut content, shown);
@@ -301,7 +301,7 @@ async fn execute(
     let added = match persisted {
         Ok(added) => added,
         Err(e) => {
-            if acp_row.is_some() {
+            if durable_row.is_some() {
                 session.set_needs_recovery(true);
             }
             let err = RpcError::from(e);
@@ -447,10 +447,10 @@ async fn compact(
             (c, n)
         }
     };
-    let boundary = match (session.mode, session.acp_row) {
-        (ChatMode::Acp, Some(row)) => {
+    let boundary = match (session.mode, session.durable_row) {
+        (ChatMode::Durable, Some(row)) => {
             let written = async {
-                let boundary = store.acp_last_seq(row).await?;
+                let boundary = store.durable_last_seq(row).await?;
                 store.write_snapshot(row, boundary, &new_context).await?;
                 Ok::<i64, crate::store::StoreError>(boundary)
             };

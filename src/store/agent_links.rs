@@ -103,8 +103,8 @@ mod tests {
                 context_losses: 1
             }
         );
-        store.acp_create("s", "a", "me", "/w").await.unwrap();
-        assert!(store.acp_delete("s").await.unwrap());
+        store.durable_create("s", "a", "me", "/w").await.unwrap();
+        assert!(store.durable_delete("s").await.unwrap());
         assert_eq!(store.agent_link("s").await.unwrap(), None);
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Chat sessions have no checkpoints and no snapshots: a finished turn
 //! appends its prompt and (non-empty) reply in one transaction. Nothing here
-//! reads or writes an ACP table, and the ACP side never touches these.
+//! reads or writes a durable table, and the durable side never touches these.
 
 use crate::agent::ContextMessage;
 use crate::faults::FaultPoint;

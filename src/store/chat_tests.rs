@@ -1,5 +1,5 @@
 use super::super::projection::tests::shape;
-use super::super::testing::{acp_record, dump, set_times, store};
+use super::super::testing::{dump, durable_record, set_times, store};
 use super::*;
 
 #[tokio::test]
@@ -118,7 +118,7 @@ async fn delete_cascades_and_leaves_acp_alone() {
     store.chat_create("o", "echo", "me", "/w").await.unwrap();
     store.chat_append_turn("s", "p", Some("r")).await.unwrap();
     store.chat_append_turn("o", "p", Some("r")).await.unwrap();
-    let acp = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let acp = store.durable_create("s", "echo", "me", "/w").await.unwrap();
     store.turn_begin(acp.row, "t", "acp prompt").await.unwrap();
     store.turn_finalize(acp.row, None).await.unwrap();
 
@@ -129,7 +129,7 @@ async fn delete_cascades_and_leaves_acp_alone() {
         .await
         .unwrap();
     assert_eq!(left, 2);
-    assert_eq!(acp_record(&store, "s").await.message_count, 1);
+    assert_eq!(durable_record(&store, "s").await.message_count, 1);
     assert!(!store.chat_delete("s").await.unwrap());
 }
 

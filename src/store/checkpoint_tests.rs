@@ -3,7 +3,7 @@
 use serde_json::value::RawValue;
 
 use super::super::fold::READ_CHUNK;
-use super::super::testing::{acp_record, acp_session, refused_unchanged};
+use super::super::testing::{durable_record, durable_session, refused_unchanged};
 use super::*;
 
 pub(crate) fn text(s: &str) -> CheckpointEvent {
@@ -53,7 +53,7 @@ const ALREADY_OPEN: StoreError = StoreError::State("a turn checkpoint is already
 
 #[tokio::test]
 async fn begin_append_finalize_folds_in_order() {
-    let (_dir, store, _, s) = acp_session("fold").await;
+    let (_dir, store, _, s) = durable_session("fold").await;
     assert!(!store.has_checkpoint(s.row).await.unwrap());
 
     store.turn_begin(s.row, "t1", "hi").await.unwrap();
@@ -105,7 +105,7 @@ async fn begin_append_finalize_folds_in_order() {
         "7 assistant/message done!",
     ];
     assert_eq!(lines(&appended), want);
-    assert_eq!(lines(&store.acp_transcript(s.row).await.unwrap()), want);
+    assert_eq!(lines(&store.durable_transcript(s.row).await.unwrap()), want);
     assert!(!store.has_checkpoint(s.row).await.unwrap());
     assert!(payloads(&store, s.row).await.is_empty());
     let turn_ids: Vec<String> = sqlx::query_scalar("SELECT turn_id FROM acp_transcript")
@@ -129,13 +129,13 @@ async fn begin_append_finalize_folds_in_order() {
             "10 system/interruption_marker Turn failed: boom",
         ]
     );
-    assert_eq!(store.acp_message_count(s.row).await.unwrap(), 10);
-    assert_eq!(store.acp_last_seq(s.row).await.unwrap(), 10);
+    assert_eq!(store.durable_message_count(s.row).await.unwrap(), 10);
+    assert_eq!(store.durable_last_seq(s.row).await.unwrap(), 10);
 }
 
 #[tokio::test]
 async fn empty_text_runs_write_no_row() {
-    let (_dir, store, _, s) = acp_session("fold-empty").await;
+    let (_dir, store, _, s) = durable_session("fold-empty").await;
     store.turn_begin(s.row, "t1", "").await.unwrap();
     store
         .checkpoint_append(s.row, &[text(""), call("a", "{}"), text("")])
@@ -155,7 +155,7 @@ async fn empty_text_runs_write_no_row() {
 
 #[tokio::test]
 async fn a_large_batch_keeps_order_and_bytes() {
-    let (_dir, store, _, s) = acp_session("batch").await;
+    let (_dir, store, _, s) = durable_session("batch").await;
     store.turn_begin(s.row, "t1", "go").await.unwrap();
     let parts: Vec<String> = (0..300).map(|n| format!("<{n}\n\"é\\\u{7}>")).collect();
     let batch: Vec<_> = parts.iter().map(|p| text(p)).collect();
@@ -174,7 +174,7 @@ async fn a_large_batch_keeps_order_and_bytes() {
 
 #[tokio::test]
 async fn tool_outputs_are_bounded_at_16_kib_when_stored() {
-    let (_dir, store, _, s) = acp_session("bound").await;
+    let (_dir, store, _, s) = durable_session("bound").await;
     store.turn_begin(s.row, "t1", "go").await.unwrap();
     // 16,383 ASCII bytes then a 3-byte char straddling the limit.
     let long = format!("{}€tail", "a".repeat(TOOL_OUTPUT_MAX - 1));
@@ -199,7 +199,7 @@ async fn tool_outputs_are_bounded_at_16_kib_when_stored() {
 
 #[tokio::test]
 async fn misuse_is_refused_without_writing() {
-    let (_dir, store, _, s) = acp_session("misuse").await;
+    let (_dir, store, _, s) = durable_session("misuse").await;
     assert_eq!(
         store.checkpoint_append(s.row, &[text("x")]).await,
         Err(StoreError::State("no open turn checkpoint"))
@@ -215,7 +215,7 @@ async fn misuse_is_refused_without_writing() {
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     refused_unchanged(&store, store.turn_begin(s.row, "t2", "p"), ALREADY_OPEN).await;
     store.turn_finalize(s.row, None).await.unwrap();
-    store.acp_kill(s.row, true).await.unwrap();
+    store.durable_kill(s.row, true).await.unwrap();
     assert_eq!(
         store.turn_begin(s.row, "t3", "p").await,
         Err(StoreError::State("session is killed"))
@@ -224,14 +224,14 @@ async fn misuse_is_refused_without_writing() {
 
 #[tokio::test]
 async fn turn_begin_and_finalize_move_last_activity() {
-    let (_dir, store, _, s) = acp_session("activity").await;
+    let (_dir, store, _, s) = durable_session("activity").await;
     let old = "2000-01-01T00:00:00Z";
     let set_old = || {
         sqlx::query("UPDATE acp_sessions SET last_activity = ?")
             .bind(old)
             .execute(&store.pool)
     };
-    let activity = || async { acp_record(&store, "s").await.last_activity };
+    let activity = || async { durable_record(&store, "s").await.last_activity };
     set_old().await.unwrap();
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     assert!(activity().await.as_str() > old);
@@ -248,7 +248,7 @@ async fn turn_begin_and_finalize_move_last_activity() {
 
 #[tokio::test]
 async fn checkpoint_fault_points_fail_and_change_nothing() {
-    let (_dir, store, faults, s) = acp_session("faults").await;
+    let (_dir, store, faults, s) = durable_session("faults").await;
 
     faults.set(&[FaultPoint::TurnBegin]);
     refused_unchanged(
@@ -306,7 +306,7 @@ async fn insert_raw(store: &Store, row: i64, payloads: &[&[u8]]) {
 
 #[tokio::test]
 async fn the_fold_skips_unreadable_payloads_and_keeps_text_runs() {
-    let (_dir, store, _, s) = acp_session("fold-raw").await;
+    let (_dir, store, _, s) = durable_session("fold-raw").await;
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     insert_raw(
         &store,
@@ -344,8 +344,8 @@ async fn the_fold_skips_unreadable_payloads_and_keeps_text_runs() {
 
 #[tokio::test]
 async fn the_fold_reads_long_checkpoints_in_order() {
-    let (_dir, store, _, s) = acp_session("fold-long").await;
-    let other = store.acp_create("o", "echo", "me", "/w").await.unwrap();
+    let (_dir, store, _, s) = durable_session("fold-long").await;
+    let other = store.durable_create("o", "echo", "me", "/w").await.unwrap();
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     store.turn_begin(other.row, "t1", "q").await.unwrap();
     // Texts and tool calls alternate, so no two events merge (texts merge
@@ -385,10 +385,10 @@ async fn the_fold_reads_long_checkpoints_in_order() {
 
 #[tokio::test]
 async fn a_refused_begin_writes_nothing_even_with_the_open_turn_id() {
-    let (_dir, store, _, s) = acp_session("begin-same-id").await;
+    let (_dir, store, _, s) = durable_session("begin-same-id").await;
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     refused_unchanged(&store, store.turn_begin(s.row, "t1", "again"), ALREADY_OPEN).await;
-    store.acp_kill(s.row, false).await.unwrap();
+    store.durable_kill(s.row, false).await.unwrap();
     refused_unchanged(
         &store,
         store.turn_begin(s.row, "t2", "p"),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::checkpoint::tests::{result, text};
-use super::testing::{acp_session, store, TempDir};
+use super::testing::{durable_session, store, TempDir};
 use super::{CheckpointEvent, Store};
 use crate::faults::Faults;
 
@@ -50,7 +50,7 @@ async fn durability_child() {
     let store = Store::open(std::path::Path::new(&dir), Arc::default())
         .await
         .unwrap();
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let s = store.durable_create("s", "echo", "me", "/w").await.unwrap();
     store.turn_begin(s.row, "t1", "start").await.unwrap();
     let mut committed = 0;
     for b in 0.. {
@@ -99,7 +99,7 @@ async fn killed_writer_leaves_a_gapless_prefix() {
     let store = Store::open(dir.path(), Arc::new(Faults::default()))
         .await
         .unwrap();
-    let row = store.acp_get("s").await.unwrap().unwrap().row;
+    let row = store.durable_get("s").await.unwrap().unwrap().row;
     let stored = payloads(&store, row).await;
     assert_eq!(stored[0], r#"{"kind":"user","text":"start"}"#);
     // A batch's consecutive text events are stored as one, so the events
@@ -133,7 +133,7 @@ async fn killed_writer_leaves_a_gapless_prefix() {
 
     assert!(store.recover(row).await.unwrap());
     assert!(!store.recover(row).await.unwrap());
-    let rows = store.acp_transcript(row).await.unwrap();
+    let rows = store.durable_transcript(row).await.unwrap();
     assert_eq!(rows.first().unwrap().content, "start");
     assert_eq!(rows.last().unwrap().content, "Turn interrupted");
     let mut joined = String::new();
@@ -160,7 +160,7 @@ async fn killed_writer_leaves_a_gapless_prefix() {
 #[tokio::test]
 #[ignore]
 async fn append_timing() {
-    let (_dir, store, _, s) = acp_session("timing").await;
+    let (_dir, store, _, s) = durable_session("timing").await;
     store.turn_begin(s.row, "t1", "p").await.unwrap();
     let chunk = "x".repeat(64);
     for n in [1usize, 64] {
@@ -181,7 +181,7 @@ async fn append_timing() {
 /// `cargo test --release --lib store::durability_tests::turn_timing --
 /// --ignored --nocapture`: one turn of 10,000 one-character text events
 /// (the `acp_stream` bench's turn) appended in batches of 512, 64 and 8,
-/// then finalized: where the store's share of an ACP turn goes.
+/// then finalized: where the store's share of a durable turn goes.
 #[tokio::test]
 #[ignore]
 async fn turn_timing() {
@@ -191,7 +191,7 @@ async fn turn_timing() {
         .enumerate()
     {
         let s = store
-            .acp_create(&format!("s{i}"), "echo", "me", "/w")
+            .durable_create(&format!("s{i}"), "echo", "me", "/w")
             .await
             .unwrap();
         let start = Instant::now();

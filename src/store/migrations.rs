@@ -196,7 +196,7 @@ mod tests {
         );
         let indexes = names(&store, "index").await;
         assert_eq!(indexes.len(), 5, "{indexes:?}");
-        let row = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+        let row = store.durable_create("s", "echo", "me", "/w").await.unwrap();
         store.close().await;
 
         for _ in 0..2 {
@@ -207,7 +207,7 @@ mod tests {
                     .await
                     .unwrap();
             assert_eq!(versions, [1, 2]);
-            assert_eq!(store.acp_get("s").await.unwrap().unwrap().row, row.row);
+            assert_eq!(store.durable_get("s").await.unwrap().unwrap().row, row.row);
             assert_eq!(names(&store, "index").await, indexes);
             store.close().await;
         }
@@ -236,7 +236,7 @@ mod tests {
     async fn schema_enforces_checks_and_cascades() {
         let dir = TempDir::new("migrations-checks");
         let store = Store::open(dir.path(), Arc::default()).await.unwrap();
-        let row = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+        let row = store.durable_create("s", "echo", "me", "/w").await.unwrap();
         let bad_role = sqlx::query(
             "INSERT INTO acp_transcript (session_row, seq, role, kind, content, created_at) \
              VALUES (?, 1, 'robot', 'message', '', '')",

@@ -7,7 +7,7 @@
 //! - [`migrations`](self::migrations): the numbered schema migrations;
 //! - `open`: opening the file, refusing a damaged one untouched, and the
 //!   pool's rules for connections;
-//! - `acp`: ACP session rows, kill, delete, list;
+//! - `durable`: durable session rows (wire kind `"acp"`), kill, delete, list;
 //! - `checkpoint`: turn checkpoints and their folding into the transcript;
 //! - `recovery`: checkpoint recovery and context rebuild;
 //! - `snapshots`: retained-context snapshots;
@@ -34,10 +34,10 @@ use sqlx::{Sqlite, Transaction};
 use crate::faults::{FaultPoint, Faults};
 use crate::storage_fault::StorageFault;
 
-mod acp;
 mod agent_links;
 mod chat;
 mod checkpoint;
+mod durable;
 mod fold;
 pub mod migrations;
 mod open;
@@ -52,10 +52,10 @@ mod durability_tests;
 #[cfg(test)]
 mod testing;
 
-pub use acp::AcpRow;
 pub use agent_links::AgentLink;
 pub use chat::ChatRow;
 pub use checkpoint::CheckpointEvent;
+pub use durable::DurableRow;
 pub use paging::{MessageEntry, MessagesPage, PAGE_CONTENT_MAX, PAGE_JSON_MAX};
 pub use projection::{provider_safe, TranscriptRow};
 pub use record::SessionRecord;

@@ -95,7 +95,7 @@ pub(super) enum History<'a> {
 
 impl Store {
     /// A page of session `row`'s transcript.
-    pub async fn acp_messages(
+    pub async fn durable_messages(
         &self,
         row: i64,
         before_index: Option<u64>,

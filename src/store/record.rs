@@ -1,7 +1,7 @@
 //! What every persisted session has, ACP or Chat (§9.2, §9.8): its id,
 //! agent, owner, working directory, times and row count. Both session
 //! queries select these columns under the same names, so one reader serves
-//! both; an ACP row adds its key, surface and tombstone around it.
+//! both; a durable row adds its key, surface and tombstone around it.
 
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;

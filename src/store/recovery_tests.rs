@@ -1,14 +1,14 @@
 use super::super::checkpoint::tests::{call, lines, result, text};
 use super::super::projection::tests::shape;
-use super::super::testing::{acp_session, dump, refused_unchanged, store};
+use super::super::testing::{dump, durable_session, refused_unchanged, store};
 use super::*;
 use crate::agent::{Kind, Role};
 
 #[tokio::test]
 async fn recovery_folds_once_with_one_marker() {
-    let (_dir, store, _, s) = acp_session("recover").await;
+    let (_dir, store, _, s) = durable_session("recover").await;
     assert!(!store.recover(s.row).await.unwrap(), "nothing to recover");
-    assert!(store.acp_transcript(s.row).await.unwrap().is_empty());
+    assert!(store.durable_transcript(s.row).await.unwrap().is_empty());
 
     store.turn_begin(s.row, "t1", "hi").await.unwrap();
     store
@@ -25,7 +25,7 @@ async fn recovery_folds_once_with_one_marker() {
         "3 assistant/tool_call  [c echo {}]",
         "4 system/interruption_marker Turn interrupted",
     ];
-    assert_eq!(lines(&store.acp_transcript(s.row).await.unwrap()), want);
+    assert_eq!(lines(&store.durable_transcript(s.row).await.unwrap()), want);
     assert!(!store.has_checkpoint(s.row).await.unwrap());
 
     // The unpaired call and the marker never reach the context.
@@ -42,16 +42,16 @@ async fn recovery_folds_once_with_one_marker() {
 #[tokio::test]
 async fn recovery_leaves_killed_and_foreign_rows_alone() {
     let (_dir, store, _) = store("recover-skip").await;
-    let foreign = store.acp_create("f", "echo", "me", "/w").await.unwrap();
+    let foreign = store.durable_create("f", "echo", "me", "/w").await.unwrap();
     store.turn_begin(foreign.row, "t1", "hi").await.unwrap();
     sqlx::query("UPDATE acp_sessions SET interaction_surface = 'acp_stdio' WHERE id = ?")
         .bind(foreign.row)
         .execute(&store.pool)
         .await
         .unwrap();
-    let killed = store.acp_create("k", "echo", "me", "/w").await.unwrap();
+    let killed = store.durable_create("k", "echo", "me", "/w").await.unwrap();
     store.turn_begin(killed.row, "t1", "hi").await.unwrap();
-    store.acp_kill(killed.row, false).await.unwrap();
+    store.durable_kill(killed.row, false).await.unwrap();
 
     let before = dump(&store).await;
     assert!(!store.recover(foreign.row).await.unwrap());
@@ -66,7 +66,7 @@ async fn recovery_leaves_killed_and_foreign_rows_alone() {
 
 #[tokio::test]
 async fn recovery_fault_changes_nothing() {
-    let (_dir, store, faults, s) = acp_session("recover-fault").await;
+    let (_dir, store, faults, s) = durable_session("recover-fault").await;
     store.turn_begin(s.row, "t1", "hi").await.unwrap();
     faults.set(&[FaultPoint::Recovery]);
     refused_unchanged(
@@ -94,7 +94,7 @@ async fn turn(store: &Store, row: i64, prompt: &str, reply: &str) {
 
 #[tokio::test]
 async fn rebuild_uses_the_latest_snapshot_then_later_rows() {
-    let (_dir, store, faults, s) = acp_session("rebuild").await;
+    let (_dir, store, faults, s) = durable_session("rebuild").await;
     turn(&store, s.row, "p1", "r1").await;
     turn(&store, s.row, "p2", "r2").await;
     // Legacy replay: no snapshot yet.
@@ -108,7 +108,7 @@ async fn rebuild_uses_the_latest_snapshot_then_later_rows() {
         ]
     );
 
-    let boundary = store.acp_last_seq(s.row).await.unwrap();
+    let boundary = store.durable_last_seq(s.row).await.unwrap();
     assert_eq!(boundary, 4);
     let kept = vec![summary(3), ContextMessage::text(Role::Assistant, "r2")];
     store.write_snapshot(s.row, boundary, &kept).await.unwrap();
@@ -159,7 +159,7 @@ async fn rebuild_uses_the_latest_snapshot_then_later_rows() {
 
 #[tokio::test]
 async fn an_empty_snapshot_is_authoritative() {
-    let (_dir, store, _, s) = acp_session("rebuild-empty").await;
+    let (_dir, store, _, s) = durable_session("rebuild-empty").await;
     turn(&store, s.row, "p1", "r1").await;
     store.write_snapshot(s.row, 2, &[]).await.unwrap();
     let json: String = sqlx::query_scalar("SELECT messages_json FROM acp_context_snapshots")
@@ -177,7 +177,7 @@ async fn an_empty_snapshot_is_authoritative() {
 
 #[tokio::test]
 async fn a_corrupt_snapshot_is_an_error_not_a_fallback() {
-    let (_dir, store, _, s) = acp_session("rebuild-corrupt").await;
+    let (_dir, store, _, s) = durable_session("rebuild-corrupt").await;
     sqlx::query(
         "INSERT INTO acp_context_snapshots (session_row, boundary_seq, messages_json, created_at) \
          VALUES (?, 0, 'not json', '')",

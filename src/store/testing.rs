@@ -61,24 +61,24 @@ pub(crate) async fn dump(store: &Store) -> Vec<String> {
     out
 }
 
-/// The stored record of ACP session `id`, which the test created.
-pub(crate) async fn acp_record(store: &Store, id: &str) -> super::SessionRecord {
-    match store.acp_get(id).await {
+/// The stored record of durable session `id`, which the test created.
+pub(crate) async fn durable_record(store: &Store, id: &str) -> super::SessionRecord {
+    match store.durable_get(id).await {
         Ok(Some(row)) => row.record,
         other => panic!("ACP session {id}: {other:?}"),
     }
 }
 
-/// A store in a fresh directory holding one ACP session, `s` (agent `echo`,
+/// A store in a fresh directory holding one durable session, `s` (agent `echo`,
 /// owner `me`, workspace `/w`): the fixture most store tests start from.
-pub(crate) async fn acp_session(tag: &str) -> (TempDir, Store, Arc<Faults>, super::AcpRow) {
+pub(crate) async fn durable_session(tag: &str) -> (TempDir, Store, Arc<Faults>, super::DurableRow) {
     let (dir, store, faults) = store(tag).await;
-    let s = store.acp_create("s", "echo", "me", "/w").await.unwrap();
+    let s = store.durable_create("s", "echo", "me", "/w").await.unwrap();
     (dir, store, faults, s)
 }
 
-/// One whole ACP turn on `row`: begin with `prompt`, append `events`, finalize.
-pub(crate) async fn acp_turn(
+/// One whole durable turn on `row`: begin with `prompt`, append `events`, finalize.
+pub(crate) async fn durable_turn(
     store: &Store,
     row: i64,
     turn_id: &str,

@@ -1,4 +1,4 @@
-//! ACP session rows (§9.2 `acp_sessions`): create, read, touch, list, and
+//! Durable session rows (§9.2 `acp_sessions`): create, read, touch, list, and
 //! the two terminal operations, kill (tombstone) and delete (§9.9).
 
 use sqlx::sqlite::SqliteRow;
@@ -11,9 +11,9 @@ use super::projection::{transcript_after, TranscriptRow};
 use super::record::SessionRecord;
 use super::{touched, utc_now, Store, StoreError, RPC_SURFACE};
 
-/// One persisted ACP session: the record, and what only ACP rows have.
+/// One persisted durable session: the record, and what only durable rows have.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AcpRow {
+pub struct DurableRow {
     /// `acp_sessions.id`: the key every other ACP call takes.
     pub row: i64,
     /// Id, agent, owner, workspace, times, transcript row count.
@@ -29,9 +29,9 @@ const SELECT_ROW: &str = "SELECT s.id, s.session_id, s.agent_alias, s.owner_prin
      (SELECT COUNT(*) FROM acp_transcript t WHERE t.session_row = s.id) AS message_count \
      FROM acp_sessions s";
 
-impl AcpRow {
+impl DurableRow {
     fn from_sql(r: &SqliteRow) -> Result<Self, StoreError> {
-        Ok(AcpRow {
+        Ok(DurableRow {
             row: r.try_get("id")?,
             record: SessionRecord::from_sql(r)?,
             interaction_surface: r.try_get("interaction_surface")?,
@@ -47,23 +47,23 @@ impl AcpRow {
 
 impl Store {
     /// The row for `session_id`, if any.
-    pub async fn acp_get(&self, session_id: &str) -> Result<Option<AcpRow>, StoreError> {
+    pub async fn durable_get(&self, session_id: &str) -> Result<Option<DurableRow>, StoreError> {
         let r = sqlx::query(&format!("{SELECT_ROW} WHERE s.session_id = ?"))
             .bind(session_id)
             .fetch_optional(&self.pool)
             .await?;
-        r.as_ref().map(AcpRow::from_sql).transpose()
+        r.as_ref().map(DurableRow::from_sql).transpose()
     }
 
     /// Creates a row with `interaction_surface = 'rpc'`; fails if the id
     /// already has a row.
-    pub async fn acp_create(
+    pub async fn durable_create(
         &self,
         session_id: &str,
         agent: &str,
         owner: &str,
         workspace_dir: &str,
-    ) -> Result<AcpRow, StoreError> {
+    ) -> Result<DurableRow, StoreError> {
         let now = utc_now();
         let done = sqlx::query(
             "INSERT INTO acp_sessions (session_id, agent_alias, owner_principal_id, \
@@ -79,7 +79,7 @@ impl Store {
         .bind(&now)
         .execute(&self.pool)
         .await?;
-        Ok(AcpRow {
+        Ok(DurableRow {
             row: done.last_insert_rowid(),
             record: SessionRecord::created(session_id, agent, owner, workspace_dir, now),
             interaction_surface: RPC_SURFACE.to_owned(),
@@ -88,7 +88,11 @@ impl Store {
     }
 
     /// Replaces the stored working directory (a `cwd` given on resume).
-    pub async fn acp_set_workspace(&self, row: i64, workspace_dir: &str) -> Result<(), StoreError> {
+    pub async fn durable_set_workspace(
+        &self,
+        row: i64,
+        workspace_dir: &str,
+    ) -> Result<(), StoreError> {
         let done = sqlx::query("UPDATE acp_sessions SET workspace_dir = ? WHERE id = ?")
             .bind(workspace_dir)
             .bind(row)
@@ -98,7 +102,7 @@ impl Store {
     }
 
     /// `last_activity = now`.
-    pub async fn acp_touch(&self, row: i64) -> Result<(), StoreError> {
+    pub async fn durable_touch(&self, row: i64) -> Result<(), StoreError> {
         let done = sqlx::query("UPDATE acp_sessions SET last_activity = ? WHERE id = ?")
             .bind(utc_now())
             .bind(row)
@@ -108,7 +112,7 @@ impl Store {
     }
 
     /// The number of transcript rows.
-    pub async fn acp_message_count(&self, row: i64) -> Result<u64, StoreError> {
+    pub async fn durable_message_count(&self, row: i64) -> Result<u64, StoreError> {
         let n: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM acp_transcript WHERE session_row = ?")
                 .bind(row)
@@ -118,7 +122,7 @@ impl Store {
     }
 
     /// The highest transcript `seq` (0 if none): a compaction's boundary.
-    pub async fn acp_last_seq(&self, row: i64) -> Result<i64, StoreError> {
+    pub async fn durable_last_seq(&self, row: i64) -> Result<i64, StoreError> {
         Ok(sqlx::query_scalar(
             "SELECT COALESCE(MAX(seq), 0) FROM acp_transcript WHERE session_row = ?",
         )
@@ -128,7 +132,7 @@ impl Store {
     }
 
     /// Every transcript row, in order.
-    pub async fn acp_transcript(&self, row: i64) -> Result<Vec<TranscriptRow>, StoreError> {
+    pub async fn durable_transcript(&self, row: i64) -> Result<Vec<TranscriptRow>, StoreError> {
         let mut conn = self.pool.acquire().await?;
         transcript_after(&mut conn, row, 0).await
     }
@@ -137,7 +141,7 @@ impl Store {
     /// `killed_at` if it was already killed. When `fold_checkpoint` is set,
     /// the row's surface is supported (§9.7) and a checkpoint is left, the
     /// same transaction folds it and appends the marker `Turn killed`.
-    pub async fn acp_kill(&self, row: i64, fold_checkpoint: bool) -> Result<(), StoreError> {
+    pub async fn durable_kill(&self, row: i64, fold_checkpoint: bool) -> Result<(), StoreError> {
         self.check(FaultPoint::Tombstone)?;
         let mut tx = self.write_tx().await?;
         let surface: Option<String> =
@@ -161,7 +165,7 @@ impl Store {
     /// Deletes the row with its transcript, snapshots and checkpoint (fault
     /// point `acp_delete`). `false` when there was no row. Chat storage is
     /// never touched.
-    pub async fn acp_delete(&self, session_id: &str) -> Result<bool, StoreError> {
+    pub async fn durable_delete(&self, session_id: &str) -> Result<bool, StoreError> {
         self.check(FaultPoint::AcpDelete)?;
         let mut tx = self.write_tx().await?;
         let done = sqlx::query("DELETE FROM acp_sessions WHERE session_id = ?")
@@ -176,11 +180,11 @@ impl Store {
     /// Up to `limit` rows, most recent activity first, then most recently
     /// created (then newest row, so ties have one order). Killed rows only
     /// when asked.
-    pub async fn acp_list(
+    pub async fn durable_list(
         &self,
         include_killed: bool,
         limit: u32,
-    ) -> Result<Vec<AcpRow>, StoreError> {
+    ) -> Result<Vec<DurableRow>, StoreError> {
         let rows = sqlx::query(&format!(
             "{SELECT_ROW} WHERE (? OR s.killed_at IS NULL) \
              ORDER BY s.last_activity DESC, s.created_at DESC, s.id DESC LIMIT ?"
@@ -189,7 +193,7 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(AcpRow::from_sql).collect()
+        rows.iter().map(DurableRow::from_sql).collect()
     }
 }
 
@@ -197,5 +201,5 @@ impl Store {
 const NO_ROW: StoreError = StoreError::NotFound("acp session row");
 
 #[cfg(test)]
-#[path = "acp_tests.rs"]
+#[path = "durable_tests.rs"]
 mod tests;
