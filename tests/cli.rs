@@ -8,6 +8,7 @@
 mod common;
 
 use std::process::Command;
+use std::time::Duration;
 
 use common::{hermetic_env, run_cli, Daemon, TestDir, BIN};
 use serde_json::{json, Value};
@@ -183,11 +184,19 @@ fn rpc_initializes_before_sending_its_request() {
     let r = one_json_line(&out);
     assert_eq!(r["protocolVersion"], 1);
     assert_eq!(r["serverPid"], d.pid);
-    let bound = d.log.events_named("principal_bound");
-    assert_eq!(
-        bound.len(),
-        2,
+    // The daemon logs the binding after it answers, so the second line may
+    // land after the CLI has exited: wait for it rather than read once.
+    let first = d
+        .log
+        .wait_event(0, "principal_bound", Duration::from_secs(10));
+    let second = first.and_then(|(i, _)| {
+        d.log
+            .wait_event(i + 1, "principal_bound", Duration::from_secs(10))
+    });
+    assert!(
+        second.is_some(),
         "initialize by the client, then ours:\n{}",
         d.log.text()
     );
+    assert_eq!(d.log.events_named("principal_bound").len(), 2);
 }
