@@ -50,7 +50,7 @@ impl<F: Future<Output = Reply>> Future for EnvelopeFuture<F> {
             EnvelopeProj::Call { fut, id } => {
                 let reply = std::task::ready!(fut.poll(cx));
                 let frame = match reply {
-                    Ok(p) if p.is_already_sent() => None,
+                    Ok(p) if p.is_answered() => None,
                     reply => id.take().map(|id| response_frame(reply, id.as_str())),
                 };
                 Poll::Ready(Ok(frame))

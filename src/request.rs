@@ -6,14 +6,16 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
 
 use crate::authz::Binding;
 use crate::dialect::Dialect;
 use crate::error::RpcError;
-use crate::jsonrpc::{kind, JsonKind};
+use crate::jsonrpc::{error_frame, kind, AnsweredInOrder, JsonKind, Payload};
 use crate::methods::MethodSpec;
+use crate::outbound::Outbound;
 
 /// One valid request or notification on its way through the stack.
 #[derive(Debug)]
@@ -139,12 +141,50 @@ impl std::fmt::Debug for Hold {
     }
 }
 
-/// Where a handler that writes its own answer (`session/prompt`) sends it:
-/// the request's id, and the hold it releases just before.
-#[derive(Debug, Clone)]
-pub struct ReplyTo {
-    pub id: IdText,
-    pub hold: Hold,
+/// The answer of a request that a domain task sends itself, in order with
+/// the frames it queued before (`session/prompt`: the turn's updates and
+/// `turn_complete` precede its answer, and the next turn cannot start before
+/// it is queued). A handle on the connection's outbound queue: the task
+/// hands it the result, the frame is built here.
+#[derive(Debug)]
+pub struct Responder {
+    id: IdText,
+    hold: Hold,
+    outbound: Outbound,
+}
+
+impl Responder {
+    /// The responder of `req` on the connection whose queue is `outbound`;
+    /// `None` for a notification (never answered).
+    pub fn of(req: &Request, outbound: &Outbound) -> Option<Self> {
+        let id = req.id.clone()?;
+        Some(Self {
+            id,
+            hold: req.hold.clone(),
+            outbound: outbound.clone(),
+        })
+    }
+
+    /// Queues the answer: `result` serialized in `dialect`, or the error.
+    /// The request's in-flight slot is free before the client can read the
+    /// answer and send again. `Err` only when the result cannot be
+    /// serialized: nothing was queued, and the caller's reply answers with
+    /// that error.
+    pub async fn answer<T: Serialize>(
+        self,
+        result: Result<&T, &RpcError>,
+        dialect: Dialect,
+        cancel: &CancellationToken,
+    ) -> Result<AnsweredInOrder, RpcError> {
+        let frame = match result {
+            Ok(r) => Payload::new(r, dialect)?.into_frame(self.id.as_str()),
+            Err(e) => error_frame(e, Some(self.id.as_str())),
+        };
+        self.hold.release();
+        // A connection that closed first reads no answer: done all the same.
+        let _ = self.outbound.send_or_cancelled(frame, cancel).await;
+        Ok(AnsweredInOrder::queued())
+    }
 }
 
 /// A request id as the exact JSON text received, stored inline when short

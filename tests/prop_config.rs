@@ -15,7 +15,7 @@ mod common;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use zeroclaw::config::{props, stage_many, stage_one, validate, Config, ConfigError};
+use zeroclaw::config::{admit, props, stage_many, stage_one, Config, ConfigError};
 
 /// Running configs the entries are staged into.
 const RUNNING: &[&str] = &[
@@ -199,18 +199,22 @@ fn sequential(
             });
         }
     }
-    if let Err(f) = validate(&c) {
-        let index = sets.iter().rposition(|(p, _)| names(p, &f.path));
-        let text = format!("invalid configuration: {}: {}", f.path, f.reason);
-        return Err(ConfigError::Invalid {
-            index,
-            message: match index {
-                Some(i) => format!("sets[{i}]: {text}"),
-                None => text,
-            },
-            path: f.path,
-        });
-    }
+    // Admitted as the daemon admits a config: validated, its agents parsed.
+    let c = match admit(c) {
+        Ok(c) => c,
+        Err(f) => {
+            let index = sets.iter().rposition(|(p, _)| names(p, &f.path));
+            let text = format!("invalid configuration: {}: {}", f.path, f.reason);
+            return Err(ConfigError::Invalid {
+                index,
+                message: match index {
+                    Some(i) => format!("sets[{i}]: {text}"),
+                    None => text,
+                },
+                path: f.path,
+            });
+        }
+    };
     let mut distinct: Vec<String> = Vec::new();
     for (p, _) in sets {
         if !distinct.contains(p) {

@@ -20,7 +20,7 @@ pub struct AgentStatus {
     pub alias: String,
     /// Every configured agent can run: the config has no disabled state.
     pub enabled: bool,
-    pub backend: String,
+    pub backend: &'static str,
     pub live_sessions: usize,
     pub persisted_sessions: usize,
     /// No channels in this daemon: always empty.
@@ -66,10 +66,12 @@ pub async fn status(daemon: &Daemon, principal: &Principal) -> Result<Vec<AgentS
         .agents
         .iter()
         .filter(|(alias, _)| principal.may_use_agent(alias))
-        .map(|(alias, agent)| AgentStatus {
+        .map(|(alias, _)| AgentStatus {
             alias: alias.clone(),
             enabled: true,
-            backend: agent.backend.clone().unwrap_or_default(),
+            backend: config
+                .agent_spec(alias)
+                .map_or("", |spec| spec.backend().name()),
             live_sessions: live.get(alias.as_str()).copied().unwrap_or(0),
             persisted_sessions: persisted.get(alias).copied().unwrap_or(0),
             channels: Vec::new(),

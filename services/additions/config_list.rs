@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 
 use super::params::{self, bad};
+use crate::config::agent_spec::{Backend, InputMode};
 use crate::config::{is_secret, prop_paths, PropInfo};
 use crate::error::RpcError;
 use crate::request::Request;
@@ -18,10 +19,10 @@ const MAPS: [&str; 3] = ["agents", "permission_profiles", "users"];
 fn enum_variants(path: &str) -> Option<&'static [&'static str]> {
     if path.starts_with("agents.") {
         if path.ends_with(".backend") {
-            return Some(&["echo", "command", "acp", "openai"]);
+            return Some(Backend::NAMES);
         }
         if path.ends_with(".input") {
-            return Some(&["prompt", "context_json"]);
+            return Some(InputMode::NAMES);
         }
     }
     None

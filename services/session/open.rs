@@ -11,7 +11,7 @@ use crate::error::{Forbidden, RpcError};
 use crate::files::attach::{check_entries, read_entries, FileEntry};
 use crate::files::{self, UploadTarget};
 use crate::jsonrpc::Payload;
-use crate::request::{ReplyTo, Request};
+use crate::request::{Request, Responder};
 use crate::session::lifecycle::{self, NewRequest};
 use crate::session::turn::run_prompt;
 use crate::session::update::Completion;
@@ -168,10 +168,7 @@ pub(super) async fn prompt(
             }
         }
     }
-    let reply_to = req.id.clone().map(|id| ReplyTo {
-        id,
-        hold: req.hold.clone(),
-    });
+    let responder = Responder::of(&req, &conn.outbound);
     req.release_frame();
     let answered = run_prompt(
         &daemon.sessions,
@@ -179,7 +176,7 @@ pub(super) async fn prompt(
         session,
         conn.clone(),
         prompt,
-        reply_to,
+        responder,
     )
     .await;
     if notification && !answered.turn_complete_sent {
@@ -187,10 +184,10 @@ pub(super) async fn prompt(
             fail_notified(&conn, &id, e, &answered.content).await;
         }
     }
-    if answered.answer_sent {
-        return Ok(Payload::already_sent());
+    match answered.answered {
+        Some(proof) => Ok(Payload::answered(proof)),
+        None => answered.result.and_then(|r| payload(&r)),
     }
-    answered.result.and_then(|r| payload(&r))
 }
 
 /// The `turn_complete` owed to a prompt sent as a notification that ended without one.

@@ -48,8 +48,9 @@ pub fn apply(command: &mut Command, base: EnvBase<'_>) {
 /// agent's `env` names, and every `api_key_env`.
 pub fn secret_names(config: &Config) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    for agent in config.agents.values() {
-        if matches!(agent.backend.as_deref(), Some("acp" | "openai")) {
+    for (alias, agent) in &config.agents {
+        let spec = config.agent_spec(alias);
+        if spec.is_some_and(|s| s.backend().is_addition()) {
             names.extend(agent.env.keys().cloned());
         }
         names.extend(agent.api_key_env.iter().cloned());
@@ -85,7 +86,7 @@ mod tests {
 
     #[test]
     fn secrets_are_acp_and_openai_env_names_and_key_variables() {
-        let config: Config = toml::from_str(
+        let config = Config::from_toml_str(
             "schema_version = 1\n\
              [agents.a]\nbackend = \"acp\"\ncommand = [\"x\"]\nenv = { A_KEY = \"1\" }\n\
              [agents.m]\nbackend = \"openai\"\nmodel = \"m\"\napi_key_env = \"M_KEY\"\n\

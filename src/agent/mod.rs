@@ -11,10 +11,9 @@
 //! - [`acp`]: hosts an Agent Client Protocol agent process (issue 16).
 //! - [`openai`]: streams from an OpenAI-compatible model server, with tools.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 mod acp;
@@ -32,10 +31,12 @@ mod json;
 mod openai;
 mod process;
 mod reaper;
+mod settings;
 mod sink;
 #[cfg(test)]
 mod testing;
 
+pub use crate::config::agent_spec::{AcpOptions, Backend, InputMode, PermissionDefault};
 pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE};
 pub use child_env::secret_names;
 pub use command::{run_command, CommandRun};
@@ -48,93 +49,11 @@ pub use openai::{
     redirect as model_redirect, Approval, OpenAiSettings,
 };
 pub use reaper::{start as hold_children, stop_all as stop_children};
+pub use settings::AgentSettings;
 pub use sink::{ApprovalDecision, AskOutcome, EventSink, SinkClosed};
 
 /// The failure message of a turn stopped because its sink closed.
 pub const SINK_CLOSED_MESSAGE: &str = "turn stopped: event sink closed";
-
-/// How the command agent feeds its program (§10.2 `input`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InputMode {
-    /// The prompt text.
-    #[default]
-    Prompt,
-    /// `{"system_prompt":…,"messages":[…]}`.
-    ContextJson,
-}
-
-/// The per-turn agent configuration (§10.2), read when the turn starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentSettings {
-    /// Echo: Unicode scalar values per message chunk (0 is treated as 1).
-    pub chunk_chars: u32,
-    /// Echo: delay before each chunk.
-    pub chunk_delay_ms: u64,
-    /// Command: argv.
-    pub command: Vec<String>,
-    /// Command: what goes to stdin.
-    pub input: InputMode,
-    /// Command, ACP, openai (its `shell` tool): extra environment variables.
-    pub env: BTreeMap<String, String>,
-    /// Command: the credentials' variable names withheld from the daemon's
-    /// environment it inherits ([`secret_names`] of the config).
-    pub withheld: BTreeSet<String>,
-    /// Wall-clock limit per turn, whatever the backend (see `TurnInput::deadline`).
-    pub timeout_secs: u64,
-    /// ACP: the backend's own keys.
-    pub acp: AcpSettings,
-    /// OpenAI: the model server and tools.
-    pub openai: OpenAiSettings,
-}
-
-/// The `acp` backend's keys (§10.2 additions, docs/config.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AcpSettings {
-    /// `load_session = "auto"`: rehydration calls `session/load` when offered.
-    pub load_session: bool,
-    /// What an unanswered or unreachable permission request becomes.
-    pub permission_default: PermissionDefault,
-    /// `fs = "workspace"`: serve `fs/*` inside the working directory.
-    pub fs: bool,
-    /// `terminal = true`: serve `terminal/*` (commands in the working directory).
-    pub terminal: bool,
-}
-
-impl Default for AcpSettings {
-    fn default() -> Self {
-        AcpSettings {
-            load_session: true,
-            permission_default: PermissionDefault::Reject,
-            fs: true,
-            terminal: false,
-        }
-    }
-}
-
-/// `permission_default`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PermissionDefault {
-    Reject,
-    AllowOnce,
-}
-
-impl Default for AgentSettings {
-    /// The §10.2 defaults.
-    fn default() -> Self {
-        AgentSettings {
-            chunk_chars: 16,
-            chunk_delay_ms: 0,
-            command: Vec::new(),
-            input: InputMode::Prompt,
-            env: BTreeMap::new(),
-            withheld: BTreeSet::new(),
-            timeout_secs: 600,
-            acp: AcpSettings::default(),
-            openai: OpenAiSettings::default(),
-        }
-    }
-}
 
 /// Everything a backend needs to run one turn.
 #[derive(Debug, Clone, Copy)]
@@ -213,21 +132,6 @@ pub struct ProviderFailure {
     pub reason: ProviderReason,
     pub status: Option<u16>,
     pub message: String,
-}
-
-/// Which backend runs a turn (§10.2 `backend`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// The built-in deterministic agent.
-    Echo,
-    /// A configured local program.
-    Command,
-    /// A hosted Agent Client Protocol agent.
-    Acp,
-    /// An OpenAI-compatible model server (issue 17).
-    #[serde(rename = "openai")]
-    OpenAi,
 }
 
 /// Runs one turn with `backend`. The future is `Send` when the sink is.

@@ -7,6 +7,8 @@
 //! ([`ConfigStore::commit`]) and only then installs it. Nothing here takes async locks or talks
 //! JSON-RPC: every error is a [`ConfigError`] whose message is the spec's wording.
 
+mod admit;
+pub mod agent_spec;
 mod edit;
 pub mod error;
 mod grant;
@@ -20,6 +22,8 @@ pub mod store;
 mod toml_text;
 pub mod validate;
 
+pub use admit::{admit, admit_all};
+pub use agent_spec::{AgentSpec, Temperature};
 pub use error::ConfigError;
 pub use paths::{
     is_child_base_var, is_env_name, is_env_value, is_valid_name, prop_paths, PropInfo,
@@ -31,8 +35,7 @@ pub use policy::{
 };
 pub use props::{effective_json, is_secret, secret_values, PropError, PropReason};
 pub use schema::{
-    AgentConfig, Config, DaemonConfig, GatewayConfig, PermissionProfile, SecurityConfig,
-    Temperature, UserConfig, OPENAI_APPROVALS, OPENAI_TOOLS,
+    AgentConfig, Config, DaemonConfig, GatewayConfig, PermissionProfile, SecurityConfig, UserConfig,
 };
 pub use staging::{check_write_path, check_write_paths, stage_many, stage_one};
 pub use store::ConfigStore;

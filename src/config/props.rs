@@ -7,17 +7,13 @@
 
 use serde_json::{Map, Value};
 
+use super::agent_spec::Backend;
 use super::paths::{self, Kind, MAPS, SECTIONS};
 use super::schema::Config;
 
 /// The mask that replaces every paired-token digest, and every `env` value of an agent whose
 /// backend is an addition (`acp`, `openai`), in reads.
 pub const MASK: &str = "****";
-
-/// The backends of version 1 (§10.2): their `env` reads as written, as §8.13 says. The
-/// backends added since hold credentials in `env` (an ACP agent's API key), so theirs is
-/// masked (docs/decisions.md, "An added agent's env is masked in reads").
-const V1_BACKENDS: [&str; 2] = ["echo", "command"];
 
 /// Why a prop cannot be read or written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -190,12 +186,9 @@ pub fn secret_values(
     file: impl Fn(&str) -> Option<String>,
 ) -> Vec<String> {
     let mut values = Vec::new();
-    for agent in config.agents.values() {
-        let added = agent
-            .backend
-            .as_deref()
-            .is_some_and(|b| !V1_BACKENDS.contains(&b));
-        if added {
+    for (alias, agent) in &config.agents {
+        let spec = config.agent_spec(alias);
+        if spec.is_some_and(|s| s.backend().is_addition()) {
             values.extend(agent.env.values().cloned());
         }
         values.extend(agent.api_key_env.as_deref().and_then(&var));
@@ -204,13 +197,16 @@ pub fn secret_values(
     values
 }
 
-/// Whether reads mask `agent`'s `env` values (an agent entry of the JSON tree): its backend is
-/// not one of version 1's.
+/// Whether reads mask `agent`'s `env` values (an agent entry of the JSON tree): the
+/// backends of version 1 (§10.2) read as written, as §8.13 says; those added since hold
+/// credentials in `env` (an ACP agent's API key), so theirs is masked (docs/decisions.md,
+/// "An added agent's env is masked in reads"; [`Backend::is_addition`]).
 fn env_is_secret(agent: &Value) -> bool {
     agent
         .get("backend")
         .and_then(Value::as_str)
-        .is_some_and(|b| !V1_BACKENDS.contains(&b))
+        .and_then(Backend::parse)
+        .is_some_and(Backend::is_addition)
 }
 
 /// Whether the prop `path` of the effective tree `tree` reads masked: `gateway.paired_tokens`,

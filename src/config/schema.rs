@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::agent_spec::{AgentSpec, Temperature};
+
 /// The whole configuration file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +45,10 @@ pub struct Config {
     /// `[users.<name>]`.
     #[serde(default)]
     pub users: BTreeMap<String, UserConfig>,
+    /// Each agent parsed into its spec when the config was admitted
+    /// (`validate::admit`); never in the file.
+    #[serde(skip)]
+    pub(super) specs: BTreeMap<String, AgentSpec>,
 }
 
 /// `[daemon]`: timeouts and idle limits.
@@ -188,33 +194,6 @@ pub struct AgentConfig {
     pub retry_backoff_ms: Option<u32>,
 }
 
-/// The built-in tools of `backend = "openai"` (`agents.<alias>.tools`), in
-/// documentation order; `crate::agent` implements each.
-pub const OPENAI_TOOLS: &[&str] = &[
-    "read_file",
-    "write_file",
-    "list_dir",
-    "search_text",
-    "shell",
-];
-
-/// The `approval` modes of `backend = "openai"`.
-pub const OPENAI_APPROVALS: &[&str] = &["always", "writes", "never"];
-
-/// A sampling temperature: an `f64` compared by its bits, so the config
-/// stays `Eq` (validation keeps it finite, in 0–2).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Temperature(pub f64);
-
-impl PartialEq for Temperature {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.to_bits() == other.0.to_bits()
-    }
-}
-
-impl Eq for Temperature {}
-
 /// `[permission_profiles.<alias>]` (§6.3). Grants stay strings here so that a bad resource or
 /// verb is a validation error with a path rather than a parse failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -258,6 +237,7 @@ impl Default for Config {
             security: SecurityConfig::default(),
             gateway: GatewayConfig::default(),
             agents: BTreeMap::new(),
+            specs: BTreeMap::new(),
             permission_profiles: BTreeMap::new(),
             users: BTreeMap::new(),
         }
@@ -344,6 +324,17 @@ impl UserConfig {
 }
 
 impl Config {
+    /// The spec of agent `alias`: present for every configured agent of an
+    /// admitted config.
+    pub fn agent_spec(&self, alias: &str) -> Option<&AgentSpec> {
+        self.specs.get(alias)
+    }
+
+    /// Agent `alias`'s entry and its spec.
+    pub fn agent(&self, alias: &str) -> Option<(&AgentConfig, &AgentSpec)> {
+        Some((self.agents.get(alias)?, self.specs.get(alias)?))
+    }
+
     /// The agent a client that names none gets: `default_agent`, else the
     /// alias that sorts first (what the CLI always did).
     pub fn effective_default_agent(&self) -> Option<&str> {

@@ -7,11 +7,11 @@
 
 use serde_json::Value;
 
+use super::admit::admit;
 use super::error::ConfigError;
 use super::policy::Principal;
 use super::props;
 use super::schema::Config;
-use super::validate;
 
 /// Step 4 for `config/set-many`: the lowest-indexed prop the principal may not write, if any.
 pub fn check_write_paths<'a, I>(principal: &Principal, props: I) -> Result<(), ConfigError>
@@ -80,13 +80,12 @@ fn stage(running: &Config, sets: &[(String, Value)], many: bool) -> Result<Confi
             });
         }
     }
-    if let Err(failure) = validate::validate(&candidate) {
+    admit(candidate).map_err(|failure| {
         let index = sets
             .iter()
             .rposition(|(prop, _)| is_same_or_ancestor(prop, &failure.path));
-        return Err(failure.into_error(index.filter(|_| many)));
-    }
-    Ok(candidate)
+        failure.into_error(index.filter(|_| many))
+    })
 }
 
 /// Whether `prop` equals `path` or is an ancestor of it.

@@ -1,12 +1,12 @@
 //! The TOML text of `config.toml` and the one way into a [`Config`]: parse, check every key
-//! and type on the raw table, deserialize, validate (§11.3). The schema (`schema.rs`) is the
-//! types alone; this file is the entry point that puts them through `validate.rs`, so the
-//! arrows run one way: text → schema, text → validate → schema.
+//! and type on the raw table, deserialize, admit (`admit.rs`: validate, §11.3, then parse
+//! each agent into its spec). The schema (`schema.rs`) is the types alone, so the arrows run
+//! one way: text → admit → validate → schema.
 
+use super::admit::{admit, admit_all};
 use super::error::ConfigError;
 use super::schema::Config;
 use super::shape::{check_toml_shape, check_toml_shape_all};
-use super::validate::{validate, validate_all};
 
 impl Config {
     /// The file written when `config.toml` does not exist.
@@ -23,8 +23,7 @@ impl Config {
         let config: Config = table
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError::Startup(e.to_string()))?;
-        validate(&config).map_err(|f| f.into_error(None))?;
-        Ok(config)
+        admit(config).map_err(|f| f.into_error(None))
     }
 
     /// As [`Config::from_toml_str`], but a refusal lists every error (a syntax error alone, else
@@ -41,11 +40,7 @@ impl Config {
         let config: Config = table
             .try_into()
             .map_err(|e: toml::de::Error| vec![e.to_string()])?;
-        let failures = validate_all(&config);
-        if !failures.is_empty() {
-            return Err(failures.into_iter().map(message).collect());
-        }
-        Ok(config)
+        admit_all(config).map_err(|failures| failures.into_iter().map(message).collect())
     }
 
     /// Serializes to the TOML text the daemon persists.

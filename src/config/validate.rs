@@ -9,10 +9,13 @@
 
 use std::collections::BTreeMap;
 
+use super::agent_spec::choices::{
+    expected, Approval, Backend, FsAccess, InputMode, LoadSession, PermissionDefault, Tool,
+};
 use super::error::ConfigError;
 use super::grant::{Resource, Verb};
 use super::paths::{self, is_child_base_var, is_env_name, is_env_value, is_valid_name};
-use super::schema::{AgentConfig, Config, OPENAI_APPROVALS, OPENAI_TOOLS};
+use super::schema::{AgentConfig, Config};
 
 /// One failing check: the path it is about and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,32 +204,27 @@ fn check_agents(r: &mut Report, config: &Config) {
         if !is_valid_name(alias) {
             r.fail(p.clone(), NAME_RULE);
         }
-        match a.backend.as_deref() {
+        match a.backend.as_deref().map(|b| (b, Backend::parse(b))) {
             None => r.fail(format!("{p}.backend"), "required"),
-            Some("echo") => {}
-            Some(backend @ ("command" | "acp")) => check_argv(r, &p, backend, a),
-            Some("openai") => {
+            Some((_, Some(Backend::Echo))) => {}
+            Some((name, Some(Backend::Command | Backend::Acp))) => check_argv(r, &p, name, a),
+            Some((_, Some(Backend::OpenAi))) => {
                 if a.model.as_deref().is_none_or(str::is_empty) {
                     let reason = "required and non-empty for backend \"openai\"";
                     r.fail(format!("{p}.model"), reason);
                 }
             }
-            Some(other) => {
+            Some((other, None)) => {
                 let reason = format!(
-                    "unknown backend {other:?} (expected \"echo\", \"command\", \"acp\" or \"openai\")"
+                    "unknown backend {other:?} (expected {})",
+                    expected(Backend::NAMES)
                 );
                 r.fail(format!("{p}.backend"), reason);
             }
         }
         check_acp_keys(r, &p, a);
         check_openai_keys(r, &p, a);
-        if a.input != "prompt" && a.input != "context_json" {
-            let reason = format!(
-                "unknown input {:?} (expected \"prompt\" or \"context_json\")",
-                a.input
-            );
-            r.fail(format!("{p}.input"), reason);
-        }
+        one_of(r, &p, "input", &a.input, InputMode::parse, InputMode::NAMES);
         r.at_least_one(format!("{p}.chunk_chars"), a.chunk_chars);
         r.at_least_one(format!("{p}.timeout_secs"), a.timeout_secs);
         if a.compact_keep_messages >= a.context_max_messages {
@@ -262,21 +260,41 @@ fn check_argv(r: &mut Report, p: &str, backend: &str, a: &AgentConfig) {
 /// The keys of `backend = "acp"`, checked whatever the backend (a value
 /// staged before the backend switch must already be valid).
 fn check_acp_keys(r: &mut Report, p: &str, a: &AgentConfig) {
-    let one_of = |r: &mut Report, key: &str, value: &str, allowed: &[&str]| {
-        if !allowed.contains(&value) {
-            let list: Vec<String> = allowed.iter().map(|v| format!("{v:?}")).collect();
-            let reason = format!("unknown {key} {value:?} (expected {})", list.join(" or "));
-            r.fail(format!("{p}.{key}"), reason);
-        }
-    };
-    one_of(r, "load_session", &a.load_session, &["auto", "never"]);
+    let load = &a.load_session;
     one_of(
         r,
-        "permission_default",
-        &a.permission_default,
-        &["reject", "allow_once"],
+        p,
+        "load_session",
+        load,
+        LoadSession::parse,
+        LoadSession::NAMES,
     );
-    one_of(r, "fs", &a.fs, &["workspace", "off"]);
+    let default = &a.permission_default;
+    let names = PermissionDefault::NAMES;
+    one_of(
+        r,
+        p,
+        "permission_default",
+        default,
+        PermissionDefault::parse,
+        names,
+    );
+    one_of(r, p, "fs", &a.fs, FsAccess::parse, FsAccess::NAMES);
+}
+
+/// `<p>.<key>` is one of a choice's words.
+fn one_of<T>(
+    r: &mut Report,
+    p: &str,
+    key: &str,
+    value: &str,
+    parse: fn(&str) -> Option<T>,
+    names: &[&str],
+) {
+    if parse(value).is_none() {
+        let reason = format!("unknown {key} {value:?} (expected {})", expected(names));
+        r.fail(format!("{p}.{key}"), reason);
+    }
 }
 
 /// The `backend = "openai"` keys, checked whenever set (whatever the
@@ -333,10 +351,10 @@ fn check_openai_keys(r: &mut Report, p: &str, a: &AgentConfig) {
         }
     }
     if let Some(tools) = &a.tools {
-        if let Some(t) = tools.iter().find(|t| !OPENAI_TOOLS.contains(&t.as_str())) {
+        if let Some(t) = tools.iter().find(|t| Tool::parse(t).is_none()) {
             let reason = format!(
                 "unknown tool {t:?} (expected some of {})",
-                OPENAI_TOOLS.join(", ")
+                Tool::NAMES.join(", ")
             );
             r.fail(format!("{p}.tools"), reason);
         } else if let Some((_, t)) = tools
@@ -348,11 +366,7 @@ fn check_openai_keys(r: &mut Report, p: &str, a: &AgentConfig) {
         }
     }
     if let Some(mode) = &a.approval {
-        if !OPENAI_APPROVALS.contains(&mode.as_str()) {
-            let reason =
-                format!("unknown approval {mode:?} (expected \"always\", \"writes\" or \"never\")");
-            r.fail(format!("{p}.approval"), reason);
-        }
+        one_of(r, p, "approval", mode, Approval::parse, Approval::NAMES);
     }
 }
 

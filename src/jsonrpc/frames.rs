@@ -11,9 +11,31 @@ use crate::limits::MAX_ERROR_MESSAGE_BYTES;
 
 const RESULT_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","result":"#;
 
-/// A serialized `result`, already framed up to the id: finishing it costs no copy.
+/// A serialized `result`, already framed up to the id: finishing it costs
+/// no copy. Or the proof that the request was answered in order by a task of
+/// its own ([`Payload::answered`]): the envelope then writes nothing.
 #[derive(Debug)]
-pub struct Payload(Vec<u8>);
+pub struct Payload(Framed);
+
+#[derive(Debug)]
+enum Framed {
+    Result(Vec<u8>),
+    Answered(AnsweredInOrder),
+}
+
+/// Proof that a request's answer was queued on its connection's outbound
+/// queue by the request's responder (`crate::request::Responder`), in order
+/// with the frames queued before it. Only [`AnsweredInOrder::queued`] makes
+/// one, and only the responder calls it, after queueing the answer frame.
+#[derive(Debug)]
+pub struct AnsweredInOrder(());
+
+impl AnsweredInOrder {
+    /// Called by the responder once the answer frame is queued.
+    pub(crate) fn queued() -> Self {
+        Self(())
+    }
+}
 
 impl Payload {
     /// Serializes `result` with member names in `dialect`.
@@ -22,7 +44,7 @@ impl Payload {
         buf.extend_from_slice(RESULT_PREFIX);
         write_json(&mut buf, result, dialect)
             .map_err(|e| RpcError::internal(format!("serializing the result failed: {e}"), None))?;
-        Ok(Self(buf))
+        Ok(Self(Framed::Result(buf)))
     }
 
     /// A result written by `write` straight into the frame buffer (for
@@ -31,17 +53,17 @@ impl Payload {
         let mut buf = Vec::with_capacity(RESULT_PREFIX.len() + capacity + 32);
         buf.extend_from_slice(RESULT_PREFIX);
         write(&mut buf);
-        Self(buf)
+        Self(Framed::Result(buf))
     }
 
-    /// The answer was already written by the handler: the envelope sends nothing.
-    pub fn already_sent() -> Self {
-        Self(Vec::new())
+    /// The request was answered through its responder.
+    pub fn answered(proof: AnsweredInOrder) -> Self {
+        Self(Framed::Answered(proof))
     }
 
-    /// Whether this is [`Payload::already_sent`].
-    pub fn is_already_sent(&self) -> bool {
-        self.0.is_empty()
+    /// Whether this is [`Payload::answered`].
+    pub fn is_answered(&self) -> bool {
+        matches!(self.0, Framed::Answered(_))
     }
 
     /// `{}`.
@@ -49,12 +71,16 @@ impl Payload {
         let mut buf = Vec::with_capacity(RESULT_PREFIX.len() + 24);
         buf.extend_from_slice(RESULT_PREFIX);
         buf.extend_from_slice(b"{}");
-        Self(buf)
+        Self(Framed::Result(buf))
     }
 
-    /// The response frame for request `id` (raw JSON text), `\n` included.
+    /// The response frame for request `id` (raw JSON text), `\n` included;
+    /// empty for [`Payload::answered`] (already on its way).
     pub fn into_frame(self, id: &str) -> Vec<u8> {
-        let mut buf = self.0;
+        let mut buf = match self.0 {
+            Framed::Result(buf) => buf,
+            Framed::Answered(_) => return Vec::new(),
+        };
         buf.extend_from_slice(b",\"id\":");
         buf.extend_from_slice(id.as_bytes());
         buf.extend_from_slice(b"}\n");
@@ -63,12 +89,15 @@ impl Payload {
 
     /// Bytes of the frame this payload becomes, without the id.
     pub fn len(&self) -> usize {
-        self.0.len()
+        match &self.0 {
+            Framed::Result(buf) => buf.len(),
+            Framed::Answered(_) => 0,
+        }
     }
 
-    /// Never true: a payload always holds its frame prefix.
+    /// Whether no frame is left to write ([`Payload::answered`]).
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 }
 

@@ -280,7 +280,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
 }
 
 mod frames;
-pub use frames::{error_frame, notification_frame, request_frame, Payload};
+pub use frames::{error_frame, notification_frame, request_frame, AnsweredInOrder, Payload};
 
 /// What a method (or a gate in front of it) answers: a result payload or
 /// the error its frame carries.

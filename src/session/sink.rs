@@ -1,10 +1,11 @@
 //! The agent's event sink for one turn (§8.5, §8.12, §8.13, §9.3).
 //!
-//! Every event passes here once, in order. For a Chat session it becomes a
-//! notification at once. For a durable session it goes to the turn's emitter
-//! task, which commits the visible events it has (one transaction for all
-//! that are ready: group commit) and only then writes their notifications,
-//! so a client never sees an event that a crash could lose. A failed commit
+//! Every event passes here once, in order. Unless the session's journal
+//! records it first (`journal::Journal::record`) it becomes a notification at
+//! once. A durable session's journal hands it to the turn's emitter task,
+//! which commits the visible events it has (one transaction for all that are
+//! ready: group commit) and only then writes their notifications, so a
+//! client never sees an event that a crash could lose. A failed commit
 //! suppresses the notifications, stops the turn and leaves the checkpoint.
 
 use std::sync::Arc;
@@ -13,18 +14,18 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::emit_queue::{Item, Push, Queue};
-use super::emitter::{emit, Emitted};
+use super::journal::emit_queue::{Item, Push};
+use super::journal::emitter::Emitted;
+use super::journal::Recorder;
 use super::live::{Session, TurnSignals};
 use super::update::{notify_session, split_chunks, Event, Update};
 use crate::agent::{ApprovalDecision, AskOutcome, EventSink, Extra, SinkClosed};
 use crate::context::Conn;
 use crate::memory::Charge;
 use crate::peer::PeerReply;
-use crate::store::{CheckpointEvent, Store, StoreError};
+use crate::store::{CheckpointEvent, StoreError};
 
 /// Timeouts of approvals and asks (from `[daemon]` at turn start), and the
 /// turn's deadline: an approval or a question waits at most until the
@@ -50,9 +51,6 @@ fn announced_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-/// The queue into a durable turn's emitter task, and the task.
-type Emitter = (Arc<Queue>, JoinHandle<Emitted>);
-
 /// The sink of one turn.
 #[derive(Debug)]
 pub struct TurnSink {
@@ -60,7 +58,9 @@ pub struct TurnSink {
     conn: Conn,
     waits: Waits,
     content: String,
-    emitter: Option<Emitter>,
+    /// The journal's recorder, when it commits events before they are
+    /// notified (`None`: notified at once).
+    emitter: Option<Recorder>,
     /// The turn's soft cancel: notifications stop waiting on a stalled client.
     cancel: CancellationToken,
     /// Bytes of message and thought text so far.
@@ -77,32 +77,21 @@ pub struct TurnSink {
 pub const MAX_TURN_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
 
 impl TurnSink {
-    /// A sink writing to `conn`; for durable sessions, committing to `store` first.
+    /// A sink writing to `conn`, through `recorder` when the session's
+    /// journal records events first (`Journal::record`).
     pub fn new(
         session: Arc<Session>,
         conn: Conn,
         waits: Waits,
-        store: Option<(Arc<Store>, i64)>,
+        recorder: Option<Recorder>,
         signals: TurnSignals,
     ) -> Self {
-        let emitter = store.map(|(store, row)| {
-            let queue = Arc::new(Queue::default());
-            let task = tokio::spawn(emit(
-                store,
-                row,
-                conn.clone(),
-                session.clone(),
-                queue.clone(),
-                signals.clone(),
-            ));
-            (queue, task)
-        });
         Self {
             session,
             conn,
             waits,
             content: String::new(),
-            emitter,
+            emitter: recorder,
             cancel: signals.soft,
             produced: 0,
             overflowed: false,

@@ -12,23 +12,23 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::emitter::keep_answer_prefix;
+use super::journal::{Journal, SessionJournal};
 use super::live::{context_bytes, message_bytes, Ending, Session, TurnSignals};
 use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
 use super::update::{bounded, notify_session, Completion, Event, Update, MAX_CONTENT_BYTES};
-use super::{new_uuid, ChatMode, Sessions};
+use super::{new_uuid, Sessions};
 use crate::agent::{
-    self, AcpHosts, AcpSettings, AgentSettings, Backend, CompactionRequest, ContextMessage,
-    InputMode, Kind, OpenAiSettings, PermissionDefault, Role, TurnInput, TurnOutcome,
+    self, AcpHosts, AgentSettings, Backend, CompactionRequest, ContextMessage, Kind, Role,
+    TurnInput, TurnOutcome,
 };
-use crate::config::{AgentConfig, Config};
+use crate::config::{AgentConfig, AgentSpec, Config};
 use crate::context::Conn;
 use crate::error::{InternalReason, RpcError};
-use crate::jsonrpc::{error_frame, Payload};
+use crate::jsonrpc::AnsweredInOrder;
 use crate::limits::SHUTDOWN_GRACE;
 use crate::live_config::LiveConfig;
-use crate::request::ReplyTo;
-use crate::store::{provider_safe, Store};
+use crate::request::Responder;
+use crate::store::Store;
 
 /// After a soft cancel, how long the backend may take to stop.
 pub const CANCEL_GRACE: Duration = SHUTDOWN_GRACE;
@@ -47,8 +47,8 @@ pub struct Answered {
     pub result: Result<PromptResult, RpcError>,
     /// `turn_complete` was sent.
     pub turn_complete_sent: bool,
-    /// The answer frame was already written by the turn (see [`run_prompt`]).
-    pub answer_sent: bool,
+    /// The answer left through the request's responder (see [`run_prompt`]).
+    pub answered: Option<AnsweredInOrder>,
     /// The text the client was sent during the turn.
     pub content: String,
 }
@@ -58,14 +58,14 @@ impl Answered {
         Self {
             result: Err(e),
             turn_complete_sent: false,
-            answer_sent: false,
+            answered: None,
             content: String::new(),
         }
     }
 }
 
-/// Queues `prompt` on `session` and runs it. With `reply_to` (the request's
-/// id), the turn writes its own answer before the next queued turn may
+/// Queues `prompt` on `session` and runs it. With a `responder` (a request,
+/// not a notification), the turn answers before the next queued turn may
 /// start, so a turn's updates, its `turn_complete` and its answer are never
 /// overtaken by the next turn's (§8.4 step 4).
 pub async fn run_prompt(
@@ -74,7 +74,7 @@ pub async fn run_prompt(
     session: Arc<Session>,
     conn: Conn,
     prompt: String,
-    reply_to: Option<ReplyTo>,
+    responder: Option<Responder>,
 ) -> Answered {
     // Over the daemon's memory budget no new turn starts (issue 13).
     if let Err(e) = crate::memory::budget().check() {
@@ -104,17 +104,12 @@ pub async fn run_prompt(
         async move {
             let runtime = (&store, &*config, &hosts);
             let mut out = execute(runtime, &session, &conn, &prompt, &signals).await;
-            if let Some(ReplyTo { id, hold }) = reply_to {
-                let frame = match &out.result {
-                    Ok(r) => Payload::new(r, Default::default()).map(|p| p.into_frame(id.as_str())),
-                    Err(e) => Ok(error_frame(e, Some(id.as_str()))),
-                };
-                if let Ok(frame) = frame {
-                    // The request is answered: its in-flight slot is free
-                    // before the client can read the answer and send again.
-                    hold.release();
-                    let _ = conn.outbound.send_or_cancelled(frame, &signals.soft).await;
-                    out.answer_sent = true;
+            if let Some(responder) = responder {
+                let result = out.result.as_ref();
+                let sent = responder.answer(result, Default::default(), &signals.soft);
+                match sent.await {
+                    Ok(proof) => out.answered = Some(proof),
+                    Err(e) => out.result = Err(e),
                 }
             }
             session.end_turn();
@@ -131,44 +126,8 @@ pub async fn run_prompt(
     }
 }
 
-fn settings_of(agent: &AgentConfig, config: &Config) -> (Backend, AgentSettings) {
-    let backend = match agent.backend.as_deref() {
-        Some("command") => Backend::Command,
-        Some("acp") => Backend::Acp,
-        Some("openai") => Backend::OpenAi,
-        _ => Backend::Echo,
-    };
-    let settings = AgentSettings {
-        chunk_chars: agent.chunk_chars,
-        chunk_delay_ms: u64::from(agent.chunk_delay_ms),
-        command: agent.command.clone().unwrap_or_default(),
-        input: if agent.input == "context_json" {
-            InputMode::ContextJson
-        } else {
-            InputMode::Prompt
-        },
-        env: agent.env.clone(),
-        withheld: if backend == Backend::Command {
-            agent::secret_names(config)
-        } else {
-            Default::default()
-        },
-        timeout_secs: u64::from(agent.timeout_secs),
-        acp: AcpSettings {
-            load_session: agent.load_session != "never",
-            permission_default: if agent.permission_default == "allow_once" {
-                PermissionDefault::AllowOnce
-            } else {
-                PermissionDefault::Reject
-            },
-            fs: agent.fs == "workspace",
-            terminal: agent.terminal,
-        },
-        openai: OpenAiSettings::from_config(agent),
-    };
-    (backend, settings)
-}
-
+/// One turn in the order of §9.3, the same for both session kinds: what
+/// differs is the session's [`Journal`].
 async fn execute(
     (store, config, hosts): (&Arc<Store>, &Config, &Arc<AcpHosts>),
     session: &Arc<Session>,
@@ -177,60 +136,32 @@ async fn execute(
     signals: &TurnSignals,
 ) -> Answered {
     let not_sent = Answered::early;
-    let Some(agent) = config.agents.get(&session.agent_alias) else {
-        return not_sent(RpcError::internal(
-            format!("agent {} is not configured", session.agent_alias),
-            Some(InternalReason::AgentFailed),
-        ));
+    let (agent, spec) = match agent_of(config, &session.agent_alias) {
+        Ok(agent) => agent,
+        Err(e) => return not_sent(e),
     };
-    let (backend, settings) = settings_of(agent, config);
-    let durable_row = session.durable_row;
-
+    let (backend, settings) = (spec.backend(), AgentSettings::of(spec, agent, config));
+    let journal = SessionJournal::of(session, store);
     // 1. A checkpoint left by a failed append or finalization is recovered first.
-    if let (Some(row), true) = (durable_row, session.needs_recovery()) {
-        let rebuilt = async {
-            store.recover(row).await?;
-            store.rebuild_context(row).await
-        };
-        match rebuilt.await {
-            Ok(ctx) => {
-                session.set_context(ctx);
-                session.set_needs_recovery(false);
-            }
-            Err(e) => return not_sent(e.into()),
-        }
+    if let Err(e) = journal.recover(session).await {
+        return not_sent(e.into());
     }
-
     // 2. Compaction, and its notice, before the turn begins.
-    let forced = if backend == Backend::Echo {
-        agent::echo_compaction_request(prompt)
-    } else {
-        CompactionRequest::None
-    };
-    compact(store, session, (conn, &signals.soft), agent, forced).await;
-
+    let forced = forced_compaction(backend, prompt);
+    compact(&journal, session, (conn, &signals.soft), agent, forced).await;
     // 3. The begin transaction.
     let turn_id = new_uuid();
-    if let Some(row) = durable_row {
-        if let Err(e) = store.turn_begin(row, &turn_id, prompt).await {
-            return not_sent(e.into());
-        }
+    if let Err(e) = journal.begin(&turn_id, prompt).await {
+        return not_sent(e.into());
     }
-
     // 4. The agent.
-    // One deadline for the whole turn: the backend's own waits and the
-    // approvals and questions the sink waits on all end by it.
-    let deadline = std::time::Instant::now() + Duration::from_secs(settings.timeout_secs);
-    let waits = Waits {
-        approval: Duration::from_secs(u64::from(config.daemon.approval_timeout_secs)),
-        ask: Duration::from_secs(u64::from(config.daemon.ask_timeout_secs)),
-        deadline,
-    };
+    let waits = waits_of(config, &settings);
+    let recorder = journal.record(session, conn, signals);
     let mut sink = TurnSink::new(
         session.clone(),
         conn.clone(),
         waits,
-        durable_row.map(|r| (store.clone(), r)),
+        recorder,
         signals.clone(),
     );
     let context = session.context();
@@ -246,91 +177,95 @@ async fn execute(
         settings: &settings,
         always_allowed: &always_allowed,
         acp_hosts: Some(hosts),
-        deadline,
+        deadline: waits.deadline,
     };
-    let outcome = with_cancellation(
-        agent::run_turn(backend, input, &mut sink, &signals.soft),
-        signals,
-    )
-    .await;
+    let run = agent::run_turn(backend, input, &mut sink, &signals.soft);
+    let outcome = with_cancellation(run, signals).await;
     // The turn's borrow of the context ends here, so extending it below
     // does not copy it.
     drop(context);
     let (mut content, emitted) = sink.finish().await;
-    let outcome = if sink.overflowed() {
-        TurnOutcome::Failed(format!(
-            "the turn's output exceeds {MAX_TURN_OUTPUT_BYTES} bytes"
-        ))
-    } else {
-        outcome
-    };
-
+    let outcome = within_output_bound(&sink, outcome);
     // Killed or deleted: no finalization, no turn_complete (§9.9).
     if signals.hard.is_cancelled() {
+        let why = session.ending().unwrap_or(Ending::Killed).error();
         return Answered {
             content,
-            ..not_sent(session.ending().unwrap_or(Ending::Killed).error())
+            ..not_sent(why)
         };
     }
-
     // 5. Persist the outcome.
-    let failure_message = outcome.failure_message();
-    let failure = failure_message.as_deref();
-    let persisted = match (emitted, durable_row) {
-        (Err(e), _) => Err(e),
-        (Ok(()), Some(row)) => store.turn_finalize(row, failure).await.map(provider_safe),
-        (Ok(()), None) => {
-            let reply = (!content.is_empty()).then_some(content.as_str());
-            match store.chat_append_turn(&session.id, prompt, reply).await {
-                Ok(()) => {
-                    let mut added = vec![ContextMessage::text(Role::User, prompt)];
-                    if !content.is_empty() {
-                        // The reply moves into the context; the answer keeps
-                        // only what it shows (as a durable turn's emitter does).
-                        let mut shown = String::new();
-                        keep_answer_prefix(&mut shown, &content);
-                        let reply = std::mem::replace(&mut content, shown);
-                        added.push(ContextMessage::text(Role::Assistant, reply));
-                    }
-                    Ok(added)
-                }
-                Err(e) => Err(e),
-            }
+    let failure = outcome.failure_message();
+    let turn = (prompt, failure.as_deref());
+    let persisted = journal.finalize(session, emitted, turn, &mut content).await;
+    let outcome = match persisted {
+        Ok(added) => {
+            session.extend_context(added);
+            Ok(outcome)
         }
+        Err(e) => Err(RpcError::from(e)),
     };
-    let added = match persisted {
-        Ok(added) => added,
-        Err(e) => {
-            if durable_row.is_some() {
-                session.set_needs_recovery(true);
-            }
-            let err = RpcError::from(e);
-            complete(
-                conn,
-                session,
-                (Completion::Failed, &content, Some(&err.to_string())),
-                &signals.soft,
-            )
-            .await;
-            return Answered {
-                result: Err(err),
-                turn_complete_sent: true,
-                answer_sent: false,
-                content,
-            };
-        }
-    };
-    session.extend_context(added);
-
     // 6. turn_complete, then the answer.
+    answer(session, (conn, &signals.soft), outcome, content).await
+}
+
+/// The configuration of the session's agent, and its spec.
+fn agent_of<'c>(
+    config: &'c Config,
+    alias: &str,
+) -> Result<(&'c AgentConfig, &'c AgentSpec), RpcError> {
+    config.agent(alias).ok_or_else(|| {
+        let message = format!("agent {alias} is not configured");
+        RpcError::internal(message, Some(InternalReason::AgentFailed))
+    })
+}
+
+/// An agent that went past [`MAX_TURN_OUTPUT_BYTES`] failed, whatever it said.
+fn within_output_bound(sink: &TurnSink, outcome: TurnOutcome) -> TurnOutcome {
+    match sink.overflowed() {
+        true => TurnOutcome::Failed(format!(
+            "the turn's output exceeds {MAX_TURN_OUTPUT_BYTES} bytes"
+        )),
+        false => outcome,
+    }
+}
+
+/// A compaction the prompt itself asks for (the echo agent's test directives).
+fn forced_compaction(backend: Backend, prompt: &str) -> CompactionRequest {
+    match backend {
+        Backend::Echo => agent::echo_compaction_request(prompt),
+        _ => CompactionRequest::None,
+    }
+}
+
+/// The turn's waits: approvals and questions (from `[daemon]`), and one
+/// deadline for the whole turn that the backend's own waits and the sink's
+/// all end by.
+fn waits_of(config: &Config, settings: &AgentSettings) -> Waits {
+    Waits {
+        approval: Duration::from_secs(u64::from(config.daemon.approval_timeout_secs)),
+        ask: Duration::from_secs(u64::from(config.daemon.ask_timeout_secs)),
+        deadline: std::time::Instant::now() + Duration::from_secs(settings.timeout_secs),
+    }
+}
+
+/// Step 6: `turn_complete` for the turn's `outcome` (or the storage error
+/// that kept it from being persisted), then the answer.
+async fn answer(
+    session: &Session,
+    (conn, cancel): (&Conn, &CancellationToken),
+    outcome: Result<TurnOutcome, RpcError>,
+    content: String,
+) -> Answered {
     let (result, out) = match outcome {
-        TurnOutcome::Completed => (Ok("end_turn"), Completion::Completed),
-        TurnOutcome::Cancelled => (Ok("cancelled"), Completion::Cancelled),
-        TurnOutcome::Failed(m) => (
+        Ok(TurnOutcome::Completed) => (Ok("end_turn"), Completion::Completed),
+        Ok(TurnOutcome::Cancelled) => (Ok("cancelled"), Completion::Cancelled),
+        Ok(TurnOutcome::Failed(m)) => (
             Err(RpcError::internal(m, Some(InternalReason::AgentFailed))),
             Completion::Failed,
         ),
-        TurnOutcome::ProviderFailed(f) => (Err(RpcError::Provider(f)), Completion::Failed),
+        Ok(TurnOutcome::ProviderFailed(f)) => (Err(RpcError::Provider(f)), Completion::Failed),
+        Err(stored) => (Err(stored), Completion::Failed),
     };
     let failure_text = result.as_ref().err().map(ToString::to_string);
     let reason = match (&failure_text, out) {
@@ -338,19 +273,16 @@ async fn execute(
         (_, Completion::Cancelled) => Some("cancelled"),
         _ => None,
     };
-    complete(conn, session, (out, &content, reason), &signals.soft).await;
-    let result = match result {
-        Ok(stop_reason) => Ok(PromptResult {
-            session_id: session.id.clone(),
-            stop_reason,
-            content: bounded(&content, MAX_CONTENT_BYTES).into_owned(),
-        }),
-        Err(e) => Err(e),
-    };
+    complete(conn, session, (out, &content, reason), cancel).await;
+    let result = result.map(|stop_reason| PromptResult {
+        session_id: session.id.clone(),
+        stop_reason,
+        content: bounded(&content, MAX_CONTENT_BYTES).into_owned(),
+    });
     Answered {
         result,
         turn_complete_sent: true,
-        answer_sent: false,
+        answered: None,
         content,
     }
 }
@@ -407,7 +339,7 @@ pub const MAX_RETAINED_CONTEXT_BYTES: usize = 64 * 1024 * 1024;
 
 /// Auto or forced compaction (§9.5). A failed snapshot write discards it silently.
 async fn compact(
-    store: &Store,
+    journal: &SessionJournal,
     session: &Session,
     (conn, cancel): (&Conn, &CancellationToken),
     agent: &AgentConfig,
@@ -447,22 +379,12 @@ async fn compact(
             (c, n)
         }
     };
-    let boundary = match (session.mode, session.durable_row) {
-        (ChatMode::Durable, Some(row)) => {
-            let written = async {
-                let boundary = store.durable_last_seq(row).await?;
-                store.write_snapshot(row, boundary, &new_context).await?;
-                Ok::<i64, crate::store::StoreError>(boundary)
-            };
-            match written.await {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::warn!(event = "compaction_discarded", session_id = %session.id, error = %e);
-                    return;
-                }
-            }
+    let boundary = match journal.snapshot(&new_context).await {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(event = "compaction_discarded", session_id = %session.id, error = %e);
+            return;
         }
-        _ => store.chat_max_seq(&session.id).await.unwrap_or(0),
     };
     let retained = new_context.len() as u64;
     session.set_context(new_context);

@@ -12,6 +12,7 @@ use super::host::{initialize_params, CallError, Host, Spawn};
 use super::hosts::AcpHosts;
 use super::schema::{AuthMethod, InitializeResponse, NewSessionResponse, PROTOCOL_VERSION};
 use crate::agent::TurnInput;
+use crate::config::agent_spec::{FsAccess, LoadSession};
 
 /// ACP's `auth_required` error code.
 const AUTH_REQUIRED: i64 = -32000;
@@ -44,7 +45,10 @@ pub async fn ready_host(
     let init = host
         .call(
             "initialize",
-            &initialize_params(settings.acp.fs, settings.acp.terminal),
+            &initialize_params(
+                settings.acp.fs == FsAccess::Workspace,
+                settings.acp.terminal,
+            ),
             deadline,
         )
         .await;
@@ -89,7 +93,7 @@ async fn open_session(
         .filter(|l| l.agent_alias == input.agent_alias);
     let cwd = input.cwd.to_string_lossy();
     if let Some(link) = &link {
-        if host.load_session && input.settings.acp.load_session {
+        if host.load_session && input.settings.acp.load_session == LoadSession::Auto {
             let params = json!({"sessionId": link.agent_session_id, "cwd": cwd, "mcpServers": []});
             match host.call("session/load", &params, deadline).await {
                 Ok(_) => {

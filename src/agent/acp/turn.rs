@@ -27,6 +27,7 @@ use super::{fs, hosts::AcpHosts, prompt};
 use crate::agent::coalesce::Coalesce;
 use crate::agent::sink::{EventSink, SinkClosed};
 use crate::agent::{TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
+use crate::config::agent_spec::FsAccess;
 
 /// Most messages read without waiting in a row (see `prompt`).
 const MAX_BURST: u32 = 256;
@@ -178,7 +179,9 @@ async fn prompt<S: EventSink>(
                                 Err(text) => wire::error_response(&rid, -32602, &text),
                             }
                         }
-                        "fs/read_text_file" | "fs/write_text_file" if input.settings.acp.fs => {
+                        "fs/read_text_file" | "fs/write_text_file"
+                            if input.settings.acp.fs == FsAccess::Workspace =>
+                        {
                             match fs::serve(&method, &params, input.cwd).await {
                                 Ok(result) => wire::response(&rid, &result),
                                 Err((code, text)) => wire::error_response(&rid, code, &text),

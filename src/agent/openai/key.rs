@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::settings::OpenAiSettings;
+use crate::config::agent_spec::OpenAiSettings;
 
 /// The most a key file may hold.
 pub const MAX_KEY_FILE: u64 = 16 * 1024;

@@ -26,14 +26,13 @@ mod pending;
 pub mod redirect;
 mod request;
 mod retry;
-mod settings;
 mod shape;
 mod sse;
 mod stream;
 mod tools;
 
+pub use crate::config::agent_spec::{Approval, OpenAiSettings};
 pub use key::{api_key, from_file as api_key_from_file};
-pub use settings::{Approval, OpenAiSettings};
 
 use super::sink::{ApprovalDecision, EventSink, SinkClosed};
 use super::{ProviderFailure, TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};

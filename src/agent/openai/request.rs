@@ -13,9 +13,9 @@
 
 use serde_json::{json, Value};
 
-use super::settings::OpenAiSettings;
 use super::tools::Tool;
 use crate::agent::{ContextMessage, Kind, Role};
+use crate::config::agent_spec::OpenAiSettings;
 
 /// The messages of a turn's first request.
 pub fn messages(system_prompt: &str, context: &[ContextMessage], prompt: &str) -> Vec<Value> {

@@ -15,11 +15,11 @@ use tokio_util::sync::CancellationToken;
 use super::body::{Body, Piece};
 use super::chunk::{ChunkError, Decoded};
 use super::retry;
-use super::settings::OpenAiSettings;
 use super::shape::Decoder;
 use super::sse::{EventRef, Splitter, SseError};
 use crate::agent::{ProviderFailure, ProviderReason};
 use crate::bounded::bound_text;
+use crate::config::agent_spec::OpenAiSettings;
 
 /// Bytes of a failed answer's body read for its error message.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;

@@ -11,39 +11,35 @@ use serde_json::Value;
 
 use super::Check;
 use crate::agent::{model_redirect, openai_api_key, OpenAiSettings};
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, AgentSpec};
 
 /// How long a model server gets to answer.
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
-pub async fn reachable(alias: &str, agent: &AgentConfig) -> Check {
+pub async fn reachable(alias: &str, agent: &AgentConfig, spec: &AgentSpec) -> Check {
     let name = format!("agent {alias}");
-    match agent.backend.as_deref() {
-        Some("echo") => Check::pass(name, "built-in echo backend"),
-        Some("command") | None => match program(alias, agent) {
+    match spec {
+        AgentSpec::Echo { .. } => Check::pass(name, "built-in echo backend"),
+        AgentSpec::Command { argv, .. } => match program(alias, argv) {
             Ok((program, path)) => {
                 Check::pass(name, format!("command {program} is {}", path.display()))
             }
             Err(fail) => fail,
         },
-        Some("acp") => match program(alias, agent) {
+        AgentSpec::Acp { argv, .. } => match program(alias, argv) {
             Ok((program, path)) => {
                 super::acp::session_opens(name, alias, agent, (&program, &path)).await
             }
             Err(fail) => fail,
         },
-        Some("openai") => model_server_answers(name, alias, agent).await,
-        Some(other) => Check::pass(
-            name,
-            format!("backend {other} (no reachability check for it yet)"),
-        ),
+        AgentSpec::OpenAi(settings) => model_server_answers(name, alias, settings).await,
     }
 }
 
 /// The agent's program, found; or the failed check saying what to set.
-fn program(alias: &str, agent: &AgentConfig) -> Result<(String, PathBuf), Check> {
+fn program(alias: &str, argv: &[String]) -> Result<(String, PathBuf), Check> {
     let name = format!("agent {alias}");
-    let Some(program) = agent.command.as_ref().and_then(|c| c.first()) else {
+    let Some(program) = argv.first() else {
         return Err(Check::fail(
             name,
             "no command configured",
@@ -61,8 +57,7 @@ fn program(alias: &str, agent: &AgentConfig) -> Result<(String, PathBuf), Check>
 }
 
 /// `GET <base_url>/models`, with the key when one is configured and readable.
-async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) -> Check {
-    let settings = OpenAiSettings::from_config(agent);
+async fn model_server_answers(name: String, alias: &str, settings: &OpenAiSettings) -> Check {
     let url = format!("{}/models", settings.base_url.trim_end_matches('/'));
     let client = reqwest::Client::builder()
         .timeout(ANSWER_WAIT)
@@ -72,7 +67,7 @@ async fn model_server_answers(name: String, alias: &str, agent: &AgentConfig) ->
         Err(e) => return Check::fail(name, format!("no HTTP client: {e}"), "report this"),
     };
     let mut request = client.get(&url);
-    if let Ok(Some(key)) = openai_api_key(&settings) {
+    if let Ok(Some(key)) = openai_api_key(settings) {
         request = request.bearer_auth(key);
     }
     let model = settings.model.clone();

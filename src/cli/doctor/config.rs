@@ -9,8 +9,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::Check;
+use crate::config::admit_all;
 use crate::config::shape::check_toml_shape_all;
-use crate::config::validate::{validate_all, Failure};
+use crate::config::validate::Failure;
 use crate::config::Config;
 
 const NAME: &str = "config.toml";
@@ -70,18 +71,16 @@ fn faults(text: &str) -> Result<Config, Vec<String>> {
     prune(&mut table, "", &bad);
     let mut out: Vec<String> = shape.iter().map(shown).collect();
     match toml::Value::Table(table).try_into::<Config>() {
-        Ok(config) => {
-            let rest = validate_all(&config);
+        Ok(config) => match admit_all(config) {
+            Ok(config) if out.is_empty() => return Ok(config),
+            Ok(_) => {}
             // A required key removed above is not reported twice.
-            out.extend(
+            Err(rest) => out.extend(
                 rest.iter()
                     .filter(|f| !bad.contains(f.path.as_str()))
                     .map(shown),
-            );
-            if out.is_empty() {
-                return Ok(config);
-            }
-        }
+            ),
+        },
         Err(e) => out.push(format!("invalid configuration: {e}")),
     }
     Err(out)

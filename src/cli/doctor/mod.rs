@@ -157,8 +157,9 @@ async fn checks(config_dir: Option<&OsStr>, only: Option<&str>) -> Vec<Check> {
             ));
         }
         for (alias, agent) in &config.agents {
-            if only.is_none_or(|a| a == alias) {
-                out.push(backend::reachable(alias, agent).await);
+            let spec = config.agent_spec(alias);
+            if let Some(spec) = spec.filter(|_| only.is_none_or(|a| a == alias)) {
+                out.push(backend::reachable(alias, agent, spec).await);
             }
         }
     }

@@ -20,15 +20,7 @@ mod confine;
 mod fs;
 mod shell;
 
-/// One built-in tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tool {
-    ReadFile,
-    WriteFile,
-    ListDir,
-    SearchText,
-    Shell,
-}
+pub use crate::config::agent_spec::Tool;
 
 /// What running a tool came to.
 #[derive(Debug, PartialEq, Eq)]
@@ -40,36 +32,6 @@ pub enum Ran {
 }
 
 impl Tool {
-    /// Every tool, in the order the config documents them.
-    pub const ALL: [Tool; 5] = [
-        Tool::ReadFile,
-        Tool::WriteFile,
-        Tool::ListDir,
-        Tool::SearchText,
-        Tool::Shell,
-    ];
-
-    /// The tool named `name`.
-    pub fn parse(name: &str) -> Option<Tool> {
-        Self::ALL.into_iter().find(|t| t.name() == name)
-    }
-
-    /// The function name the model calls.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tool::ReadFile => "read_file",
-            Tool::WriteFile => "write_file",
-            Tool::ListDir => "list_dir",
-            Tool::SearchText => "search_text",
-            Tool::Shell => "shell",
-        }
-    }
-
-    /// Whether it changes anything (`approval = "writes"`).
-    pub fn writes(self) -> bool {
-        matches!(self, Tool::WriteFile | Tool::Shell)
-    }
-
     /// The description offered to the model.
     pub fn description(self) -> &'static str {
         match self {
@@ -170,13 +132,13 @@ fn str_arg_or<'a>(args: &'a Value, name: &str, default: &'a str) -> Result<&'a s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::OPENAI_TOOLS;
 
     #[test]
-    fn the_config_names_every_tool() {
-        let names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
-        assert_eq!(names, OPENAI_TOOLS);
-        assert_eq!(Tool::parse("shell"), Some(Tool::Shell));
+    fn every_tool_the_config_names_is_offered_with_a_description() {
+        for name in Tool::NAMES {
+            let tool = Tool::parse(name);
+            assert!(tool.is_some_and(|t| !t.description().is_empty()), "{name}");
+        }
         assert_eq!(Tool::parse("rm"), None);
     }
 }

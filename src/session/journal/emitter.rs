@@ -9,15 +9,15 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::emit_queue::{Item, Queue};
-use super::live::{Session, TurnSignals};
-use super::update::{notify_session, Event, Update, MAX_CONTENT_BYTES};
 use crate::context::Conn;
+use crate::session::live::{Session, TurnSignals};
+use crate::session::update::{notify_session, Event, Update, MAX_CONTENT_BYTES};
 use crate::store::{CheckpointEvent, Store, StoreError};
 
 /// What a durable turn's emitter delivered: the text it committed and sent (its
 /// first [`MAX_CONTENT_BYTES`] + 4 bytes, all an answer shows), and the
 /// commit error that stopped it, if one did.
-pub(super) type Emitted = (String, Result<(), StoreError>);
+pub type Emitted = (String, Result<(), StoreError>);
 
 /// Where a taken item goes while its batch is committed.
 #[derive(Debug)]
@@ -38,7 +38,7 @@ impl Drop for ReceiverGuard {
 }
 
 /// The emitter of a durable turn: commit what is ready, then notify it.
-pub(super) async fn emit(
+pub(in crate::session) async fn emit(
     store: Arc<Store>,
     row: i64,
     conn: Conn,
@@ -153,7 +153,7 @@ impl Notifier<'_> {
 /// bytes past it are enough for the same cut and its `…[truncated]`; the
 /// whole text is in the transcript (issue 13 item 1: one copy less of a
 /// 16 MiB turn).
-pub(super) fn keep_answer_prefix(sent: &mut String, t: &str) {
+pub(in crate::session) fn keep_answer_prefix(sent: &mut String, t: &str) {
     let room = (MAX_CONTENT_BYTES + 4).saturating_sub(sent.len());
     if t.len() <= room {
         sent.push_str(t);

@@ -10,16 +10,16 @@ use crate::agent::SinkClosed;
 use crate::store::CheckpointEvent;
 
 /// Events waiting for the emitter (bounds memory when the client is slow).
-pub(super) const EMIT_QUEUE: usize = 1024;
+pub(in crate::session) const EMIT_QUEUE: usize = 1024;
 /// Bytes of message text waiting for the emitter: a fast agent's 16 MiB
 /// item is not copied whole into the queue (issue 13 item 1).
-pub(super) const EMIT_QUEUE_BYTES: usize = 4 * 1024 * 1024;
+pub(in crate::session) const EMIT_QUEUE_BYTES: usize = 4 * 1024 * 1024;
 /// Most events committed in one transaction.
-pub(super) const MAX_GROUP: usize = 512;
+pub(in crate::session) const MAX_GROUP: usize = 512;
 
 /// What the emitter is asked to do, in turn order.
 #[derive(Debug)]
-pub(super) enum Item {
+pub(in crate::session) enum Item {
     /// Consecutive message chunks: `text` holds them back to back, `ends`
     /// where each one ends. Committed, then notified one by one.
     Texts { text: String, ends: Vec<usize> },
@@ -50,7 +50,7 @@ impl Item {
     }
 
     /// How many events (notifications) the item stands for.
-    pub(super) fn events(&self) -> usize {
+    pub(in crate::session) fn events(&self) -> usize {
         match self {
             Item::Texts { ends, .. } => ends.len(),
             _ => 1,
@@ -60,7 +60,7 @@ impl Item {
 
 /// What the sink queues.
 #[derive(Debug)]
-pub(super) enum Push<'a> {
+pub(in crate::session) enum Push<'a> {
     Chunk(&'a str),
     Item(Item),
 }
@@ -72,7 +72,7 @@ pub(super) enum Push<'a> {
 /// allocation and a channel send; the emitter is woken only when the queue
 /// was empty. Holds at most [`EMIT_QUEUE`] events (the sink then waits).
 #[derive(Debug, Default)]
-pub(super) struct Queue {
+pub struct Queue {
     state: Mutex<QueueState>,
     /// The emitter waits here for items (one waiter).
     ready: Notify,
@@ -101,7 +101,7 @@ impl Queue {
 
     /// Queues a message chunk (appended to the last run of chunks when
     /// the queue ends with one) or another item.
-    pub(super) async fn push(&self, what: Push<'_>) -> Result<(), SinkClosed> {
+    pub(in crate::session) async fn push(&self, what: Push<'_>) -> Result<(), SinkClosed> {
         let mut what = Some(what);
         loop {
             {
@@ -143,7 +143,7 @@ impl Queue {
 
     /// Takes up to [`MAX_GROUP`] events' worth of items into `out`;
     /// `false` once the sink is done and everything was taken.
-    pub(super) async fn take(&self, out: &mut Vec<Item>) -> bool {
+    pub(in crate::session) async fn take(&self, out: &mut Vec<Item>) -> bool {
         loop {
             {
                 let mut q = self.lock();
@@ -192,13 +192,13 @@ impl Queue {
     }
 
     /// The sink is done (or dropped).
-    pub(super) fn close_sender(&self) {
+    pub(in crate::session) fn close_sender(&self) {
         self.lock().sender_done = true;
         self.ready.notify_one();
     }
 
     /// The emitter stopped: later pushes fail.
-    pub(super) fn close_receiver(&self) {
+    pub(in crate::session) fn close_receiver(&self) {
         let mut q = self.lock();
         q.receiver_done = true;
         q.items.clear();
