@@ -160,6 +160,9 @@ fn an_upward_import_fails_the_rule() {
     // The client stands on the endpoint and the wire types only.
     assert!(breaks_rule(&import("src/client.rs", "endpoint::resolve_dirs_from_env")).is_none());
     assert!(breaks_rule(&import("src/client.rs", "state::Daemon")).is_some());
+    // Layers sit above the services by rank, yet never use them.
+    assert!(breaks_rule(&import("layers/authz.rs", "services::Router")).is_some());
+    assert!(breaks_rule(&import("layers/authz.rs", "methods::Method")).is_none());
 }
 
 #[test]

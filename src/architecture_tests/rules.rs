@@ -125,6 +125,11 @@ pub(super) fn breaks_rule(import: &Import) -> Option<String> {
     if from == "cli" && to == "client" {
         return None;
     }
+    // The router is plugged in beneath the layers by `connection`; a layer
+    // that named a service would know what a method does.
+    if from == "layers" && to == "services" {
+        return Some("a layer never uses a service: the connection plugs the router in".into());
+    }
     let (Some(f), Some(t)) = (rank(&from), rank(to)) else {
         return Some(format!("`{from}` or `{to}` has no rank in RANKS"));
     };
