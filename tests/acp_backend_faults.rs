@@ -175,7 +175,7 @@ fn a_flood_of_one_character_chunks_to_a_client_that_does_not_read_is_complete() 
     assert!((1..=20_000).contains(&chunks), "{chunks} chunks");
 }
 
-/// The most a turn may produce (src/session/sink.rs, issue 13).
+/// The most a turn may produce (src/session/turn_sink.rs, issue 13).
 const MAX_TURN_OUTPUT: u64 = 32 << 20;
 /// The size of one `floodbig` chunk: the largest the reader and the
 /// coalescer pass on unjoined, so every queue below holds whole chunks.

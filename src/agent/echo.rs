@@ -14,9 +14,9 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
+use super::chunker::{Chunker, Stop, Stream};
 use super::context::append_context_document_bounded;
 use super::directive::{parse_line, Line, ToolCall, MAX_PRODUCED_BYTES};
-use super::emit::{Emitter, Stop, Stream};
 use super::sink::{ApprovalDecision, AskOutcome, EventSink};
 use super::{TurnInput, TurnOutcome, SINK_CLOSED_MESSAGE};
 use crate::bounded::TRUNCATION_SUFFIX;
@@ -32,7 +32,7 @@ pub async fn run<S: EventSink>(
 ) -> TurnOutcome {
     let mut turn = EchoTurn {
         input,
-        emitter: Emitter::new(
+        chunker: Chunker::new(
             input.settings.chunk_chars,
             input.settings.chunk_delay_ms,
             cancel,
@@ -51,7 +51,7 @@ pub async fn run<S: EventSink>(
 
 struct EchoTurn<'t, 'a, 'c> {
     input: &'t TurnInput<'a>,
-    emitter: Emitter<'c>,
+    chunker: Chunker<'c>,
     /// Whether a text item was already seen (even an empty one).
     any_text: bool,
     /// k of the next `tc_<k>`.
@@ -68,9 +68,9 @@ impl<'a> EchoTurn<'_, 'a, '_> {
             match parse_line(line) {
                 Line::Text(text) => {
                     let segment = self.segment(text);
-                    self.emitter.emit(sink, Stream::Message, &segment).await?;
+                    self.chunker.emit(sink, Stream::Message, &segment).await?;
                 }
-                Line::Think(text) => self.emitter.emit(sink, Stream::Thought, text).await?,
+                Line::Think(text) => self.chunker.emit(sink, Stream::Thought, text).await?,
                 Line::Tool(call) => {
                     let id = self.tool_call(sink, &call).await?;
                     sink.tool_result(&id, call.name, &tool_output(&call))
@@ -79,16 +79,16 @@ impl<'a> EchoTurn<'_, 'a, '_> {
                 Line::Approve(call) => self.approve(sink, &call).await?,
                 Line::Ask(message) => self.ask(sink, message).await?,
                 Line::Choose { message, options } => self.choose(sink, message, &options).await?,
-                Line::Sleep(ms) => self.emitter.wait(Duration::from_millis(ms)).await?,
-                Line::Delay(ms) => self.emitter.set_delay_ms(ms),
-                Line::Chunk(n) => self.emitter.set_chunk_chars(n),
+                Line::Sleep(ms) => self.chunker.wait(Duration::from_millis(ms)).await?,
+                Line::Delay(ms) => self.chunker.set_delay_ms(ms),
+                Line::Chunk(n) => self.chunker.set_chunk_chars(n),
                 Line::Repeat { times, text } => {
                     let prefix = self.item_prefix();
                     let block = RepeatBlock::new(text, times);
                     let pieces: Vec<&str> = std::iter::once(prefix.as_str())
                         .chain(block.pieces())
                         .collect();
-                    self.emitter
+                    self.chunker
                         .emit_pieces(sink, Stream::Message, &pieces)
                         .await?;
                 }
@@ -103,7 +103,7 @@ impl<'a> EchoTurn<'_, 'a, '_> {
                     if cut {
                         segment.push_str(TRUNCATION_SUFFIX);
                     }
-                    self.emitter.emit(sink, Stream::Message, &segment).await?;
+                    self.chunker.emit(sink, Stream::Message, &segment).await?;
                 }
                 // Acted on by the runtime before the turn (§9.5).
                 Line::Compact | Line::CompactEmpty => {}
@@ -159,7 +159,7 @@ impl<'a> EchoTurn<'_, 'a, '_> {
             ApprovalDecision::AllowOnce
         } else {
             let summary = call.input.get();
-            self.emitter
+            self.chunker
                 .race(sink.request_approval(call.name, summary))
                 .await?
         };
@@ -197,7 +197,7 @@ impl<'a> EchoTurn<'_, 'a, '_> {
         label: &str,
         accepted: impl FnOnce(&RawValue) -> String,
     ) -> Result<(), Stop> {
-        let outcome = self.emitter.race(sink.ask_user(message, schema)).await?;
+        let outcome = self.chunker.race(sink.ask_user(message, schema)).await?;
         let answer = match &outcome {
             AskOutcome::Accept(content) => accepted(content),
             AskOutcome::Decline => "declined".into(),
@@ -208,7 +208,7 @@ impl<'a> EchoTurn<'_, 'a, '_> {
         segment.push_str(label);
         segment.push_str(": ");
         segment.push_str(&answer);
-        self.emitter.emit(sink, Stream::Message, &segment).await
+        self.chunker.emit(sink, Stream::Message, &segment).await
     }
 }
 

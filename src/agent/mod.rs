@@ -18,12 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 mod acp;
 mod child_env;
+mod chunker;
 mod coalesce;
 mod command;
 mod context;
 mod directive;
 mod echo;
-mod emit;
 mod extra;
 #[cfg(windows)]
 mod job;

@@ -9,7 +9,7 @@ use base64::Engine;
 use serde::Deserialize;
 
 use super::naming::{guess_mime, MAX_FILENAME_BYTES};
-use super::Incoming;
+use super::FileToStore;
 use crate::config::Principal;
 use crate::context::Transport;
 use crate::error::{ErrorData, Forbidden, Reason, RpcError};
@@ -171,7 +171,7 @@ pub fn check_entries(
 }
 
 /// Sizes on the whole request, then the bytes of every entry.
-pub fn read_entries(entries: Vec<FileEntry<'_>>) -> Result<Vec<Incoming>, RpcError> {
+pub fn read_entries(entries: Vec<FileEntry<'_>>) -> Result<Vec<FileToStore>, RpcError> {
     let mut total = 0u64;
     for (i, e) in entries.iter().enumerate() {
         let n = match (&e.data_b64, &e.path) {
@@ -225,7 +225,7 @@ pub fn read_entries(entries: Vec<FileEntry<'_>>) -> Result<Vec<Incoming>, RpcErr
             let mime = e
                 .mime_type
                 .unwrap_or_else(|| guess_mime(&filename).to_owned());
-            Ok(Incoming {
+            Ok(FileToStore {
                 sha256: None,
                 bytes,
                 filename,

@@ -45,7 +45,7 @@ pub struct FileResult {
 
 /// A file to store.
 #[derive(Debug)]
-pub struct Incoming {
+pub struct FileToStore {
     pub bytes: Vec<u8>,
     /// Lowercase hex SHA-256 of `bytes` when already known (an upload hashes
     /// its chunks as they arrive); computed by the store step otherwise.
@@ -97,7 +97,7 @@ pub async fn store_all(
     conn: &Conn,
     binding: &Arc<AuthBinding>,
     bound: &UploadTarget,
-    files: Vec<Incoming>,
+    files: Vec<FileToStore>,
     method: &str,
 ) -> Result<Vec<FileResult>, RpcError> {
     let mut out = Vec::with_capacity(files.len());
@@ -114,7 +114,7 @@ async fn store(
     conn: &Conn,
     binding: &Arc<AuthBinding>,
     bound: &UploadTarget,
-    mut file: Incoming,
+    mut file: FileToStore,
     method: &str,
 ) -> Result<FileResult, RpcError> {
     let sessions = daemon.sessions;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::upload::{unknown, Appended, Upload};
-use super::Incoming;
+use super::FileToStore;
 use crate::error::{LimitName, RpcError};
 use crate::limits::MAX_STAGED_UPLOADS;
 use crate::memory::{budget, Charge};
@@ -135,7 +135,11 @@ impl Staging {
     /// Commits upload `id` of connection `conn` (§8.18.3): once complete it
     /// leaves the registry whatever follows; what it is bound to and the file
     /// to store, if its hash matches.
-    pub async fn commit(&self, conn: u64, id: &str) -> Result<(UploadTarget, Incoming), RpcError> {
+    pub async fn commit(
+        &self,
+        conn: u64,
+        id: &str,
+    ) -> Result<(UploadTarget, FileToStore), RpcError> {
         let upload = self.get(conn, id)?;
         let taken = upload.lock().await.take()?;
         self.release(id);

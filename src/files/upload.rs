@@ -10,7 +10,7 @@
 use sha2::Digest;
 
 use super::naming::{guess_mime, MAX_FILENAME_BYTES};
-use super::{Incoming, UploadTarget};
+use super::{FileToStore, UploadTarget};
 use crate::error::{ErrorData, Reason, RpcError};
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
 use crate::memory::Charge;
@@ -213,7 +213,7 @@ pub struct Taken {
 impl Taken {
     /// What it is bound to, and the file to store, once its hash matches the
     /// declared one (`sha256_mismatch` otherwise).
-    pub fn verify(self) -> Result<(UploadTarget, Incoming), RpcError> {
+    pub fn verify(self) -> Result<(UploadTarget, FileToStore), RpcError> {
         if self.expected.as_ref().is_some_and(|e| *e != self.sha) {
             return Err(RpcError::invalid_params_reason(
                 "sha256 mismatch",
@@ -223,7 +223,7 @@ impl Taken {
         let mime = guess_mime(&self.filename).to_owned();
         Ok((
             self.bound,
-            Incoming {
+            FileToStore {
                 bytes: self.bytes,
                 sha256: Some(self.sha),
                 filename: self.filename,

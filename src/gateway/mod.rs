@@ -21,7 +21,7 @@
 //! | `http_json.rs` | JSON answers of the HTTP routes |
 //! | `pairing.rs` | the one-time code, its redemption and the per-IP lockout |
 //! | `ws_connection.rs` | one WebSocket connection on the shared driver: reading, the heartbeat, closing |
-//! | `sink.rs` | the connection's write queue drained into WebSocket messages |
+//! | `ws_writer.rs` | the connection's write queue drained into WebSocket messages |
 //!
 //! Lifecycle: [`start`] binds after the local endpoint is claimed (a bind
 //! failure is a startup failure naming the address) and spawns the accept
@@ -34,10 +34,10 @@ mod http_json;
 mod pairing;
 mod routes;
 mod rpc_http;
-mod sink;
 mod tls;
 mod web_guard;
 mod ws_connection;
+mod ws_writer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -28,7 +28,7 @@ use tokio::io::AsyncWrite;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, Sleep};
 
-use super::sink::{CloseSlot, WsWriter, PING};
+use super::ws_writer::{CloseSlot, WsWriter, PING};
 use super::{peer_label, Settings, Shared};
 use crate::codec::{Frame, Rejection};
 use crate::connection::driver::{self, ConnectionEnd};

@@ -7,8 +7,12 @@
 //! | `live.rs` | one live session: its queue, state, channel, approvals |
 //! | `locks.rs` | per-id session locks |
 //! | `turn.rs` | one turn from queue to answer: compaction, begin, run, finalize |
-//! | `sink.rs` | the agent's event sink: notifications, checkpoints, approvals, asks |
+//! | `turn_sink.rs` | the agent's event sink: notifications, checkpoints, approvals, asks |
+//! | `journal/` | how each session kind keeps its turns (`Journal`: Chat, durable) |
 //! | `lifecycle.rs` | resolve, rehydrate, close, kill, delete |
+//! | `access.rs` | who may use a session (owner, agent) |
+//! | `attach.rs` | a further client joins a live session |
+//! | `agent_links.rs` | the links from a session to its hosted agent's own session |
 //! | `update.rs` | `session/update` notifications |
 
 use std::collections::HashMap;
@@ -24,8 +28,8 @@ pub mod journal;
 pub mod lifecycle;
 pub mod live;
 pub mod locks;
-pub mod sink;
 pub mod turn;
+pub mod turn_sink;
 pub mod update;
 
 pub use live::Session;

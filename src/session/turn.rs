@@ -14,13 +14,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::journal::{Journal, SessionJournal};
 use super::live::{context_bytes, message_bytes, Ending, Session, TurnSignals};
-use super::sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
-use super::update::{bounded, notify_session, Completion, Event, Update, MAX_CONTENT_BYTES};
+use super::turn_sink::{TurnSink, Waits, MAX_TURN_OUTPUT_BYTES};
+use super::update::{notify_session, Completion, Event, Update, MAX_CONTENT_BYTES};
 use super::{new_uuid, Sessions};
 use crate::agent::{
     self, AcpHosts, AgentSettings, Backend, CompactionRequest, ContextMessage, Kind, Role,
     TurnInput, TurnOutcome,
 };
+use crate::bounded::bound_text;
 use crate::config::{AgentConfig, AgentSpec, Config};
 use crate::context::Conn;
 use crate::error::{InternalReason, RpcError};
@@ -277,7 +278,7 @@ async fn answer(
     let result = result.map(|stop_reason| PromptResult {
         session_id: session.id.clone(),
         stop_reason,
-        content: bounded(&content, MAX_CONTENT_BYTES).into_owned(),
+        content: bound_text(&content, MAX_CONTENT_BYTES).into_owned(),
     });
     Answered {
         result,

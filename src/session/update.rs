@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Extra;
+use crate::bounded::bound_text;
 use crate::context::Conn;
 use crate::dialect::Dialect;
 use crate::jsonrpc::notification_frame;
@@ -104,7 +105,7 @@ impl Serialize for Update<'_> {
                 m.serialize_field("type", "tool_result")?;
                 m.serialize_field("toolCallId", id)?;
                 m.serialize_field("name", name)?;
-                m.serialize_field("rawOutput", &*bounded(output, MAX_RAW_OUTPUT_BYTES))?;
+                m.serialize_field("rawOutput", &*bound_text(output, MAX_RAW_OUTPUT_BYTES))?;
             }
             Event::ApprovalRequest {
                 request_id,
@@ -141,7 +142,7 @@ impl Serialize for Update<'_> {
             } => {
                 m.serialize_field("type", "turn_complete")?;
                 m.serialize_field("outcome", outcome.as_str())?;
-                m.serialize_field("content", &*bounded(content, MAX_CONTENT_BYTES))?;
+                m.serialize_field("content", &*bound_text(content, MAX_CONTENT_BYTES))?;
                 if let Some(r) = reason {
                     m.serialize_field("reason", r)?;
                 }
@@ -149,19 +150,6 @@ impl Serialize for Update<'_> {
         }
         m.end()
     }
-}
-
-/// "Bounded at `max`" (§3.1): the longest prefix of at most `max`
-/// bytes ending on a character boundary, then `…[truncated]` if anything was cut.
-pub fn bounded(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    if s.len() <= max {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    std::borrow::Cow::Owned(format!("{}…[truncated]", &s[..end]))
 }
 
 /// Splits `text` into pieces of at most [`MAX_CHUNK_BYTES`], on character boundaries, in order.
@@ -356,8 +344,8 @@ mod tests {
 
     #[test]
     fn bounding_and_splitting_respect_char_boundaries() {
-        assert_eq!(bounded("héllo", 2), "h…[truncated]");
-        assert_eq!(bounded("hé", 3), "hé");
+        assert_eq!(bound_text("héllo", 2), "h…[truncated]");
+        assert_eq!(bound_text("hé", 3), "hé");
         let s = "é".repeat(40_000); // 80,000 bytes
         let parts: Vec<&str> = split_chunks(&s).collect();
         assert_eq!(parts.len(), 2);

@@ -18,7 +18,7 @@ use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::incoming::{Incoming, WireError};
+use super::incoming::{FromAgent, WireError};
 use super::reader;
 use super::wire::{self, ReadFault};
 use crate::agent::child_env::EnvBase;
@@ -85,7 +85,7 @@ pub struct Host {
     child: Child,
     guard: GroupGuard,
     out: mpsc::Sender<String>,
-    inbound: mpsc::Receiver<Result<Incoming, ReadFault>>,
+    inbound: mpsc::Receiver<Result<FromAgent, ReadFault>>,
     /// A fault met by [`Host::ready`], for the next [`Host::recv`].
     fault: Option<ReadFault>,
     tasks: Vec<JoinHandle<()>>,
@@ -226,7 +226,7 @@ impl Host {
     }
 
     /// The next message, or why there is none (the connection is then broken).
-    pub async fn recv(&mut self) -> Result<Incoming, String> {
+    pub async fn recv(&mut self) -> Result<FromAgent, String> {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
@@ -261,7 +261,7 @@ impl Host {
 
     /// The next message if the reader already has it, without waiting (a
     /// fault is kept for the next [`Host::recv`]).
-    pub fn ready(&mut self) -> Option<Incoming> {
+    pub fn ready(&mut self) -> Option<FromAgent> {
         if self.broken.is_some() || self.fault.is_some() {
             return None;
         }
@@ -299,11 +299,13 @@ impl Host {
                 Ok(Ok(m)) => m,
             };
             match message {
-                Incoming::Response { id: got, result } if got == id => {
+                FromAgent::Response { id: got, result } if got == id => {
                     return result.map_err(CallError::Agent);
                 }
-                Incoming::Response { .. } | Incoming::Notification { .. } | Incoming::Chunk(_) => {}
-                Incoming::Request { id, method, .. } => {
+                FromAgent::Response { .. }
+                | FromAgent::Notification { .. }
+                | FromAgent::Chunk(_) => {}
+                FromAgent::Request { id, method, .. } => {
                     let text = format!("{method} is not served while the session is opening");
                     let line = wire::error_response(&id, -32601, &text);
                     self.send(line, deadline).await.map_err(CallError::Broken)?;

@@ -19,7 +19,7 @@ use super::wire::{ReadFault, QUOTED_BYTES};
 
 /// One message from the agent.
 #[derive(Debug)]
-pub enum Incoming {
+pub enum FromAgent {
     /// The answer to one of our requests (`result` or `error`).
     Response {
         id: i64,
@@ -54,9 +54,9 @@ pub struct WireError {
 }
 
 /// Classifies one line.
-pub fn parse(line: &[u8]) -> Result<Incoming, ReadFault> {
+pub fn parse(line: &[u8]) -> Result<FromAgent, ReadFault> {
     if let Some(chunk) = chunk_of(line) {
-        return Ok(Incoming::Chunk(chunk));
+        return Ok(FromAgent::Chunk(chunk));
     }
     match typed(line) {
         Some(m) => Ok(m),
@@ -128,7 +128,7 @@ struct TextBlock<'a> {
 
 /// The typed decode of any other message; `None` leaves the line to
 /// [`general`].
-fn typed(line: &[u8]) -> Option<Incoming> {
+fn typed(line: &[u8]) -> Option<FromAgent> {
     let m: Envelope = serde_json::from_slice(line).ok()?;
     if m.jsonrpc.as_deref() != Some("2.0") {
         return None;
@@ -145,17 +145,17 @@ fn typed(line: &[u8]) -> Option<Incoming> {
             (None, Some(e)) => Err(wire_error(&value(Some(e))?)),
             _ => return None,
         };
-        return Some(Incoming::Response { id, result });
+        return Some(FromAgent::Response { id, result });
     };
     let params = value(m.params)?;
     let method = method.into_owned();
     Some(match m.id {
-        Some(id) => Incoming::Request {
+        Some(id) => FromAgent::Request {
             id: value(Some(id))?,
             method,
             params,
         },
-        None => Incoming::Notification { method, params },
+        None => FromAgent::Notification { method, params },
     })
 }
 
@@ -195,7 +195,7 @@ fn wire_error(e: &Value) -> WireError {
 
 /// The classification of any line through a [`Value`], wording what is
 /// wrong with a line that is not a message.
-fn general(line: &[u8]) -> Result<Incoming, ReadFault> {
+fn general(line: &[u8]) -> Result<FromAgent, ReadFault> {
     let invalid = |what: &str| {
         let shown = String::from_utf8_lossy(&line[..line.len().min(QUOTED_BYTES)]).into_owned();
         ReadFault::Invalid(format!("{what}: {shown:?}"))
@@ -212,8 +212,8 @@ fn general(line: &[u8]) -> Result<Incoming, ReadFault> {
         Some(Value::String(method)) => {
             let params = obj.remove("params").unwrap_or(Value::Null);
             Ok(match id {
-                Some(id) => Incoming::Request { id, method, params },
-                None => Incoming::Notification { method, params },
+                Some(id) => FromAgent::Request { id, method, params },
+                None => FromAgent::Notification { method, params },
             })
         }
         Some(_) => Err(invalid("\"method\" is not a string")),
@@ -227,7 +227,7 @@ fn general(line: &[u8]) -> Result<Incoming, ReadFault> {
                 (None, Some(e)) => Err(wire_error(&e)),
                 _ => return Err(invalid("a response needs exactly one of result and error")),
             };
-            Ok(Incoming::Response { id, result })
+            Ok(FromAgent::Response { id, result })
         }
     }
 }
@@ -241,17 +241,19 @@ mod tests {
         let m = parse(br#"{"jsonrpc":"2.0","id":3,"result":{"a":1}}"#).unwrap();
         assert!(matches!(
             m,
-            Incoming::Response {
+            FromAgent::Response {
                 id: 3,
                 result: Ok(_)
             }
         ));
         let m = parse(br#"{"jsonrpc":"2.0","id":"x","method":"fs/read_text_file"}"#).unwrap();
-        assert!(matches!(m, Incoming::Request { ref method, .. } if method == "fs/read_text_file"));
+        assert!(
+            matches!(m, FromAgent::Request { ref method, .. } if method == "fs/read_text_file")
+        );
         let m = parse(br#"{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"no"}}"#);
         assert!(matches!(
             m,
-            Ok(Incoming::Response {
+            Ok(FromAgent::Response {
                 id: 4,
                 result: Err(WireError { code: -32000, .. })
             })
@@ -266,7 +268,7 @@ mod tests {
         }
     }
 
-    fn update(update: &str) -> Incoming {
+    fn update(update: &str) -> FromAgent {
         let line = format!(
             r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{update}}}}}"#
         );
@@ -278,7 +280,7 @@ mod tests {
         let m = update(
             r#"{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"a\"\u00e9\n"},"_meta":{}}"#,
         );
-        let Incoming::Chunk(c) = m else {
+        let FromAgent::Chunk(c) = m else {
             panic!("not a chunk: {m:?}")
         };
         assert_eq!(
@@ -299,7 +301,7 @@ mod tests {
             r#"{"sessionUpdate":"tool_call","toolCallId":"t","content":[{"type":"text"}]}"#,
             r#"{"sessionUpdate":"plan","entries":[]}"#,
         ] {
-            let Incoming::Notification { method, params } = update(u) else {
+            let FromAgent::Notification { method, params } = update(u) else {
                 panic!("{u} is not a notification")
             };
             assert_eq!(method, "session/update");

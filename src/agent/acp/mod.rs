@@ -8,8 +8,8 @@
 //! - [`reader`]: the stdout reader task (chunks joined while the turn is busy);
 //! - [`hosts`]: the registry (one process per live session);
 //! - [`links`]: where session ↔ agent session links are kept;
-//! - [`open`]: `initialize`, `authenticate`, `session/new` / `session/load`;
-//! - [`turn`]: `session/prompt` and everything until its answer;
+//! - [`ready`]: `initialize`, `authenticate`, `session/new` / `session/load`;
+//! - [`prompt_turn`]: `session/prompt` and everything until its answer;
 //! - [`reason`]: the agent's stderr line quoted in a refusal;
 //! - [`prompt`]: the prompt's content blocks (attachments as resource links);
 //! - [`mapping`], [`permission`], [`fs`], [`terminal`]: what the agent
@@ -24,16 +24,16 @@ mod hosts;
 mod incoming;
 mod links;
 mod mapping;
-mod open;
 mod permission;
 mod prompt;
+mod prompt_turn;
 mod reader;
+mod ready;
 mod reason;
 mod schema;
 mod terminal;
-mod turn;
 mod wire;
 
 pub use hosts::{AcpHosts, IDLE_GRACE};
 pub use links::{Link, LinkStore};
-pub use turn::run;
+pub use prompt_turn::run;

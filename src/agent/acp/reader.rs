@@ -13,14 +13,14 @@
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
 
-use super::incoming::{self, Chunk, Incoming};
+use super::incoming::{self, Chunk, FromAgent};
 use super::wire::{LineReader, ReadFault};
 use crate::agent::coalesce::COALESCE_BYTES;
 
 /// The most chunk text held back while the channel is full.
 pub const HELD_CHUNK_BYTES: usize = COALESCE_BYTES;
 
-type Inbound = mpsc::Sender<Result<Incoming, ReadFault>>;
+type Inbound = mpsc::Sender<Result<FromAgent, ReadFault>>;
 
 pub async fn read_stdout<R: AsyncRead + Unpin>(stdout: R, tx: Inbound, alias: String) {
     let mut reader = LineReader::new(stdout);
@@ -32,7 +32,7 @@ pub async fn read_stdout<R: AsyncRead + Unpin>(stdout: R, tx: Inbound, alias: St
                 biased;
                 permit = tx.reserve() => match permit {
                     Ok(permit) => {
-                        permit.send(Ok(Incoming::Chunk(chunk)));
+                        permit.send(Ok(FromAgent::Chunk(chunk)));
                         continue;
                     }
                     Err(_) => return,
@@ -48,19 +48,19 @@ pub async fn read_stdout<R: AsyncRead + Unpin>(stdout: R, tx: Inbound, alias: St
             Err(fault) => Err(fault),
         };
         let item = match (item, &mut held) {
-            (Ok(Incoming::Chunk(next)), Some(chunk)) if joins(chunk, &next) => {
+            (Ok(FromAgent::Chunk(next)), Some(chunk)) if joins(chunk, &next) => {
                 chunk.text.push_str(&next.text);
                 continue;
             }
             (item, _) => item,
         };
         if let Some(chunk) = held.take() {
-            if tx.send(Ok(Incoming::Chunk(chunk))).await.is_err() {
+            if tx.send(Ok(FromAgent::Chunk(chunk))).await.is_err() {
                 return;
             }
         }
         let item = match item {
-            Ok(Incoming::Chunk(chunk)) => {
+            Ok(FromAgent::Chunk(chunk)) => {
                 held = Some(chunk);
                 continue;
             }
@@ -96,12 +96,12 @@ mod tests {
         )
     }
 
-    fn shown(m: &Incoming) -> String {
+    fn shown(m: &FromAgent) -> String {
         match m {
-            Incoming::Chunk(c) => format!("{}:{}:{}", c.session_id, c.thought, c.text),
-            Incoming::Notification { method, .. } => format!("note:{method}"),
-            Incoming::Response { id, .. } => format!("response:{id}"),
-            Incoming::Request { method, .. } => format!("request:{method}"),
+            FromAgent::Chunk(c) => format!("{}:{}:{}", c.session_id, c.thought, c.text),
+            FromAgent::Notification { method, .. } => format!("note:{method}"),
+            FromAgent::Response { id, .. } => format!("response:{id}"),
+            FromAgent::Request { method, .. } => format!("request:{method}"),
         }
     }
 
@@ -183,7 +183,7 @@ mod tests {
         agent.write_all(all.as_bytes()).await.unwrap();
         drop(agent);
         let mut total = 0;
-        while let Some(Ok(Incoming::Chunk(c))) = rx.recv().await {
+        while let Some(Ok(FromAgent::Chunk(c))) = rx.recv().await {
             assert!(c.text.len() <= HELD_CHUNK_BYTES, "{}", c.text.len());
             total += c.text.len();
         }

@@ -16,10 +16,10 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::host::Host;
-use super::incoming::{Incoming, WireError};
+use super::incoming::{FromAgent, WireError};
 use super::mapping::{self, Tools};
-use super::open::ready_host;
 use super::permission::{self, Ask};
+use super::ready::ready_host;
 use super::schema::PromptResponse;
 use super::terminal::{self, Terminals};
 use super::wire;
@@ -126,7 +126,7 @@ async fn prompt<S: EventSink>(
             Err(why) => return TurnOutcome::Failed(why),
         };
         match message {
-            Incoming::Response { id: got, result } if got == id => {
+            FromAgent::Response { id: got, result } if got == id => {
                 if let Err(end) = flush(&mut pending, sink, host).await {
                     return end;
                 }
@@ -139,22 +139,22 @@ async fn prompt<S: EventSink>(
                     outcome => outcome,
                 };
             }
-            Incoming::Response { .. } => {}
-            Incoming::Chunk(chunk) => {
+            FromAgent::Response { .. } => {}
+            FromAgent::Chunk(chunk) => {
                 let added = mapping::chunk(&chunk, &session, &mut pending, sink).await;
                 if added.is_err() {
                     return sink_closed(host);
                 }
             }
-            Incoming::Notification { method, params } if method == "session/update" => {
+            FromAgent::Notification { method, params } if method == "session/update" => {
                 let applied =
                     mapping::apply(params, &session, &mut tools, &mut pending, sink).await;
                 if applied.is_err() {
                     return sink_closed(host);
                 }
             }
-            Incoming::Notification { .. } => {}
-            Incoming::Request {
+            FromAgent::Notification { .. } => {}
+            FromAgent::Request {
                 id: rid,
                 method,
                 params,

@@ -41,23 +41,23 @@ pub enum Stream {
 }
 
 /// Chunk size, chunk delay and the turn's cancellation signal.
-pub struct Emitter<'c> {
+pub struct Chunker<'c> {
     chunk_chars: usize,
     delay: Duration,
     cancel: &'c CancellationToken,
 }
 
-impl<'c> Emitter<'c> {
-    /// An emitter with the turn's starting settings.
+impl<'c> Chunker<'c> {
+    /// An chunker with the turn's starting settings.
     pub fn new(chunk_chars: u32, delay_ms: u64, cancel: &'c CancellationToken) -> Self {
-        let mut emitter = Emitter {
+        let mut chunker = Chunker {
             chunk_chars: 1,
             delay: Duration::ZERO,
             cancel,
         };
-        emitter.set_chunk_chars(chunk_chars);
-        emitter.set_delay_ms(delay_ms);
-        emitter
+        chunker.set_chunk_chars(chunk_chars);
+        chunker.set_delay_ms(delay_ms);
+        chunker
     }
 
     /// `::chunk N`. Zero (only reachable through settings) counts as one.
@@ -138,7 +138,7 @@ impl<'c> Emitter<'c> {
     }
 
     /// Emits the segment made of `pieces` back to back, chunk for chunk as
-    /// [`Emitter::emit`] would emit it whole, holding at most one chunk
+    /// [`Chunker::emit`] would emit it whole, holding at most one chunk
     /// besides the pieces: a long segment need never exist in one piece.
     pub async fn emit_pieces<S: EventSink>(
         &self,
@@ -214,7 +214,7 @@ mod tests {
     async fn chunks(chars: u32, segment: &str) -> Vec<String> {
         let cancel = CancellationToken::new();
         let mut sink = RecordingSink::default();
-        Emitter::new(chars, 0, &cancel)
+        Chunker::new(chars, 0, &cancel)
             .emit(&mut sink, Stream::Message, segment)
             .await
             .unwrap();
@@ -244,7 +244,7 @@ mod tests {
                 vec![],
             ] {
                 let mut sink = RecordingSink::default();
-                Emitter::new(chars, 0, &cancel)
+                Chunker::new(chars, 0, &cancel)
                     .emit_pieces(&mut sink, Stream::Message, &pieces)
                     .await
                     .unwrap();
@@ -262,7 +262,7 @@ mod tests {
         let cancel = CancellationToken::new();
         cancel.cancel();
         let mut sink = RecordingSink::default();
-        let r = Emitter::new(1, 0, &cancel)
+        let r = Chunker::new(1, 0, &cancel)
             .emit(&mut sink, Stream::Thought, "abc")
             .await;
         assert_eq!(r, Err(Stop::Cancelled));
@@ -274,7 +274,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let mut sink = RecordingSink::default();
         let start = tokio::time::Instant::now();
-        Emitter::new(2, 100, &cancel)
+        Chunker::new(2, 100, &cancel)
             .emit(&mut sink, Stream::Thought, "abcde")
             .await
             .unwrap();
