@@ -4,6 +4,13 @@
 //! own task (no reader task, no channel: a fast daemon waits on the socket
 //! for a slow terminal, and a 100,000-chunk turn costs no thread hand-off
 //! per line), and a writer for requests and answers.
+//!
+//! It is the CLI's one client-side peer: every command reads the daemon
+//! through the daemon's own bounded framing, so a line over the frame
+//! limit is skipped while it arrives, never buffered whole. The one-shot
+//! commands (`zeroclaw rpc|status|pair|upload`) read raw lines with
+//! [`Conn::call_answering`], which prints what it meets and answers the
+//! daemon's questions per [`Answers`].
 
 use std::ffi::OsStr;
 use std::time::Duration;
@@ -13,9 +20,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::codec::FramedRead;
 
-use crate::client::exit;
+use super::answers::Answers;
+use super::exit::{self, CommandFailure};
 use crate::codec::{write_json_line, Frame, FrameCodec, Rejection};
 use crate::endpoint::{self, split, LocalWriteHalf};
+use crate::limits::MAX_FRAME_BYTES;
 
 /// What the daemon sent.
 #[derive(Debug)]
@@ -64,6 +73,12 @@ pub struct Conn {
     next_id: u64,
     /// The endpoint, for messages.
     pub endpoint: String,
+}
+
+impl From<ConnectError> for CommandFailure {
+    fn from(e: ConnectError) -> Self {
+        Self::new(e.status, e.message)
+    }
 }
 
 /// The endpoint `config_dir` and the environment name.
@@ -148,6 +163,72 @@ impl Conn {
                 Some(_) => {}
             }
         }
+    }
+}
+
+impl Conn {
+    /// A request and its answer, every other line handed to `on_line` as
+    /// the daemon sent it (a line that is not JSON too) and answered per
+    /// `answers`; answers to our approvals are dropped. A line the codec
+    /// rejects (over the frame limit, not UTF-8) ends the call: its
+    /// answer may be the line that was not read.
+    pub async fn call_answering(
+        &mut self,
+        method: &str,
+        params: Value,
+        answers: &Answers,
+        mut on_line: impl FnMut(&str),
+    ) -> Result<Value, CallError> {
+        let id = json!(self.request(method, params).await?);
+        loop {
+            let line = self.next_line().await?;
+            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                on_line(&line);
+                continue;
+            };
+            if msg.get("method").is_none() {
+                if msg.get("id") == Some(&id) {
+                    return match msg.get("error") {
+                        Some(e) => Err(CallError::Rpc(e.clone())),
+                        None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
+                    };
+                }
+                continue;
+            }
+            on_line(&line);
+            let next_id = &mut self.next_id;
+            let reply = answers.reply(&msg, || {
+                *next_id += 1;
+                *next_id
+            });
+            if let Some(reply) = reply {
+                self.send(&reply).await?;
+            }
+        }
+    }
+
+    /// The next line as the daemon sent it. Cancel-safe, as [`Conn::next`].
+    async fn next_line(&mut self) -> Result<String, CallError> {
+        if self.ended {
+            return Err(CallError::Lost("connection closed".into()));
+        }
+        let why = match self.reader.next().await {
+            Some(Ok(Frame::Line(line))) => return Ok(line),
+            Some(Ok(Frame::Rejected(Rejection::TooLarge { .. }))) => {
+                return Err(CallError::Lost(format!(
+                    "the daemon sent a line over the {MAX_FRAME_BYTES}-byte frame limit"
+                )))
+            }
+            Some(Ok(Frame::Rejected(Rejection::InvalidUtf8 { line_len }))) => {
+                return Err(CallError::Lost(format!(
+                    "the daemon sent a line of {line_len} bytes that is not UTF-8"
+                )))
+            }
+            None => "the daemon closed the connection".to_owned(),
+            Some(Err(e)) => e.to_string(),
+        };
+        self.ended = true;
+        Err(CallError::Lost(why))
     }
 }
 

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::conn::{Conn, Incoming};
-use crate::client::exit;
+use crate::cli::exit;
 use crate::shown::Shown;
 
 /// The most records `logs/query` returns.

@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::conn::{self, CallError, Conn, Incoming};
-use crate::client::{exit, Answer};
+use crate::cli::exit;
 use crate::shown::Shown;
 use editor::{Input, Line, Purpose};
 use render::{notice, Render};
@@ -341,7 +341,7 @@ impl Chat {
             },
             Slash::Upload(path) => {
                 self.render.flush();
-                let sent = crate::client::upload_file(
+                let sent = crate::cli::file_upload::upload_file(
                     self.config_dir.as_deref(),
                     &self.current.id,
                     &path,
@@ -349,8 +349,8 @@ impl Chat {
                 )
                 .await;
                 match sent {
-                    Ok(Answer::Result(entry)) => Ok(self.uploaded(&path, &entry)),
-                    Ok(Answer::Error(e)) => Err(CallError::Rpc(e)),
+                    Ok(Ok(entry)) => Ok(self.uploaded(&path, &entry)),
+                    Ok(Err(e)) => Err(CallError::Rpc(e)),
                     Err(f) => Ok(vec![f.message]),
                 }
             }

@@ -236,7 +236,7 @@ pub fn session_lines(list: &Value) -> Vec<String> {
     sessions(list)
         .iter()
         .map(|s| {
-            let f = |k: &str| crate::client::field_text(s, k);
+            let f = |k: &str| crate::cli::field::field_text(s, k);
             format!(
                 "{}  {}  {}  {}  {} messages  {}",
                 f("session_id"),

@@ -180,7 +180,7 @@ async fn daemon(config_dir: Option<&OsStr>, name: &EndpointName) -> Check {
         };
     match conn.call("status", json!({})).await {
         Ok(s) => {
-            let f = |k: &str| crate::client::field_text(&s, k);
+            let f = |k: &str| crate::cli::field::field_text(&s, k);
             let version = f("server_version");
             let mut detail = format!(
                 "version {version} answers at {name} (pid {})",

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::{bold, fail};
 use crate::cli::conn::{CallError, Conn};
-use crate::client::exit;
+use crate::cli::exit;
 use crate::config::{Config, ConfigStore};
 use crate::shown::{self, Shown};
 

@@ -17,7 +17,8 @@ use std::io::{IsTerminal, Write};
 use serde_json::Value;
 
 use super::conn::{CallError, Conn};
-use crate::client::{exit, field_text};
+use crate::cli::exit;
+use crate::cli::field::field_text;
 use crate::shown::{self, Shown};
 
 /// Whether to colour what goes to stdout ([`crate::cli::colour::on`]).

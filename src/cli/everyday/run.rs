@@ -17,7 +17,7 @@ use super::{connect, fail, finish};
 use crate::cli::args::Decision;
 use crate::cli::chat::session::{default_agent, no_session};
 use crate::cli::conn::{CallError, Conn, Incoming};
-use crate::client::exit;
+use crate::cli::exit;
 use crate::shown::Shown;
 
 /// The command line of `run`.
@@ -54,7 +54,7 @@ pub async fn run(config_dir: Option<&OsStr>, opts: Options) -> i32 {
     match outcome {
         Ok(v) if v.get("stop_reason").and_then(Value::as_str) == Some("end_turn") => exit::OK,
         Ok(v) => {
-            let reason = crate::client::field_text(&v, "stop_reason");
+            let reason = crate::cli::field::field_text(&v, "stop_reason");
             fail(&format!("the turn ended: {reason}"), exit::RPC_ERROR)
         }
         Err(e) => fail(
@@ -94,7 +94,7 @@ async fn open(conn: &mut Conn, opts: &Options) -> Result<String, Opened> {
         let Some(entry) = found else {
             return Err(Opened::Refused(no_session(id)));
         };
-        let f = |k: &str| crate::client::field_text(&entry, k);
+        let f = |k: &str| crate::cli::field::field_text(&entry, k);
         match f("state").as_str() {
             "live" => return Ok(id.clone()),
             "killed" => {
