@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::answers::Answers;
-use super::conn::Conn;
+use super::conn::ClientPeer;
 use super::exit::{self, CommandFailure};
 use super::one_shot::{one_shot, report, OneShot};
 
@@ -50,7 +50,7 @@ pub async fn upload_file(
     });
     let sha = crate::hex::sha256(&bytes);
     let progress = std::io::stderr().is_terminal();
-    let mut conn = Conn::open(config_dir).await?;
+    let mut conn = ClientPeer::open(config_dir).await?;
     let none = Answers::default();
     let begin =
         json!({"session_id": session, "size_bytes": bytes.len(), "filename": name, "sha256": sha});

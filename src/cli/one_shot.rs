@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::answers::Answers;
-use super::conn::{CallError, Conn};
+use super::conn::{CallError, ClientPeer};
 use super::exit::{self, CommandFailure};
 use super::field::field_text;
 use crate::shown::{json as shown_json, Shown};
@@ -36,7 +36,7 @@ pub async fn rpc(
     timeout: Option<Duration>,
 ) -> i32 {
     let work = async {
-        let mut conn = Conn::open(config_dir).await?;
+        let mut conn = ClientPeer::open(config_dir).await?;
         let r = conn
             .call_answering(method, params, &answers, |line| {
                 eprintln!("{}", shown_json(line));
@@ -80,7 +80,7 @@ pub fn report(outcome: OneShot) -> i32 {
 
 /// Connects and calls `method` without params (no daemon requests expected).
 async fn call_once(config_dir: Option<&OsStr>, method: &str) -> OneShot {
-    let mut conn = Conn::open(config_dir).await?;
+    let mut conn = ClientPeer::open(config_dir).await?;
     one_shot(
         conn.call_answering(method, json!({}), &Answers::default(), |_| {})
             .await,
