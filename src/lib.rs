@@ -8,7 +8,6 @@ pub mod agent;
 pub mod authz;
 pub mod bounded;
 pub mod cli;
-pub mod client;
 pub mod codec;
 pub mod config;
 pub mod confine;

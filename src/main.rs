@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use serde_json::Value;
-use zeroclaw::client::{self, Answers};
+use zeroclaw::cli::answers::Answers;
+use zeroclaw::cli::{file_upload, one_shot};
 use zeroclaw::{cli, daemon, logging, systemd};
 
 #[derive(Parser)]
@@ -311,15 +312,15 @@ fn main() -> ExitCode {
                 approve: approve.map(cli::args::Decision::wire),
                 elicitation_reply,
             };
-            rt.block_on(client::rpc(config_dir, &method, params, answers, timeout))
+            rt.block_on(one_shot::rpc(config_dir, &method, params, answers, timeout))
         }
-        Command::Status { json } => rt.block_on(client::status(config_dir, json)),
-        Command::Pair => rt.block_on(client::pair(config_dir)),
+        Command::Status { json } => rt.block_on(one_shot::status(config_dir, json)),
+        Command::Pair => rt.block_on(one_shot::pair(config_dir)),
         Command::Upload {
             session,
             file,
             filename,
-        } => rt.block_on(client::upload(config_dir, &session, &file, filename)),
+        } => rt.block_on(file_upload::upload(config_dir, &session, &file, filename)),
         Command::Chat {
             prompt,
             session,

@@ -7,8 +7,12 @@
 #[macro_use]
 mod common;
 
+#[cfg(unix)]
+use std::io::{BufRead, BufReader, Read, Write};
+#[cfg(unix)]
+use std::os::unix::net::UnixListener;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{hermetic_env, run_cli, Daemon, TestDir, BIN};
 use serde_json::{json, Value};
@@ -199,4 +203,79 @@ fn rpc_initializes_before_sending_its_request() {
         d.log.text()
     );
     assert_eq!(d.log.events_named("principal_bound").len(), 2);
+}
+
+/// The size of the line the fake daemon below offers: eight times the
+/// frame limit (8 MiB, src/limits.rs).
+#[cfg(unix)]
+const HUGE_LINE: usize = 64 << 20;
+
+// A fake daemon on a Unix socket; the bound itself is the same code on Windows.
+#[cfg(unix)]
+#[test]
+fn rpc_refuses_a_line_over_the_frame_limit_without_reading_it_whole() {
+    // A fake daemon answers `initialize`, then answers `status` with one
+    // endless-looking line: a client that buffers lines reads it all (and
+    // would grow with it); ours reads to the frame limit, says so, and
+    // hangs up, so the daemon cannot push much more than the limit into it.
+    let dir = TestDir::new();
+    let sock = dir.path().join("fake.sock");
+    let listener = UnixListener::bind(&sock).expect("bind fake daemon");
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut w = stream.try_clone().expect("clone");
+        let mut lines = BufReader::new(stream);
+        let mut line = String::new();
+        let mut written = 0usize;
+        while lines.read_line(&mut line).unwrap_or(0) > 0 {
+            let req: Value = serde_json::from_str(&line).expect("client sends JSON");
+            line.clear();
+            if req["method"] == "initialize" {
+                let answer =
+                    json!({"jsonrpc": "2.0", "result": {"protocolVersion": 1}, "id": req["id"]});
+                w.write_all(format!("{answer}\n").as_bytes())
+                    .expect("answer");
+                continue;
+            }
+            let head = format!(r#"{{"jsonrpc":"2.0","id":{},"result":""#, req["id"]);
+            if w.write_all(head.as_bytes()).is_err() {
+                break;
+            }
+            let mib = vec![b'x'; 1 << 20];
+            while written < HUGE_LINE && w.write_all(&mib).is_ok() {
+                written += mib.len();
+            }
+            // No end of line and no end of stream: only the client ends this.
+            let _ = lines.read_to_end(&mut Vec::new());
+            break;
+        }
+        written
+    });
+    let mut cmd = Command::new(BIN);
+    hermetic_env(&mut cmd, dir.path());
+    cmd.env("ZEROCLAW_SOCKET", &sock)
+        .arg("--config-dir")
+        .arg(dir.config_dir())
+        .args(["rpc", "--timeout", "20", "status"]);
+    let started = Instant::now();
+    let (status, out, err) = run_cli(cmd);
+    let took = started.elapsed();
+    let written = server.join().expect("fake daemon");
+    assert_eq!(status.code(), Some(1), "stdout: {out}\nstderr: {err}");
+    assert_eq!(out, "", "no result");
+    assert!(
+        err.starts_with("zeroclaw: ") && err.contains("over the 8388608-byte frame limit"),
+        "a clear error, not a timeout: {err}"
+    );
+    assert!(
+        err.len() < 1000,
+        "the line is not echoed: {} bytes",
+        err.len()
+    );
+    // Read no further than the limit and the socket's buffers.
+    assert!(
+        written < 16 << 20,
+        "the client took {written} bytes of a line over the limit"
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}");
 }

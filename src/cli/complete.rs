@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::conn::Conn;
+use super::conn::ClientPeer;
 use super::everyday::entries;
 
 /// What `__complete` lists.
@@ -69,7 +69,7 @@ fn is_word(w: &str) -> bool {
 }
 
 async fn ask(config_dir: Option<&OsStr>, kind: Kind) -> Option<Vec<String>> {
-    let mut conn = Conn::open(config_dir).await.ok()?;
+    let mut conn = ClientPeer::open(config_dir).await.ok()?;
     let (method, params, list, key) = match kind {
         Kind::Agents => ("agents/status", json!({}), "agents", "alias"),
         Kind::Sessions => (

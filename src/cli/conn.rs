@@ -1,9 +1,16 @@
 //! One connection of a person-facing command to the daemon: connect to the
-//! endpoint the environment names, `initialize`, then [`Conn::next`] turns
-//! the next line the daemon sent into an [`Incoming`], read in the caller's
+//! endpoint the environment names, `initialize`, then [`ClientPeer::next`] turns
+//! the next line the daemon sent into a [`Received`], read in the caller's
 //! own task (no reader task, no channel: a fast daemon waits on the socket
 //! for a slow terminal, and a 100,000-chunk turn costs no thread hand-off
 //! per line), and a writer for requests and answers.
+//!
+//! It is the CLI's one client-side peer: every command reads the daemon
+//! through the daemon's own bounded framing, so a line over the frame
+//! limit is skipped while it arrives, never buffered whole. The one-shot
+//! commands (`zeroclaw rpc|status|pair|upload`) read raw lines with
+//! [`ClientPeer::call_answering`], which prints what it meets and answers the
+//! daemon's questions per [`Answers`].
 
 use std::ffi::OsStr;
 use std::time::Duration;
@@ -13,13 +20,15 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::codec::FramedRead;
 
-use crate::client::exit;
+use super::answers::Answers;
+use super::exit::{self, CommandFailure};
 use crate::codec::{write_json_line, Frame, FrameCodec, Rejection};
 use crate::endpoint::{self, split, LocalWriteHalf};
+use crate::limits::MAX_FRAME_BYTES;
 
 /// What the daemon sent.
 #[derive(Debug)]
-pub enum Incoming {
+pub enum Received {
     /// The answer to our request `id`: its result, or its error object.
     Answer {
         id: u64,
@@ -55,15 +64,21 @@ pub struct ConnectError {
 
 /// A connected, initialized connection.
 #[derive(Debug)]
-pub struct Conn {
+pub struct ClientPeer {
     writer: LocalWriteHalf,
     /// The daemon's own framing (bounded lines, split with memchr).
     reader: FramedRead<endpoint::LocalReadHalf, FrameCodec>,
-    /// The connection ended and [`Incoming::Closed`] was handed out.
+    /// The connection ended and [`Received::Closed`] was handed out.
     ended: bool,
     next_id: u64,
     /// The endpoint, for messages.
     pub endpoint: String,
+}
+
+impl From<ConnectError> for CommandFailure {
+    fn from(e: ConnectError) -> Self {
+        Self::new(e.status, e.message)
+    }
 }
 
 /// The endpoint `config_dir` and the environment name.
@@ -77,7 +92,7 @@ pub fn endpoint_name(config_dir: Option<&OsStr>) -> Result<endpoint::EndpointNam
     }))
 }
 
-impl Conn {
+impl ClientPeer {
     /// Connects and initializes (advertising form elicitation).
     pub async fn open(config_dir: Option<&OsStr>) -> Result<Self, ConnectError> {
         let name = endpoint_name(config_dir)?;
@@ -87,7 +102,7 @@ impl Conn {
         })?;
         let (r, writer) = split(stream);
         let reader = FramedRead::new(r, FrameCodec::default());
-        let mut conn = Conn {
+        let mut conn = ClientPeer {
             writer,
             reader,
             ended: false,
@@ -139,15 +154,81 @@ impl Conn {
         let id = self.request(method, params).await?;
         loop {
             match self.next().await {
-                Some(Incoming::Answer { id: got, outcome }) if got == id => {
+                Some(Received::Answer { id: got, outcome }) if got == id => {
                     return outcome.map_err(CallError::Rpc)
                 }
-                Some(Incoming::Request { id, method, .. }) => self.refuse(&id, &method).await?,
-                Some(Incoming::Closed(why)) => return Err(CallError::Lost(why)),
+                Some(Received::Request { id, method, .. }) => self.refuse(&id, &method).await?,
+                Some(Received::Closed(why)) => return Err(CallError::Lost(why)),
                 None => return Err(CallError::Lost("connection closed".into())),
                 Some(_) => {}
             }
         }
+    }
+}
+
+impl ClientPeer {
+    /// A request and its answer, every other line handed to `on_line` as
+    /// the daemon sent it (a line that is not JSON too) and answered per
+    /// `answers`; answers to our approvals are dropped. A line the codec
+    /// rejects (over the frame limit, not UTF-8) ends the call: its
+    /// answer may be the line that was not read.
+    pub async fn call_answering(
+        &mut self,
+        method: &str,
+        params: Value,
+        answers: &Answers,
+        mut on_line: impl FnMut(&str),
+    ) -> Result<Value, CallError> {
+        let id = json!(self.request(method, params).await?);
+        loop {
+            let line = self.next_line().await?;
+            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                on_line(&line);
+                continue;
+            };
+            if msg.get("method").is_none() {
+                if msg.get("id") == Some(&id) {
+                    return match msg.get("error") {
+                        Some(e) => Err(CallError::Rpc(e.clone())),
+                        None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
+                    };
+                }
+                continue;
+            }
+            on_line(&line);
+            let next_id = &mut self.next_id;
+            let reply = answers.reply(&msg, || {
+                *next_id += 1;
+                *next_id
+            });
+            if let Some(reply) = reply {
+                self.send(&reply).await?;
+            }
+        }
+    }
+
+    /// The next line as the daemon sent it. Cancel-safe, as [`ClientPeer::next`].
+    async fn next_line(&mut self) -> Result<String, CallError> {
+        if self.ended {
+            return Err(CallError::Lost("connection closed".into()));
+        }
+        let why = match self.reader.next().await {
+            Some(Ok(Frame::Line(line))) => return Ok(line),
+            Some(Ok(Frame::Rejected(Rejection::TooLarge { .. }))) => {
+                return Err(CallError::Lost(format!(
+                    "the daemon sent a line over the {MAX_FRAME_BYTES}-byte frame limit"
+                )))
+            }
+            Some(Ok(Frame::Rejected(Rejection::InvalidUtf8 { line_len }))) => {
+                return Err(CallError::Lost(format!(
+                    "the daemon sent a line of {line_len} bytes that is not UTF-8"
+                )))
+            }
+            None => "the daemon closed the connection".to_owned(),
+            Some(Err(e)) => e.to_string(),
+        };
+        self.ended = true;
+        Err(CallError::Lost(why))
     }
 }
 
@@ -176,10 +257,10 @@ impl CallError {
     }
 }
 
-impl Conn {
-    /// The next message; [`Incoming::Closed`] once when the connection
+impl ClientPeer {
+    /// The next message; [`Received::Closed`] once when the connection
     /// ends, `None` after that. Cancel-safe: a line half read stays buffered.
-    pub async fn next(&mut self) -> Option<Incoming> {
+    pub async fn next(&mut self) -> Option<Received> {
         if self.ended {
             return None;
         }
@@ -187,10 +268,10 @@ impl Conn {
             Some(Ok(Frame::Line(line))) => return Some(classify(&line)),
             // Not the end: the line is skipped, the next one read.
             Some(Ok(Frame::Rejected(Rejection::TooLarge { .. }))) => {
-                return Some(Incoming::Garbage("a line over 8 MiB".into()))
+                return Some(Received::Garbage("a line over 8 MiB".into()))
             }
             Some(Ok(Frame::Rejected(Rejection::InvalidUtf8 { line_len }))) => {
-                return Some(Incoming::Garbage(format!(
+                return Some(Received::Garbage(format!(
                     "a line of {line_len} bytes that is not UTF-8"
                 )))
             }
@@ -198,11 +279,11 @@ impl Conn {
             Some(Err(e)) => e.to_string(),
         };
         self.ended = true;
-        Some(Incoming::Closed(why))
+        Some(Received::Closed(why))
     }
 
     /// A message that is there without waiting (read already, or readable).
-    pub fn try_next(&mut self) -> Option<Incoming> {
+    pub fn try_next(&mut self) -> Option<Received> {
         self.next().now_or_never().flatten()
     }
 
@@ -232,41 +313,41 @@ struct ChunkParams<'a> {
 }
 
 /// A chunk notification, if `line` is one.
-fn chunk(line: &str) -> Option<Incoming> {
+fn chunk(line: &str) -> Option<Received> {
     let c: ChunkLine = serde_json::from_str(line).ok()?;
     let thought = match (c.method, c.id, c.params.kind) {
         ("session/update", None, "agent_message_chunk") => false,
         ("session/update", None, "agent_thought_chunk") => true,
         _ => return None,
     };
-    Some(Incoming::Chunk {
+    Some(Received::Chunk {
         thought,
         text: c.params.text.into_owned(),
     })
 }
 
-/// Sorts one line into an [`Incoming`].
-pub fn classify(line: &str) -> Incoming {
+/// Sorts one line into a [`Received`].
+pub fn classify(line: &str) -> Received {
     chunk(line).unwrap_or_else(|| message(line))
 }
 
 /// Sorts a line that is not a chunk.
-fn message(line: &str) -> Incoming {
-    let garbage = || Incoming::Garbage(line.chars().take(200).collect());
+fn message(line: &str) -> Received {
+    let garbage = || Received::Garbage(line.chars().take(200).collect());
     let Ok(Value::Object(mut msg)) = serde_json::from_str::<Value>(line) else {
         return garbage();
     };
     let params = msg.remove("params").unwrap_or(Value::Null);
     match (msg.remove("method"), msg.remove("id")) {
-        (Some(Value::String(method)), Some(id)) => Incoming::Request {
+        (Some(Value::String(method)), Some(id)) => Received::Request {
             id,
             method,
             params,
             line: line.to_owned(),
         },
-        (Some(Value::String(method)), None) => Incoming::Notification { method, params },
+        (Some(Value::String(method)), None) => Received::Notification { method, params },
         (None, Some(Value::Number(n))) => match n.as_u64() {
-            Some(id) => Incoming::Answer {
+            Some(id) => Received::Answer {
                 id,
                 outcome: match msg.remove("error") {
                     Some(e) => Err(e),
@@ -280,10 +361,13 @@ fn message(line: &str) -> Incoming {
 }
 
 /// Connects, retrying for `patience` (a daemon restarting).
-pub async fn reopen(config_dir: Option<&OsStr>, patience: Duration) -> Result<Conn, ConnectError> {
+pub async fn reopen(
+    config_dir: Option<&OsStr>,
+    patience: Duration,
+) -> Result<ClientPeer, ConnectError> {
     let deadline = tokio::time::Instant::now() + patience;
     loop {
-        match Conn::open(config_dir).await {
+        match ClientPeer::open(config_dir).await {
             Ok(c) => return Ok(c),
             Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
@@ -299,55 +383,55 @@ mod tests {
     fn classifies_lines() {
         assert!(matches!(
             classify(r#"{"jsonrpc":"2.0","result":{"a":1},"id":3}"#),
-            Incoming::Answer {
+            Received::Answer {
                 id: 3,
                 outcome: Ok(_)
             }
         ));
         assert!(matches!(
             classify(r#"{"jsonrpc":"2.0","error":{"code":1},"id":4}"#),
-            Incoming::Answer {
+            Received::Answer {
                 id: 4,
                 outcome: Err(_)
             }
         ));
         assert!(matches!(
             classify(r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#),
-            Incoming::Notification { .. }
+            Received::Notification { .. }
         ));
         assert!(matches!(
             classify(r#"{"jsonrpc":"2.0","method":"elicitation/create","id":"zc-out-0"}"#),
-            Incoming::Request { .. }
+            Received::Request { .. }
         ));
         assert!(matches!(
             classify(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","type":"agent_message_chunk","text":"a\nb\u00e9"}}"#),
-            Incoming::Chunk { thought: false, text } if text == "a\nb\u{e9}"
+            Received::Chunk { thought: false, text } if text == "a\nb\u{e9}"
         ));
         assert!(matches!(
             classify(r#"{"jsonrpc":"2.0","method":"session/update","params":{"type":"agent_thought_chunk","text":"hm"}}"#),
-            Incoming::Chunk { thought: true, text } if text == "hm"
+            Received::Chunk { thought: true, text } if text == "hm"
         ));
         // Not a chunk: another type, a request, another method.
         assert!(matches!(
             classify(
                 r#"{"jsonrpc":"2.0","method":"session/update","params":{"type":"tool_call","text":"x"}}"#
             ),
-            Incoming::Notification { .. }
+            Received::Notification { .. }
         ));
         assert!(matches!(
             classify(
                 r#"{"jsonrpc":"2.0","method":"session/update","params":{"type":"agent_message_chunk","text":"x"},"id":7}"#
             ),
-            Incoming::Request { .. }
+            Received::Request { .. }
         ));
         assert!(matches!(
             classify(
                 r#"{"jsonrpc":"2.0","method":"logs/event","params":{"type":"agent_message_chunk","text":"x"}}"#
             ),
-            Incoming::Notification { .. }
+            Received::Notification { .. }
         ));
-        assert!(matches!(classify("not json"), Incoming::Garbage(_)));
-        assert!(matches!(classify("[1,2]"), Incoming::Garbage(_)));
-        assert!(matches!(classify(r#"{"id":"x"}"#), Incoming::Garbage(_)));
+        assert!(matches!(classify("not json"), Received::Garbage(_)));
+        assert!(matches!(classify("[1,2]"), Received::Garbage(_)));
+        assert!(matches!(classify(r#"{"id":"x"}"#), Received::Garbage(_)));
     }
 }

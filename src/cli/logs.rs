@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::conn::{Conn, Incoming};
-use crate::client::exit;
+use super::conn::{ClientPeer, Received};
+use crate::cli::exit;
 use crate::shown::Shown;
 
 /// The most records `logs/query` returns.
@@ -48,7 +48,7 @@ struct Position {
 
 /// Runs the command; the exit status.
 pub async fn run(config_dir: Option<&OsStr>, opts: Options) -> i32 {
-    let mut conn = match Conn::open(config_dir).await {
+    let mut conn = match ClientPeer::open(config_dir).await {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "zeroclaw: {}", Shown::line(&e.message));
@@ -93,11 +93,11 @@ fn notice(m: &str) {
 }
 
 /// Tries until a daemon answers.
-async fn reconnect(config_dir: Option<&OsStr>) -> Conn {
+async fn reconnect(config_dir: Option<&OsStr>) -> ClientPeer {
     let mut wait = BACKOFF.0;
     loop {
         tokio::time::sleep(wait).await;
-        if let Ok(c) = Conn::open(config_dir).await {
+        if let Ok(c) = ClientPeer::open(config_dir).await {
             return c;
         }
         wait = (wait * 2).min(BACKOFF.1);
@@ -108,7 +108,7 @@ async fn reconnect(config_dir: Option<&OsStr>) -> Conn {
 /// shown yet: the last `limit` records at first, after a reconnection all
 /// those after `at` (all of a new daemon's).
 async fn catch_up(
-    conn: &mut Conn,
+    conn: &mut ClientPeer,
     opts: Options,
     at: &mut Position,
     limit: Option<u32>,
@@ -164,10 +164,10 @@ async fn catch_up(
 }
 
 /// Prints new records until the connection ends (`Err`: why) or stdout closes.
-async fn follow(conn: &mut Conn, opts: Options, at: &mut Position) -> Result<(), String> {
+async fn follow(conn: &mut ClientPeer, opts: Options, at: &mut Position) -> Result<(), String> {
     loop {
         match conn.next().await {
-            Some(Incoming::Notification { method, params }) if method == "logs/event" => {
+            Some(Received::Notification { method, params }) if method == "logs/event" => {
                 if params.get("id").is_some() && record_id(&params) <= at.last {
                     continue;
                 }
@@ -183,7 +183,7 @@ async fn follow(conn: &mut Conn, opts: Options, at: &mut Position) -> Result<(),
                     return Ok(());
                 }
             }
-            Some(Incoming::Closed(why)) => return Err(format!("the daemon went away: {why}")),
+            Some(Received::Closed(why)) => return Err(format!("the daemon went away: {why}")),
             None => return Err("the daemon went away".into()),
             Some(_) => {}
         }

@@ -1,10 +1,12 @@
 //! The commands a person types (issue 18, docs/operations.md): `zeroclaw
 //! acp` (the bridge editors launch, issue 27), `zeroclaw chat`, `zeroclaw logs` and `zeroclaw doctor`, and the everyday commands
-//! of issue 25 (`stop`, `sessions`, `agents`, `config`, `run`). They are clients of the
-//! daemon like `zeroclaw rpc`, and share its exit statuses
-//! ([`crate::client::exit`]).
+//! of issue 25 (`stop`, `sessions`, `agents`, `config`, `run`), and the
+//! one-shot `zeroclaw rpc|status|pair|upload`. They are clients of the
+//! daemon through one bounded peer ([`conn`]) and share its exit statuses
+//! ([`exit`]).
 
 pub mod acp_bridge;
+pub mod answers;
 pub mod args;
 pub mod chat;
 pub mod colour;
@@ -12,5 +14,9 @@ pub mod complete;
 pub mod conn;
 pub mod doctor;
 pub mod everyday;
+pub mod exit;
+pub mod field;
+pub mod file_upload;
 pub mod logs;
 pub mod man;
+pub mod one_shot;

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio_util::codec::FramedRead;
 
-use crate::cli::conn::{self, Conn};
+use crate::cli::conn::{self, ClientPeer};
 use crate::codec::{Frame, FrameCodec};
 use crate::endpoint::{self, split, LocalReadHalf, LocalWriteHalf};
 
@@ -217,8 +217,8 @@ async fn connect_patiently(
 
 /// The side connection: reads (`session/list`, `session/messages`,
 /// `config/get`) awaited in place, never a session's channel.
-pub async fn side(config_dir: Option<&OsStr>) -> Result<Conn, Unreachable> {
-    Conn::open(config_dir)
+pub async fn side(config_dir: Option<&OsStr>) -> Result<ClientPeer, Unreachable> {
+    ClientPeer::open(config_dir)
         .await
         .map_err(|e| Unreachable(e.message))
 }

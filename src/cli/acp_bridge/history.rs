@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::editor::{Gone, Out};
 use super::to_acp::row_frame;
-use crate::cli::conn::{CallError, Conn};
+use crate::cli::conn::{CallError, ClientPeer};
 
 /// Rows asked for per `session/messages` page (the daemon also cuts a
 /// page at 4 MiB of JSON).
@@ -26,7 +26,7 @@ pub enum ReplayError {
 
 /// Replays the transcript of `sid` to the editor, in order, each row once;
 /// the number of rows replayed. A session without rows replays nothing.
-pub async fn replay(side: &mut Conn, out: &Out, sid: &str) -> Result<u64, ReplayError> {
+pub async fn replay(side: &mut ClientPeer, out: &Out, sid: &str) -> Result<u64, ReplayError> {
     let page = |before: u64, limit: u64| json!({"session_id": sid, "chat_mode": "acp", "limit": limit, "before_index": before});
     let total = match side
         .call(
@@ -73,7 +73,7 @@ pub async fn replay(side: &mut Conn, out: &Out, sid: &str) -> Result<u64, Replay
 /// One page of `session/list` for the editor: durable sessions of `agent`
 /// (not killed), most recent first, from `cursor` (an offset we gave out).
 pub async fn list(
-    side: &mut Conn,
+    side: &mut ClientPeer,
     agent: &str,
     cursor: Option<&str>,
     cwd: &str,
@@ -113,7 +113,7 @@ pub async fn list(
 }
 
 /// The first line of a session's first prompt, if it has one.
-async fn title(side: &mut Conn, sid: &str) -> Result<Option<String>, CallError> {
+async fn title(side: &mut ClientPeer, sid: &str) -> Result<Option<String>, CallError> {
     let params = json!({"session_id": sid, "chat_mode": "acp", "limit": 1, "before_index": 1});
     match side.call("session/messages", params).await {
         Ok(r) => Ok(r

@@ -34,7 +34,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::cli::conn::Conn;
+use crate::cli::conn::ClientPeer;
 use crate::codec::Frame;
 use daemon::{DaemonConn, FromDaemon, Unreachable};
 use editor::{Gone, Out};
@@ -91,7 +91,7 @@ struct Bridge {
     agent: Option<String>,
     out: Out,
     daemon: Option<DaemonConn>,
-    side: Option<Conn>,
+    side: Option<ClientPeer>,
     pending: HashMap<u64, Pending>,
     asked: HashMap<String, Asked>,
     next_ask: u64,
@@ -170,7 +170,7 @@ impl Bridge {
     }
 
     /// The side connection, opened if needed.
-    async fn side(&mut self) -> Result<&mut Conn, Unreachable> {
+    async fn side(&mut self) -> Result<&mut ClientPeer, Unreachable> {
         if self.side.is_none() {
             self.daemon().await?;
             self.side = Some(daemon::side(self.config_dir.as_deref()).await?);

@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::conn::{self, CallError, Conn, Incoming};
-use crate::client::{exit, Answer};
+use super::conn::{self, CallError, ClientPeer, Received};
+use crate::cli::exit;
 use crate::shown::Shown;
 use editor::{Input, Line, Purpose};
 use render::{notice, Render};
@@ -67,7 +67,7 @@ pub struct Options {
 
 struct Chat {
     config_dir: Option<OsString>,
-    conn: Conn,
+    conn: ClientPeer,
     render: Render,
     input: Input,
     current: Current,
@@ -95,7 +95,7 @@ struct Chat {
 /// What ended a wait at the prompt.
 enum AtPrompt {
     Line(Line),
-    Daemon(Option<Incoming>),
+    Daemon(Option<Received>),
 }
 
 /// Runs the chat; the exit status.
@@ -113,7 +113,7 @@ pub async fn run(config_dir: Option<OsString>, opts: Options) -> i32 {
 
 async fn chat(config_dir: Option<OsString>, opts: Options) -> i32 {
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let mut conn = match Conn::open(config_dir.as_deref()).await {
+    let mut conn = match ClientPeer::open(config_dir.as_deref()).await {
         Ok(c) => c,
         Err(e) => {
             notice(&e.message);
@@ -341,7 +341,7 @@ impl Chat {
             },
             Slash::Upload(path) => {
                 self.render.flush();
-                let sent = crate::client::upload_file(
+                let sent = crate::cli::file_upload::upload_file(
                     self.config_dir.as_deref(),
                     &self.current.id,
                     &path,
@@ -349,8 +349,8 @@ impl Chat {
                 )
                 .await;
                 match sent {
-                    Ok(Answer::Result(entry)) => Ok(self.uploaded(&path, &entry)),
-                    Ok(Answer::Error(e)) => Err(CallError::Rpc(e)),
+                    Ok(Ok(entry)) => Ok(self.uploaded(&path, &entry)),
+                    Ok(Err(e)) => Err(CallError::Rpc(e)),
                     Err(f) => Ok(vec![f.message]),
                 }
             }
@@ -398,9 +398,9 @@ impl Chat {
     /// Something the daemon sent while the person is at the prompt: a lost
     /// connection is reopened there and then (the prompt stays; a failure
     /// leaves the retry to the next prompt).
-    async fn at_prompt(&mut self, ev: Option<Incoming>) {
+    async fn at_prompt(&mut self, ev: Option<Received>) {
         match ev {
-            Some(Incoming::Closed(_)) | None => {
+            Some(Received::Closed(_)) | None => {
                 // Below the prompt line the editor is drawing.
                 if self.render.tty && self.input.reading() {
                     eprintln!();
@@ -413,16 +413,16 @@ impl Chat {
                     eprint!("{PROMPT}");
                 }
             }
-            Some(Incoming::Request { id, method, .. }) => {
+            Some(Received::Request { id, method, .. }) => {
                 let _ = self.conn.refuse(&id, &method).await;
             }
-            Some(Incoming::Garbage(line)) => garbage(&line),
+            Some(Received::Garbage(line)) => garbage(&line),
             // Another attached client's turn (or late updates of ours).
-            Some(ev @ (Incoming::Chunk { .. } | Incoming::Notification { .. })) => {
+            Some(ev @ (Received::Chunk { .. } | Received::Notification { .. })) => {
                 self.watch_at_prompt(ev)
             }
             // Late answers of an ended turn.
-            Some(Incoming::Answer { .. }) => {}
+            Some(Received::Answer { .. }) => {}
         }
     }
 

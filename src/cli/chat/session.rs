@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::super::conn::{CallError, Conn};
+use super::super::conn::{CallError, ClientPeer};
 use super::render::TOOL_PREVIEW;
 use super::Options;
 use crate::shown::Shown;
@@ -52,7 +52,7 @@ pub fn work_dir(cwd: Option<&Path>) -> Result<PathBuf, String> {
 /// `--new`, or the most recent session working in `dir`), and whether it is
 /// a stored session.
 pub async fn choose(
-    conn: &mut Conn,
+    conn: &mut ClientPeer,
     opts: &Options,
     dir: &Path,
 ) -> Result<(Current, bool), String> {
@@ -97,7 +97,7 @@ pub fn no_session(id: &str) -> String {
 
 /// Session `id` (live or persisted, among the 1000 most recent) with its
 /// agent and mode, from `session/list`; `None` when there is no such session.
-pub async fn stored(conn: &mut Conn, id: &str) -> Result<Option<Current>, CallError> {
+pub async fn stored(conn: &mut ClientPeer, id: &str) -> Result<Option<Current>, CallError> {
     let list = conn.call("session/list", json!({"limit": 1000})).await?;
     Ok(sessions(&list)
         .iter()
@@ -116,7 +116,7 @@ fn current_of(s: &Value) -> Option<Current> {
 /// The most recent session of `mode` working in `dir` (among the 1000
 /// most recent): `zeroclaw chat` in a project continues that project's.
 pub async fn most_recent(
-    conn: &mut Conn,
+    conn: &mut ClientPeer,
     mode: &'static str,
     dir: &Path,
 ) -> Result<Option<Current>, CallError> {
@@ -132,7 +132,7 @@ pub async fn most_recent(
 
 /// The agent a chat uses when none is named: the configured
 /// `default_agent`, else the first configured alias (`config/get`, keys sorted).
-pub async fn default_agent(conn: &mut Conn) -> Result<Option<String>, CallError> {
+pub async fn default_agent(conn: &mut ClientPeer) -> Result<Option<String>, CallError> {
     let config = conn.call("config/get", json!({})).await?;
     if let Some(a) = config.get("default_agent").and_then(Value::as_str) {
         return Ok(Some(a.to_owned()));
@@ -156,7 +156,7 @@ fn sessions(list: &Value) -> Vec<Value> {
 /// empty) in `cwd` when given; the result, with `resumed` and
 /// `message_count` as `session/new` gives them.
 pub async fn open(
-    conn: &mut Conn,
+    conn: &mut ClientPeer,
     current: &Current,
     cwd: Option<&Path>,
 ) -> Result<Value, CallError> {
@@ -194,7 +194,7 @@ pub fn cwd_refused(e: &CallError) -> bool {
 /// The last `n` transcript rows as display lines (shown through the
 /// renderer, which sanitizes them; names and results are one line here).
 pub async fn history(
-    conn: &mut Conn,
+    conn: &mut ClientPeer,
     id: &str,
     mode: &str,
     n: usize,
@@ -236,7 +236,7 @@ pub fn session_lines(list: &Value) -> Vec<String> {
     sessions(list)
         .iter()
         .map(|s| {
-            let f = |k: &str| crate::client::field_text(s, k);
+            let f = |k: &str| crate::cli::field::field_text(s, k);
             format!(
                 "{}  {}  {}  {}  {} messages  {}",
                 f("session_id"),

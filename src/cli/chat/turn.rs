@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use std::time::Duration;
 
-use super::super::conn::{CallError, Incoming};
+use super::super::conn::{CallError, Received};
 use super::render::{notice, Outcome};
 use super::{ask, garbage, Chat};
 
@@ -15,7 +15,7 @@ impl Chat {
     pub(super) async fn turn(&mut self, prompt: &str) -> Option<i32> {
         // A connection that died while idle is noticed before the prompt goes.
         while let Some(ev) = self.conn.try_next() {
-            if let Incoming::Closed(_) = ev {
+            if let Received::Closed(_) = ev {
                 if let Err(status) = self.reconnect().await {
                     return Some(status);
                 }
@@ -69,8 +69,8 @@ impl Chat {
                 }
             };
             match ev {
-                Some(Incoming::Chunk { thought, text }) => self.render.chunk(thought, &text),
-                Some(Incoming::Notification { method, params }) if method == "session/update" => {
+                Some(Received::Chunk { thought, text }) => self.render.chunk(thought, &text),
+                Some(Received::Notification { method, params }) if method == "session/update" => {
                     if params.get("type").and_then(Value::as_str) == Some("approval_request") {
                         if let Err(e) = self.approval(&params, &mut cancelling).await {
                             return self.failed(e).await;
@@ -79,8 +79,8 @@ impl Chat {
                         failure_shown = true;
                     }
                 }
-                Some(Incoming::Notification { .. }) => {}
-                Some(Incoming::Request {
+                Some(Received::Notification { .. }) => {}
+                Some(Received::Request {
                     id,
                     method,
                     params,
@@ -98,7 +98,7 @@ impl Chat {
                         return self.failed(e).await;
                     }
                 }
-                Some(Incoming::Answer { id: got, outcome }) if got == id => {
+                Some(Received::Answer { id: got, outcome }) if got == id => {
                     match outcome {
                         Err(e) if !failure_shown => {
                             self.render.finish_line();
@@ -108,7 +108,7 @@ impl Chat {
                     }
                     return None;
                 }
-                Some(Incoming::Answer { outcome, .. }) => {
+                Some(Received::Answer { outcome, .. }) => {
                     // session/approve or session/cancel answers.
                     if let Ok(r) = &outcome {
                         if r.get("acknowledged") == Some(&Value::Bool(false)) {
@@ -116,11 +116,11 @@ impl Chat {
                         }
                     }
                 }
-                Some(Incoming::Garbage(line)) => {
+                Some(Received::Garbage(line)) => {
                     self.render.flush();
                     garbage(&line);
                 }
-                Some(Incoming::Closed(_)) | None => {
+                Some(Received::Closed(_)) | None => {
                     self.render
                         .line("[turn interrupted: the connection to the daemon was lost]");
                     return self.reconnect().await.err();

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::super::conn::{CallError, Incoming};
+use super::super::conn::{CallError, Received};
 use super::render::{notice, Outcome};
 use super::{Chat, PROMPT};
 use crate::shown::Shown;
@@ -18,7 +18,7 @@ impl Chat {
     /// reading a line: on a terminal the output starts below the prompt,
     /// and the prompt is drawn again once the turn ends or asks for an
     /// approval (the person types `/approve` there).
-    pub(super) fn watch_at_prompt(&mut self, ev: Incoming) {
+    pub(super) fn watch_at_prompt(&mut self, ev: Received) {
         let at_prompt = self.render.tty && self.input.reading();
         if at_prompt && !self.below_prompt {
             eprintln!();
@@ -33,13 +33,13 @@ impl Chat {
     }
 
     /// One event of another client's turn, arrived at the prompt.
-    fn watch(&mut self, ev: Incoming) {
+    fn watch(&mut self, ev: Received) {
         match ev {
-            Incoming::Chunk { thought, text } => {
+            Received::Chunk { thought, text } => {
                 self.watch_start();
                 self.render.chunk(thought, &text);
             }
-            Incoming::Notification { method, params } if method == "session/update" => {
+            Received::Notification { method, params } if method == "session/update" => {
                 self.watch_update(&params)
             }
             _ => {}

@@ -24,7 +24,7 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 
-use super::conn::Conn;
+use super::conn::ClientPeer;
 use crate::endpoint::{self, EndpointName};
 
 /// The outcome of one check.
@@ -171,7 +171,7 @@ async fn checks(config_dir: Option<&OsStr>, only: Option<&str>) -> Vec<Check> {
 async fn daemon(config_dir: Option<&OsStr>, name: &EndpointName) -> Check {
     const NAME: &str = "daemon";
     let mut conn =
-        match Conn::open(config_dir).await {
+        match ClientPeer::open(config_dir).await {
             Ok(c) => c,
             Err(_) => return Check::fail(
                 NAME,
@@ -181,7 +181,7 @@ async fn daemon(config_dir: Option<&OsStr>, name: &EndpointName) -> Check {
         };
     match conn.call("status", json!({})).await {
         Ok(s) => {
-            let f = |k: &str| crate::client::field_text(&s, k);
+            let f = |k: &str| crate::cli::field::field_text(&s, k);
             let version = f("server_version");
             let mut detail = format!(
                 "version {version} answers at {name} (pid {})",

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::{call_and_finish, fail, listing};
-use crate::client::{exit, field_text};
+use crate::cli::exit;
+use crate::cli::field::field_text;
 use crate::shown::Shown;
 
 /// How long `stop` waits for the endpoint to go away.

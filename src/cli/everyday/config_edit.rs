@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::{bold, fail};
-use crate::cli::conn::{CallError, Conn};
-use crate::client::exit;
+use crate::cli::conn::{CallError, ClientPeer};
+use crate::cli::exit;
 use crate::config::{Config, ConfigStore};
 use crate::shown::{self, Shown};
 
@@ -136,7 +136,7 @@ async fn commit(
     original: &[u8],
     edited: &str,
 ) -> Result<Via, Refused> {
-    let mut conn = match Conn::open(config_dir).await {
+    let mut conn = match ClientPeer::open(config_dir).await {
         Ok(c) => c,
         Err(e) if e.status == exit::NO_DAEMON => return commit_file(dir, original, edited),
         Err(e) => return Err(Refused::Other(e.message, e.status)),

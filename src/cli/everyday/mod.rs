@@ -1,6 +1,6 @@
 //! The everyday commands (issue 25, docs/operations.md): `zeroclaw stop`,
 //! `sessions`, `agents`, `config get|set|edit` and `run`. Each is one or a few
-//! requests over a [`Conn`]; by default a person reads the answer (a table,
+//! requests over a [`ClientPeer`]; by default a person reads the answer (a table,
 //! a transcript), with `--json` a script gets the result as one JSON
 //! document on stdout. Exit statuses are those of every client command
 //! ([`exit`]). This file holds what they share: connecting, reporting an
@@ -16,8 +16,9 @@ use std::io::{IsTerminal, Write};
 
 use serde_json::Value;
 
-use super::conn::{CallError, Conn};
-use crate::client::{exit, field_text};
+use super::conn::{CallError, ClientPeer};
+use crate::cli::exit;
+use crate::cli::field::field_text;
 use crate::shown::{self, Shown};
 
 /// Whether to colour what goes to stdout ([`crate::cli::colour::on`]).
@@ -41,8 +42,8 @@ pub fn fail(message: &str, status: i32) -> i32 {
 }
 
 /// Connects and initializes, or the failure's status (3: no daemon).
-pub async fn connect(config_dir: Option<&OsStr>) -> Result<Conn, i32> {
-    Conn::open(config_dir)
+pub async fn connect(config_dir: Option<&OsStr>) -> Result<ClientPeer, i32> {
+    ClientPeer::open(config_dir)
         .await
         .map_err(|e| fail(&e.message, e.status))
 }

@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use super::{connect, fail, finish};
 use crate::cli::args::Decision;
 use crate::cli::chat::session::{default_agent, no_session};
-use crate::cli::conn::{CallError, Conn, Incoming};
-use crate::client::exit;
+use crate::cli::conn::{CallError, ClientPeer, Received};
+use crate::cli::exit;
 use crate::shown::Shown;
 
 /// The command line of `run`.
@@ -54,7 +54,7 @@ pub async fn run(config_dir: Option<&OsStr>, opts: Options) -> i32 {
     match outcome {
         Ok(v) if v.get("stop_reason").and_then(Value::as_str) == Some("end_turn") => exit::OK,
         Ok(v) => {
-            let reason = crate::client::field_text(&v, "stop_reason");
+            let reason = crate::cli::field::field_text(&v, "stop_reason");
             fail(&format!("the turn ended: {reason}"), exit::RPC_ERROR)
         }
         Err(e) => fail(
@@ -79,7 +79,7 @@ impl From<CallError> for Opened {
 /// The session to prompt: `--session` as it is when live (never replaced:
 /// another client may be in it), resumed with `session/new` when only
 /// persisted; else a fresh durable session of `--agent` or the default.
-async fn open(conn: &mut Conn, opts: &Options) -> Result<String, Opened> {
+async fn open(conn: &mut ClientPeer, opts: &Options) -> Result<String, Opened> {
     if let Some(id) = &opts.session {
         let list = conn
             .call(
@@ -94,7 +94,7 @@ async fn open(conn: &mut Conn, opts: &Options) -> Result<String, Opened> {
         let Some(entry) = found else {
             return Err(Opened::Refused(no_session(id)));
         };
-        let f = |k: &str| crate::client::field_text(&entry, k);
+        let f = |k: &str| crate::cli::field::field_text(&entry, k);
         match f("state").as_str() {
             "live" => return Ok(id.clone()),
             "killed" => {
@@ -132,7 +132,7 @@ async fn open(conn: &mut Conn, opts: &Options) -> Result<String, Opened> {
 }
 
 /// Sends the prompt and follows the turn until its answer.
-async fn turn(conn: &mut Conn, id: &str, opts: &Options) -> Result<Value, CallError> {
+async fn turn(conn: &mut ClientPeer, id: &str, opts: &Options) -> Result<Value, CallError> {
     let prompt_id = conn
         .request(
             "session/prompt",
@@ -143,10 +143,10 @@ async fn turn(conn: &mut Conn, id: &str, opts: &Options) -> Result<Value, CallEr
     let mut mid_line = false;
     let outcome = loop {
         match conn.next().await {
-            Some(Incoming::Answer { id: got, outcome }) if got == prompt_id => {
+            Some(Received::Answer { id: got, outcome }) if got == prompt_id => {
                 break outcome.map_err(CallError::Rpc)
             }
-            Some(Incoming::Chunk {
+            Some(Received::Chunk {
                 thought: false,
                 text,
             }) if !opts.json => {
@@ -158,14 +158,14 @@ async fn turn(conn: &mut Conn, id: &str, opts: &Options) -> Result<Value, CallEr
                     let _ = out.flush();
                 }
             }
-            Some(Incoming::Notification { method, params }) if method == "session/update" => {
+            Some(Received::Notification { method, params }) if method == "session/update" => {
                 approval(conn, &params, opts.approve).await?;
             }
-            Some(Incoming::Request { id, method, .. }) if method == "elicitation/create" => {
+            Some(Received::Request { id, method, .. }) if method == "elicitation/create" => {
                 conn.respond(&id, json!({"action": "decline"})).await?;
             }
-            Some(Incoming::Request { id, method, .. }) => conn.refuse(&id, &method).await?,
-            Some(Incoming::Closed(why)) => break Err(CallError::Lost(why)),
+            Some(Received::Request { id, method, .. }) => conn.refuse(&id, &method).await?,
+            Some(Received::Closed(why)) => break Err(CallError::Lost(why)),
             None => break Err(CallError::Lost("connection closed".into())),
             Some(_) => {}
         }
@@ -180,7 +180,7 @@ async fn turn(conn: &mut Conn, id: &str, opts: &Options) -> Result<Value, CallEr
 /// Answers an `approval_request` with `--approve`'s decision, else
 /// `reject` (said on stderr); other updates are not shown.
 async fn approval(
-    conn: &mut Conn,
+    conn: &mut ClientPeer,
     params: &Value,
     approve: Option<Decision>,
 ) -> Result<(), CallError> {
