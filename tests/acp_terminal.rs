@@ -5,7 +5,7 @@
 //! turn, cancel during `terminal/wait_for_exit`, terminals left at turn end,
 //! and `terminal = false` answering method-not-found as before.
 
-// Unix only: POSIX shell commands in terminals. The Windows suite is listed in docs/operations.md.
+// Unix only: POSIX shell commands in terminals.
 #![cfg(unix)]
 
 mod common;

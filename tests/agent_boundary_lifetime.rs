@@ -6,7 +6,7 @@
 //! kills what escapes a process group), the agent itself at `SIGTERM` and
 //! at `kill -9` (`PR_SET_PDEATHSIG`).
 
-// Unix only: signals and /proc. The Windows suite is listed in docs/operations.md.
+// Unix only: signals and /proc.
 #![cfg(unix)]
 
 mod common;

@@ -2,7 +2,7 @@
 //! streamed answer, approvals and choices answered, Ctrl-C cancelling the
 //! turn, a resize mid-turn, resume, and Ctrl-D leaving.
 
-// Unix only: pseudo-terminals under tmux. The Windows suite is listed in docs/operations.md.
+// Unix only: pseudo-terminals under tmux.
 #![cfg(unix)]
 
 #[macro_use]
