@@ -3,7 +3,7 @@
 //! every update mapping, permissions, confined `fs/*`, unserved requests,
 //! authentication, the SQLite link and the config keys.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet run under Wine.
 #![cfg(unix)]
 
 mod common;

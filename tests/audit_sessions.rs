@@ -4,7 +4,7 @@
 //! and by `session/new`), `session_killed`, `session_deleted`, read from the
 //! daemon's stderr JSON lines.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet run under Wine.
 #![cfg(unix)]
 
 mod common;

@@ -3,7 +3,7 @@
 //! hidden until `/thoughts`, `/resume ID` switching sessions with their last
 //! messages, `/cancel` with no turn running, and a failed turn shown.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet run under Wine.
 #![cfg(unix)]
 
 mod common;

@@ -15,7 +15,7 @@
 //! store, every stored file having the SHA-256 its name says. The second
 //! plants leftovers of dead writers before a start.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet run under Wine.
 #![cfg(unix)]
 
 mod common;

@@ -4,7 +4,7 @@
 //! session bounds (excess sockets closed at accept), and the end of a
 //! pairing lockout.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet run under Wine.
 #![cfg(unix)]
 
 mod common;

@@ -3,7 +3,7 @@
 //! and the default `info` applies. `infoo` used to be read as a target and
 //! turned every log line off, silently.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet run under Wine.
 #![cfg(unix)]
 
 mod common;

@@ -5,7 +5,7 @@
 //! The budget in force is read off the `max` of a `-32004` `memory`
 //! refusal of an upload chunk.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet run under Wine.
 #![cfg(unix)]
 
 mod common;
