@@ -34,9 +34,10 @@ TARGET=x86_64-pc-windows-gnu
 # panic_unwind: the test harness needs unwinding (a failed assert is a panic).
 CARGO_WIN=(-Zbuild-std=std,panic_unwind --target "$TARGET" -j 2)
 
-# The protocol tests that must run on Windows (the core families).
-# The other test files are about Unix-only means (signals, pseudo-terminals,
-# socat, useradd, tmpfs, fork) and are compiled out there (`#![cfg(unix)]`).
+# The protocol tests that must run on Windows (the core families,
+# then the files that need nothing of Unix). The other test files are
+# compiled out there (`#![cfg(unix)]`); each says why in its header, and
+# `unix_only` prints it.
 PROTOCOL_TESTS=(
   endpoint pipe framing frame_bounds golden limits pipelining
   sessions_lifecycle sessions_interaction sessions_streaming
@@ -44,6 +45,10 @@ PROTOCOL_TESTS=(
   config_set_many config_concurrency config_storage
   files_upload files_attach files_prompt upload_budget
   shutdown_checkpoint ephemeral
+  acp_compaction acp_faults agent_boundary_redirects agent_boundary_slots
+  audit_sessions cli cli_values gateway_limits logging_filter
+  memory_budget_config openai_approvals openai_backend openai_failures
+  openai_real prop_codec prop_config prop_envelope
 )
 
 setup() {

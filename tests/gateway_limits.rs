@@ -4,9 +4,6 @@
 //! session bounds (excess sockets closed at accept), and the end of a
 //! pairing lockout.
 
-// Not in the Windows suite: not yet run under Wine.
-#![cfg(unix)]
-
 mod common;
 mod gateway_support;
 

@@ -8,9 +8,6 @@
 //! TOML round trip (what the daemon persists is what it reads back), and
 //! `config/set` stages like a one-entry `config/set-many`.
 
-// Not in the Windows suite: not yet run under Wine.
-#![cfg(unix)]
-
 mod common;
 
 use proptest::prelude::*;
