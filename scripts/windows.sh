@@ -14,12 +14,13 @@
 # so the Linux build is untouched and a CI cache of target-win/ keeps the std
 # build, the dependencies and the prefix for the next run.
 #
-# Usage: bash scripts/windows.sh [all|setup|check|build|lib|protocol]   (default all)
+# Usage: bash scripts/windows.sh [all|setup|check|build|lib|protocol|skipped]   (default all)
 #   setup     packages (apt-get, needs root when missing), Wine prefix, the DLL
 #   check     cargo check of every target (the quickest way to see errors)
 #   build     everything built: binary, examples, library and protocol tests
 #   lib       the library's unit tests under Wine
 #   protocol  the protocol tests (tests/*.rs) that run on Windows, under Wine
+#   skipped   only the list of test files not run on Windows, with reasons (no build)
 # Extra arguments after the step go to the test executables (a name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,9 +34,10 @@ TARGET=x86_64-pc-windows-gnu
 # panic_unwind: the test harness needs unwinding (a failed assert is a panic).
 CARGO_WIN=(-Zbuild-std=std,panic_unwind --target "$TARGET" -j 2)
 
-# The protocol tests that must run on Windows (the issue's core families).
-# The other test files are about Unix-only means (signals, pseudo-terminals,
-# socat, useradd, tmpfs, fork) and are compiled out there (`#![cfg(unix)]`).
+# The protocol tests that must run on Windows (the issue's core families,
+# then the files that need nothing of Unix). The other test files are
+# compiled out there (`#![cfg(unix)]`); each says why in its header, and
+# `unix_only` prints it.
 PROTOCOL_TESTS=(
   endpoint pipe framing frame_bounds golden limits pipelining
   sessions_lifecycle sessions_interaction sessions_streaming
@@ -43,6 +45,10 @@ PROTOCOL_TESTS=(
   config_set_many config_concurrency config_storage
   files_upload files_attach files_prompt upload_budget
   shutdown_checkpoint ephemeral
+  acp_compaction acp_faults agent_boundary_redirects agent_boundary_slots
+  audit_sessions cli cli_values gateway_limits logging_filter
+  memory_budget_config openai_approvals openai_backend openai_failures
+  openai_real prop_codec prop_config prop_envelope
 )
 
 setup() {
@@ -126,15 +132,15 @@ lib_tests() {
 }
 
 # The test files not run here, each with the reason its header gives
-# (`// Unix only: <why>` or `// Not in the Windows suite ...`), so the log
-# says what Windows does not cover.
+# (`// Unix only: <why>` or `// Not in the Windows suite: <why>`, just
+# above `#![cfg(unix)]`), so the log says what Windows does not cover.
 unix_only() {
   local f name why
   for f in tests/*.rs; do
     name=$(basename "$f" .rs)
     case " ${PROTOCOL_TESTS[*]} " in *" $name "*) continue ;; esac
-    why=$(grep -m1 -E '^// (Unix only|Not in the Windows suite)' "$f" | sed 's|^// ||; s| The Windows suite is listed.*||; s| (run on Unix;.*|: runs on Unix only|')
-    echo "SKIPPED tests/$name.rs: ${why:-no reason given}"
+    why=$(grep -m1 -E '^// (Unix only|Not in the Windows suite): ' "$f" | sed 's|^// [^:]*: ||') || true
+    echo "SKIPPED on Windows: tests/$name.rs: ${why:-no reason given}"
   done
 }
 
@@ -154,6 +160,7 @@ case "$STEP" in
   build) setup; build ;;
   lib) setup; lib_tests "$@" ;;
   protocol) setup; protocol_tests "$@" ;;
+  skipped) unix_only ;;
   all)
     setup
     build
@@ -163,5 +170,5 @@ case "$STEP" in
     protocol_tests "$@" || failed=1
     exit "$failed"
     ;;
-  *) echo "usage: scripts/windows.sh [all|setup|check|build|lib|protocol] [test filter]" >&2; exit 2 ;;
+  *) echo "usage: scripts/windows.sh [all|setup|check|build|lib|protocol|skipped] [test filter]" >&2; exit 2 ;;
 esac

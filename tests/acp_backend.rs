@@ -3,7 +3,7 @@
 //! every update mapping, permissions, confined `fs/*`, unserved requests,
 //! authentication, the SQLite link and the config keys.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: one test plants a symlink (std::os::unix::fs::symlink).
 #![cfg(unix)]
 
 mod common;

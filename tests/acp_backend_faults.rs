@@ -3,7 +3,7 @@
 //! that does not read; and a kill -9 of the daemon mid-turn, recovered with
 //! `session/load` (or without it, recorded as a context loss).
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: one test checks that the agent is gone through /proc/<pid>/stat (sessions::process_gone).
 #![cfg(unix)]
 
 mod common;

@@ -8,7 +8,7 @@
 //! kernel's socket buffer took; not the ~160,000 frames that 16 MiB of
 //! ~105-byte chunk notifications would be.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: sizes a Unix stream socket's kernel buffers with UnixStream::pair.
 #![cfg(unix)]
 
 mod common;

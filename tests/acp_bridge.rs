@@ -8,7 +8,7 @@
 //! scenario checks that the bridge's stdout held nothing but JSON-RPC
 //! frames and that it exited 0 when the editor closed stdin.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: the official Python ACP SDK in a venv (tests/common/py_editor.rs) and `zeroclaw stop` (SIGTERM).
 #![cfg(unix)]
 
 #[macro_use]

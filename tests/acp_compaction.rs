@@ -6,9 +6,6 @@
 //! A model of the retained context runs beside the daemon: every notice and
 //! every `::context` reply is compared with it.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 
 use common::acp::*;

@@ -9,7 +9,7 @@
 //! `kill9_campaign` kills at seeded random delays (`ZC_CRASH_SEED`,
 //! `ZC_CRASH_ITERS`, default 100 iterations) and prints its outcome counts.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: one test stops the daemon gracefully with SIGTERM (AcpEnv::stop).
 #![cfg(unix)]
 
 mod common;

@@ -5,9 +5,6 @@
 //! once the faults are cleared. Also the kill/delete ordering of §9.9.
 //! (`snapshot_write` is in tests/acp_compaction.rs.)
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 
 use common::values::items;

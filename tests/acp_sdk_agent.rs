@@ -5,7 +5,7 @@
 //! daemon mid-turn. Faults an SDK would never write are
 //! tests/acp_backend_faults.rs's, with the stdio agent.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet run under Wine (it builds tests/acp-sdk-agent with cargo at test time).
 #![cfg(unix)]
 
 #[macro_use]

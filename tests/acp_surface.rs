@@ -5,7 +5,7 @@
 //! prompt or resume it, read it without recovery, and leave every one of its
 //! rows byte-identical; kill sets only the tombstone, delete deletes.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: stops the daemon gracefully with SIGTERM (AcpEnv::stop).
 #![cfg(unix)]
 
 mod common;

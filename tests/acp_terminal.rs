@@ -5,7 +5,7 @@
 //! turn, cancel during `terminal/wait_for_exit`, terminals left at turn end,
 //! and `terminal = false` answering method-not-found as before.
 
-// Unix only: POSIX shell commands in terminals. The Windows suite is listed in docs/operations.md.
+// Unix only: the test agent's terminal commands are POSIX sh (`sh -c`), and one test plants a symlink.
 #![cfg(unix)]
 
 mod common;

@@ -2,7 +2,7 @@
 //! exact shapes, bad params `-32602` naming the member, and the effective
 //! `config/get` view (issue 12).
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: one test maps the test's own uid through the roster (a pipe carries no uid).
 #![cfg(unix)]
 
 mod common;

@@ -7,7 +7,7 @@
 //! and an `api_key_file` keeps a key out of the daemon's environment (and
 //! is masked like any key).
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: reads /proc/<pid>/environ, checks geteuid, and runs POSIX sh commands in terminals and the shell tool.
 #![cfg(unix)]
 
 mod common;

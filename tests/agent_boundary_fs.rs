@@ -6,7 +6,7 @@
 //! the way that leads outside, or one swapped for such a symlink during the
 //! writes never gets a byte written outside the working directory.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: FIFOs (mkfifo), symlinks, renameat2 and O_NONBLOCK.
 #![cfg(unix)]
 
 #[macro_use]

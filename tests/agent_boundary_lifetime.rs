@@ -6,7 +6,7 @@
 //! kills what escapes a process group), the agent itself at `SIGTERM` and
 //! at `kill -9` (`PR_SET_PDEATHSIG`).
 
-// Unix only: signals and /proc. The Windows suite is listed in docs/operations.md.
+// Unix only: setsid and POSIX sh descendants, signals (SIGTERM, kill -9) and /proc/<pid>/stat.
 #![cfg(unix)]
 
 mod common;

@@ -4,9 +4,6 @@
 //! turn nor by `zeroclaw doctor`'s model-server check. (Followed, a 307
 //! re-posted the whole conversation and the key to the other listener.)
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

@@ -4,7 +4,7 @@
 //! SIGTERM between the bind and the handlers (a unit stopped while still
 //! starting) killed the daemon by signal and left its socket behind.
 
-// Unix only: signals. The Windows suite is listed in docs/operations.md.
+// Unix only: sends SIGTERM to the starting daemon (libc::kill).
 #![cfg(unix)]
 
 mod common;

@@ -5,9 +5,6 @@
 //! requests_in_flight`. (The turn writes that answer itself; the slot used
 //! to be released only after, when the handler's future ended.)
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

@@ -4,9 +4,6 @@
 //! and by `session/new`), `session_killed`, `session_deleted`, read from the
 //! daemon's stderr JSON lines.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 use common::start::echo_session;
 

@@ -4,7 +4,7 @@
 //! admin connects with a pairing token seeded in `config.toml`. Real OS
 //! users and the socket group are in tests/authz_users.rs.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: maps the test's own uid through the roster (trust_daemon_uid = false; a pipe carries no uid).
 #![cfg(unix)]
 
 #[macro_use]

@@ -2,7 +2,7 @@
 //! §6.7, §8.19): creation through the config commit path, digests in
 //! `config.toml`, masking in `config/get`, binding and revocation.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: one test needs the peer's uid refused under trust_daemon_uid = false (a pipe carries no uid).
 #![cfg(unix)]
 
 #[macro_use]

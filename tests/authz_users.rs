@@ -7,7 +7,7 @@
 //! `SKIPPED <test>: <why>` and returns. tests/authz_live.rs covers the same
 //! model on any machine by mapping the test's own uid.
 
-// Unix only: OS accounts (useradd) and peer uids. The Windows suite is listed in docs/operations.md.
+// Unix only: OS accounts (useradd) and peer uids.
 #![cfg(unix)]
 
 #[macro_use]

@@ -4,7 +4,7 @@
 //! the 5 s grace, and `session/close` or a replacing `session/new` from
 //! other connections are answered within it, not after the 30 s stall policy.
 
-// Unix only: raw socket descriptors. The Windows suite is listed in docs/operations.md.
+// Unix only: shrinks a socket's receive buffer with setsockopt(SO_RCVBUF) on its raw descriptor.
 #![cfg(unix)]
 
 mod common;

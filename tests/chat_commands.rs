@@ -3,7 +3,7 @@
 //! hidden until `/thoughts`, `/resume ID` switching sessions with their last
 //! messages, `/cancel` with no turn running, and a failed turn shown.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet run under Wine (it reads prompts with tests/common/chat_tty.rs, compiled for Unix only).
 #![cfg(unix)]
 
 mod common;

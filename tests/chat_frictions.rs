@@ -4,7 +4,7 @@
 //! Ctrl-C at an approval ends the turn, the approval countdown counts down,
 //! thoughts stand apart from the answer.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: drives `zeroclaw chat` in a pseudo-terminal under tmux.
 #![cfg(unix)]
 
 #[macro_use]

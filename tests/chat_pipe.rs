@@ -1,7 +1,7 @@
 //! `zeroclaw chat` without a terminal (stdin and stdout are pipes): prompts
 //! line by line, plain text out, against the real daemon and its echo agent.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: sends SIGINT to the chat and SIGTERM to the daemon, and a fake daemon listens on a UnixListener.
 #![cfg(unix)]
 
 #[macro_use]

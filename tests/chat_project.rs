@@ -4,7 +4,7 @@
 //! file for the agent, and another client's turn shown and approved at the
 //! prompt. Real daemon, real socket, the chat as a process on pipes.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Not in the Windows suite: not yet passing under Wine (one test expects the working directory as canonicalize spells it, \\?\C:\..., and the chat prints C:\...).
 #![cfg(unix)]
 
 #[macro_use]

@@ -5,7 +5,7 @@
 //! `zeroclaw rpc` and `zeroclaw logs` print, reaches the terminal only made
 //! visible (docs/decisions.md, "What a client shows of the daemon's text").
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: drives `zeroclaw chat` in a pseudo-terminal under tmux.
 #![cfg(unix)]
 
 #[macro_use]

@@ -2,7 +2,7 @@
 //! streamed answer, approvals and choices answered, Ctrl-C cancelling the
 //! turn, a resize mid-turn, resume, and Ctrl-D leaving.
 
-// Unix only: pseudo-terminals under tmux. The Windows suite is listed in docs/operations.md.
+// Unix only: drives `zeroclaw chat` in a pseudo-terminal under tmux.
 #![cfg(unix)]
 
 #[macro_use]

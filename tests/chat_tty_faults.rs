@@ -4,7 +4,7 @@
 //! and the session intact: the next prompt goes through and the daemon's
 //! transcript holds exactly what was sent.
 
-// Unix only: pseudo-terminals under tmux. The Windows suite is listed in docs/operations.md.
+// Unix only: drives `zeroclaw chat` in a pseudo-terminal under tmux, and SIGTERM to the daemon.
 #![cfg(unix)]
 
 #[macro_use]

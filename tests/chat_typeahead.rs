@@ -3,7 +3,7 @@
 //! Enter is the next prompt sent, a line without Enter is waiting, editable,
 //! at the next prompt. Nothing of it is lost.
 
-// Unix only: pseudo-terminals under tmux. The Windows suite is listed in docs/operations.md.
+// Unix only: drives `zeroclaw chat` in a pseudo-terminal under tmux.
 #![cfg(unix)]
 
 #[macro_use]

@@ -1,9 +1,6 @@
 //! The client commands (§13): `zeroclaw rpc` and `zeroclaw status`,
 //! their output streams and exit statuses.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

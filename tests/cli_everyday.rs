@@ -3,7 +3,7 @@
 //! `config get|set` and `run`: their human output, their `--json`
 //! documents, their exit statuses, and colour only on a terminal.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: `zeroclaw stop` (SIGTERM) and a pseudo-terminal through util-linux `script`.
 #![cfg(unix)]
 
 mod common;

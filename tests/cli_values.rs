@@ -2,9 +2,6 @@
 //! item 5): a typo exits 2 at once with clap's message, naming the valid
 //! values where there is a closed set, and never reaches the daemon.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

@@ -1,7 +1,7 @@
 //! `zeroclaw completions bash|zsh|fish` and `zeroclaw man` print what the
 //! shells and man can read, generated from the real command line.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: checks the scripts with bash, fish and groff, and one test stops the daemon with SIGTERM.
 #![cfg(unix)]
 
 #[macro_use]

@@ -6,7 +6,7 @@
 //! acknowledged commit — and the restarted daemon must run with that state
 //! (a leftover `config.toml.tmp` is never read).
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: RLIMIT_FSIZE (setrlimit, prlimit) and the SIGXFSZ it raises (std::os::unix::process).
 #![cfg(unix)]
 
 #[macro_use]

@@ -2,7 +2,7 @@
 //! through the daemon (`config/replace`) when one runs, directly when none does; an invalid
 //! text refused with every error and the file untouched; the copy private and removed.
 
-// Unix only: $EDITOR as a shell script and a pseudo-terminal (tmux). The Windows suite is listed in docs/operations.md.
+// Unix only: $EDITOR is an executable shell script, and a pseudo-terminal under tmux.
 #![cfg(unix)]
 
 mod common;

@@ -3,7 +3,7 @@
 //! an invalid one is refused and logged while the running config stays, an edit racing a write
 //! is never lost silently, `default_agent`, and `config/replace`.
 
-// Unix only: SIGHUP reloads (Windows has the metadata poll only). The Windows suite is listed in docs/operations.md.
+// Unix only: SIGHUP reloads (Windows has the metadata poll only).
 #![cfg(unix)]
 
 mod common;

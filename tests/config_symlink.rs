@@ -2,7 +2,7 @@
 //! through to its target: `config/set` replaces the target atomically and
 //! the link stays a link (issue 13 item 8; docs/decisions.md).
 
-// Unix only: symlinks. The Windows suite is listed in docs/operations.md.
+// Unix only: a config.toml that is a symlink (std::os::unix::fs::symlink).
 #![cfg(unix)]
 
 mod common;

@@ -14,7 +14,7 @@
 //! The script also times a 100,000-chunk turn in the page against a bare
 //! WebSocket reader and prints a `perf:` line (docs/gateway.md).
 
-// Unix only: Chromium and Node.js. The Windows suite is listed in docs/operations.md.
+// Unix only: Chromium and Node.js (playwright-core), and SIGTERM to the daemon.
 #![cfg(unix)]
 
 #[macro_use]

@@ -1,7 +1,7 @@
 //! `zeroclaw doctor`: a healthy setup passes every check (exit 0); a broken
 //! one names each fault on its own line with what to do (exit 1).
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: file modes (chmod), agents run with sh and a #!/bin/sh script, and the Unix socket path in its messages.
 #![cfg(unix)]
 
 #[macro_use]

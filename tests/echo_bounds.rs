@@ -3,7 +3,7 @@
 //! turn) is cut at 16 MiB like `::repeat`, the retained context is compacted
 //! by bytes, and the session survives a restart and rehydrates within bounds.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: reads the daemon's peak memory from /proc (VmHWM).
 #![cfg(unix)]
 
 mod common;

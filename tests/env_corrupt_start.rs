@@ -4,7 +4,7 @@
 //! recreated database): the damaged bytes are still there, unchanged, for
 //! the operator to inspect or restore.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: two tests stop the daemon gracefully with SIGTERM (AcpEnv::stop).
 #![cfg(unix)]
 
 mod common;

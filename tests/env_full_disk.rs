@@ -8,7 +8,7 @@
 //!
 //! Needs root to mount the tmpfs; skipped with a printed message otherwise.
 
-// Unix only: tmpfs mounts. The Windows suite is listed in docs/operations.md.
+// Unix only: mounts a 2 MiB tmpfs (root), and stops the daemon with SIGTERM.
 #![cfg(unix)]
 
 #[macro_use]

@@ -9,7 +9,7 @@
 //!
 //! Needs root to mount; skipped with a printed message otherwise.
 
-// Unix only: read-only tmpfs mounts. The Windows suite is listed in docs/operations.md.
+// Unix only: mounts a tmpfs and a read-only bind mount over it (root).
 #![cfg(unix)]
 
 #[macro_use]

@@ -15,7 +15,7 @@
 //! store, every stored file having the SHA-256 its name says. The second
 //! plants leftovers of dead writers before a start.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: the startup sweep tells a dead writer's temporary by kill(pid, 0); Windows keeps other processes' temporaries (src/files/write.rs).
 #![cfg(unix)]
 
 mod common;

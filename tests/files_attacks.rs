@@ -4,7 +4,7 @@
 //! commit, and filenames that try to steer the stored path. Each refusal is
 //! shown to have written nothing, inside the workspace or outside it.
 
-// Unix only: symlinks, FIFOs and modes. The Windows suite is listed in docs/operations.md.
+// Unix only: symlinks, FIFOs and file modes.
 #![cfg(unix)]
 
 #[macro_use]

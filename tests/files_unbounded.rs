@@ -4,7 +4,7 @@
 //! and refused with `file_too_large`, in `file/attach` and in prompt
 //! attachments alike; the daemon stays small and answers.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: reads /proc/self/pagemap (a file whose size says 0).
 #![cfg(unix)]
 
 #[macro_use]

@@ -4,9 +4,6 @@
 //! session bounds (excess sockets closed at accept), and the end of a
 //! pairing lockout.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 mod gateway_support;
 

@@ -4,7 +4,7 @@
 //! framing (one message per text frame, 8 MiB), peer labels, audit events,
 //! revocation, connection counting and shutdown.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: one test stops the daemon with SIGTERM.
 #![cfg(unix)]
 
 #[macro_use]

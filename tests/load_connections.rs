@@ -29,7 +29,7 @@
 //! the build under test; `cargo test --release --test load_connections --
 //! --nocapture` measures the optimized daemon.
 
-// Unix only: raw Unix sockets and /proc. The Windows suite is listed in docs/operations.md.
+// Unix only: raw UnixStream connections and the daemon's memory from /proc.
 #![cfg(unix)]
 
 mod common;

@@ -4,7 +4,7 @@
 //! a log write, leaves `--ephemeral` when its last client goes and exits 0
 //! on SIGTERM, removing its socket.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: closes or redirects the daemon's descriptors before exec (stdio::RawDaemon), reads /proc/<pid>/fd, and stops it with SIGTERM.
 #![cfg(unix)]
 
 mod common;

@@ -3,9 +3,6 @@
 //! and the default `info` applies. `infoo` used to be read as a target and
 //! turned every log line off, silently.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! records in readable form, then (with `-f`) new ones as the daemon logs
 //! them, across a restart of the daemon; connection records only with `--all`.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: stops the daemon and `zeroclaw logs -f` with SIGTERM.
 #![cfg(unix)]
 
 #[macro_use]

@@ -4,7 +4,7 @@
 //! every memory attack of issue 13 leaves the daemon up and answering, its
 //! peak RSS under the stated bound (budget + 512 MiB).
 
-// Unix only: setrlimit and /proc. The Windows suite is listed in docs/operations.md.
+// Unix only: ulimit -v (setrlimit), /proc/self/pagemap and the daemon's memory from /proc.
 #![cfg(unix)]
 
 mod common;

@@ -5,9 +5,6 @@
 //! The budget in force is read off the `max` of a `-32004` `memory`
 //! refusal of an upload chunk.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 use common::errors::{invalid_config, memory_exceeded};
 use common::files::*;

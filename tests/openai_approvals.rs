@@ -3,9 +3,6 @@
 //! denial `timed_out`, one whose client goes away is a denial `unreachable`;
 //! either way the tool does not run and the model is told why.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 
 use std::time::Duration;

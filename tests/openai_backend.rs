@@ -3,9 +3,6 @@
 //! sends (model, messages, tools, key), the key never leaking, compaction,
 //! and a restart in the middle of a streamed answer.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

@@ -4,9 +4,6 @@
 //! `provider_timeout`, `provider_protocol`), the partial text kept;
 //! 429/5xx answers retried with bounded backoff; cancel closes the request.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

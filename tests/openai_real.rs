@@ -4,9 +4,6 @@
 //! `qwen3:0.6b`) and `ZC_OPENAI_TEST_API_KEY` a key. Skipped otherwise, with
 //! a printed `SKIPPED:` line (docs/agents.md).
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

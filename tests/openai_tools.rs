@@ -3,7 +3,7 @@
 //! approval flow (allow, reject, reject with edit, allow always), the round
 //! limit, tool errors sent back to the model, and confinement.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: the openai `shell` tool's commands are POSIX sh (pwd, $VAR, sleep &, wait).
 #![cfg(unix)]
 
 #[macro_use]

@@ -9,9 +9,6 @@
 //! multi-byte and invalid UTF-8, JSON text, long runs near the bound), with a
 //! small bound so that oversized frames are common.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 
 #[path = "../fuzz/src/frames.rs"]

@@ -8,9 +8,6 @@
 //! TOML round trip (what the daemon persists is what it reads back), and
 //! `config/set` stages like a one-entry `config/set-many`.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 
 use proptest::prelude::*;

@@ -11,9 +11,6 @@
 //! one-byte mutations. Ids are also spliced in as raw text (exponents, huge
 //! integers, escapes) to check that they are echoed byte for byte.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
-#![cfg(unix)]
-
 mod common;
 
 #[path = "../fuzz/src/model.rs"]

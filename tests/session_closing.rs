@@ -2,7 +2,7 @@
 //! `-32000` `closed` (§8.7, issue 13 item 4): it neither waits for the
 //! close nor rehydrates the session behind it.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: a command agent in POSIX sh that traps SIGTERM.
 #![cfg(unix)]
 
 mod common;

@@ -5,7 +5,7 @@
 //! going away changes nothing for the others. Ownership as §6.6; a session
 //! that is not live is not found.
 
-// Unix only: OS accounts (useradd). The Windows suite is listed in docs/operations.md.
+// Unix only: OS accounts (useradd).
 #![cfg(unix)]
 
 mod common;

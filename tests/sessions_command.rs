@@ -2,7 +2,7 @@
 //! `zeroclaw rpc` command with `--approve` and `--elicitation-reply` (§13)
 //! and the quick test of §14, verbatim.
 
-// Unix only: POSIX shell scripts, process groups, /proc. The Windows suite is listed in docs/operations.md.
+// Unix only: POSIX shell scripts, process groups, /proc.
 #![cfg(unix)]
 
 mod common;

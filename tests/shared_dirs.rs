@@ -4,7 +4,7 @@
 //! it would have to chmod stops startup with exit status 1 and a message
 //! naming the directory and why; the directory's mode is left as it was.
 
-// Unix only: socket groups and modes. The Windows suite is listed in docs/operations.md.
+// Unix only: symlinked data dirs, chown and file modes.
 #![cfg(unix)]
 
 #[macro_use]

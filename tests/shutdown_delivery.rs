@@ -3,7 +3,7 @@
 //! `turn_complete` and the prompt's answer reach the client before the
 //! connection closes; the daemon then exits 0 and removes its socket.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: stops the daemon with SIGTERM.
 #![cfg(unix)]
 
 #[macro_use]

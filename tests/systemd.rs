@@ -3,7 +3,7 @@
 //! its locks and checks the socket, never unlinks it, and reports
 //! `READY=1`, `STATUS=` and `STOPPING=1` on `NOTIFY_SOCKET`, in that order.
 
-// Unix only: systemd socket activation and notify sockets. The Windows suite is listed in docs/operations.md.
+// Unix only: systemd socket activation and notify sockets.
 #![cfg(unix)]
 
 #[macro_use]

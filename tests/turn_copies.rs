@@ -5,7 +5,7 @@
 //! second turn on the same session does not copy the retained context.
 //! Figures: scripts/turn_memory.py.
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: reads the daemon's peak and resident memory from /proc (VmHWM, VmRSS).
 #![cfg(unix)]
 
 mod common;

@@ -3,7 +3,7 @@
 //! source writes them and every answer checked with its decoders' rules
 //! (tests/common/zerocode.rs names the commit read).
 
-// Not in the Windows suite (run on Unix; docs/operations.md lists what runs under Wine).
+// Unix only: one test stops the daemon with SIGTERM.
 #![cfg(unix)]
 
 mod common;
