@@ -115,17 +115,21 @@ pub(super) async fn list(daemon: Arc<Daemon>, req: Request) -> Result<Payload, R
     let n = limit(p.limit, 100)?;
     let principal = req.binding()?.principal.clone();
     let store = &daemon.sessions.store;
+    // An admin sees every row, so the first `n` of each kind hold the first
+    // `n` of both: the query reads `n` rows, not `MAX_LIST` (issue 24).
+    // Another principal's rows are filtered after the query, as before.
+    let fetch = if principal.admin { n } else { MAX_LIST };
     let acp = match p.chat_mode {
         Some(ChatMode::Chat) => Vec::new(),
         _ => {
             store
-                .durable_list(p.include_killed.unwrap_or(false), MAX_LIST)
+                .durable_list(p.include_killed.unwrap_or(false), fetch)
                 .await?
         }
     };
     let chat = match p.chat_mode {
         Some(ChatMode::Durable) => Vec::new(),
-        _ => store.chat_list(MAX_LIST).await?,
+        _ => store.chat_list(fetch).await?,
     };
     let sessions = &daemon.sessions;
     let mut entries: Vec<Entry<'_>> = acp

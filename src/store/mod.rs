@@ -7,6 +7,7 @@
 //! - [`migrations`](self::migrations): the numbered schema migrations;
 //! - `open`: opening the file, refusing a damaged one untouched, and the
 //!   pool's rules for connections;
+//! - `seal`: the clean-close seal that spares a start the integrity check;
 //! - `durable`: durable session rows (wire kind `"acp"`), kill, delete, list;
 //! - `checkpoint`: turn checkpoints and their folding into the transcript;
 //! - `recovery`: checkpoint recovery and context rebuild;
@@ -45,6 +46,7 @@ mod pool;
 mod projection;
 mod record;
 mod recovery;
+mod seal;
 mod snapshots;
 
 #[cfg(test)]
@@ -148,6 +150,8 @@ impl From<std::io::Error> for StoreError {
 pub struct Store {
     pool: SqlitePool,
     faults: Arc<Faults>,
+    /// The database file, sealed at a clean close.
+    path: Arc<Path>,
 }
 
 impl Store {
@@ -163,16 +167,18 @@ impl Store {
 
     /// The last step of a graceful shutdown: folds the WAL into the
     /// database and truncates it, so `sessions.db` alone is whole (a copy
-    /// of it without `-wal` loses nothing; issue 13 item 8), then closes
-    /// the pool. Bounded by `wait`: a connection a still-aborting task holds
-    /// must not keep the process from exiting (the WAL is then replayed at
-    /// the next open, as after a crash).
+    /// of it without `-wal` loses nothing; issue 13 item 8), closes the
+    /// pool, and seals the file (`seal.rs`: the next start may skip the
+    /// integrity check). Bounded by `wait`: a connection a still-aborting
+    /// task holds must not keep the process from exiting (the WAL is then
+    /// replayed at the next open, as after a crash, and checked).
     pub async fn checkpoint_and_close(&self, wait: Duration) -> Result<(), StoreError> {
         let work = async {
             sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
                 .execute(&self.pool)
                 .await?;
             self.pool.close().await;
+            seal::seal(&self.path).await;
             Ok::<(), StoreError>(())
         };
         tokio::time::timeout(wait, work)

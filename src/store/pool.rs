@@ -3,7 +3,8 @@
 //!
 //! A damaged file is refused, and left exactly as it was found: its header
 //! is read before SQLite touches it, `PRAGMA quick_check` runs before any
-//! migration could write, and the `-wal`/`-shm` files a refused open
+//! migration could write (unless the file is sealed as this daemon closed
+//! it: `seal.rs`), and the `-wal`/`-shm` files a refused open
 //! created are removed again. Every connection is opened at startup and
 //! kept; a connection that could never write again (left in a transaction
 //! SQLite already rolled back, or opened read-only) is closed, never reused.
@@ -16,7 +17,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use super::{migrations, Store, StoreError};
+use super::{migrations, seal, Store, StoreError};
 use crate::faults::Faults;
 
 /// Connections in the pool: one writer at a time (SQLite), a few readers.
@@ -34,11 +35,21 @@ impl Store {
     /// file's mode), then the pool runs with WAL, `synchronous=NORMAL`,
     /// `foreign_keys=ON` and `busy_timeout=5000` on every connection.
     pub async fn open(data_dir: &Path, faults: Arc<Faults>) -> Result<Store, StoreError> {
+        // Read before anything touches the file (even its mode, below).
+        let intact = seal::intact(&Store::path_in(data_dir));
         let path = prepare_files(data_dir)?;
         check_header(&path)?;
         let sidecars = Sidecars::before_open(&path);
-        match open_pool(&path).await {
-            Ok(pool) => Ok(Store { pool, faults }),
+        match open_pool(&path, !intact).await {
+            Ok(pool) => {
+                // This run may write the file from now on.
+                seal::break_seal(&path);
+                Ok(Store {
+                    pool,
+                    faults,
+                    path: path.into(),
+                })
+            }
             Err(e) => {
                 sidecars.remove_created();
                 Err(e)
@@ -47,7 +58,8 @@ impl Store {
     }
 }
 
-async fn open_pool(path: &Path) -> Result<SqlitePool, StoreError> {
+/// The pool on `path`, migrated; `check`: run the integrity check first.
+async fn open_pool(path: &Path, check: bool) -> Result<SqlitePool, StoreError> {
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)
@@ -71,7 +83,9 @@ async fn open_pool(path: &Path) -> Result<SqlitePool, StoreError> {
         .connect_with(options)
         .await?;
     let prepared = async {
-        check_integrity(&pool).await?;
+        if check {
+            check_integrity(&pool).await?;
+        }
         migrations::apply(&pool).await?;
         open_all(&pool).await
     };
