@@ -15,13 +15,12 @@ use serde_json::{json, Value};
 use super::RouteFuture;
 use crate::authz::require_grant;
 use crate::config::{
-    self, check_write_path, check_write_paths, effective_json, stage_many, stage_one, Grant,
-    Policy, Resource, Verb,
+    self, check_write_path, check_write_paths, stage_many, stage_one, Grant, Policy, Resource, Verb,
 };
 use crate::context::Conn;
 use crate::error::{ErrorData, RpcError};
 use crate::jsonrpc::Payload;
-use crate::methods::Method;
+use crate::methods::ConfigMethod;
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -57,34 +56,15 @@ fn get(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     let p: GetParams = req.params()?;
     let running = daemon.config.current();
     match p.prop {
-        None => Payload::new(&effective_view(daemon), Default::default()),
+        None => Payload::new(
+            &daemon.config.effective_view(&daemon.paths.config_dir),
+            Default::default(),
+        ),
         Some(prop) => {
             // Masked by `props::get`, the one place that masks secrets.
             let value = config::props::get(&running, &prop)
                 .map_err(|e| RpcError::invalid_params(e.to_string()))?;
             Payload::new(&json!({"prop": prop, "value": value}), Default::default())
-        }
-    }
-}
-
-/// The whole effective config of §8.14 (also what `config/list` lists).
-pub fn effective_view(daemon: &Daemon) -> Value {
-    let running = daemon.config.current();
-    let mut tree = effective_json(&running);
-    fill_workspaces(&mut tree, &running, &daemon.paths.config_dir);
-    tree
-}
-
-/// §8.14 shows the *effective* config: an agent without `workspace_dir`
-/// shows where its sessions actually work (§10.2), not `null`.
-fn fill_workspaces(tree: &mut Value, running: &config::Config, config_dir: &std::path::Path) {
-    let Some(Value::Object(agents)) = tree.get_mut("agents") else {
-        return;
-    };
-    for (alias, agent) in agents.iter_mut() {
-        if let Some(slot @ Value::Null) = agent.get_mut("workspace_dir") {
-            let dir = running.agent_workspace_dir(config_dir, alias);
-            *slot = Value::from(dir.to_string_lossy().into_owned());
         }
     }
 }
@@ -215,17 +195,14 @@ async fn replace(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payloa
     )
 }
 
-method_family!(ConfigService);
-
 impl ConfigService {
-    fn route(&mut self, req: Request) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: ConfigMethod) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
-        match req.method.id {
-            Method::ConfigGet => RouteFuture::ready(get(&daemon, &req)),
-            Method::ConfigSet => RouteFuture::boxed(set(daemon, conn, req)),
-            Method::ConfigSetMany => RouteFuture::boxed(set_many(daemon, conn, req)),
-            Method::ConfigReplace => RouteFuture::boxed(replace(daemon, conn, req)),
-            _ => crate::services::misrouted(&req),
+        match m {
+            ConfigMethod::Get => RouteFuture::ready(get(&daemon, &req)),
+            ConfigMethod::Set => RouteFuture::boxed(set(daemon, conn, req)),
+            ConfigMethod::SetMany => RouteFuture::boxed(set_many(daemon, conn, req)),
+            ConfigMethod::Replace => RouteFuture::boxed(replace(daemon, conn, req)),
         }
     }
 }

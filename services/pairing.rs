@@ -18,7 +18,7 @@ use crate::context::Conn;
 use crate::error::{Forbidden, RpcError};
 use crate::jsonrpc::Payload;
 use crate::live_config::random_bytes;
-use crate::methods::Method;
+use crate::methods::PairingMethod;
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -35,6 +35,18 @@ impl PairingService {
         Self { daemon, conn }
     }
 }
+
+/// `pairing/list` takes no params: only an object (or nothing).
+#[derive(Deserialize)]
+struct ListParams {}
+
+/// `pairing/create` takes no params: only an object (or nothing).
+#[derive(Deserialize)]
+struct CreateParams {}
+
+/// `pairing/code` takes no params: only an object (or nothing).
+#[derive(Deserialize)]
+struct CodeParams {}
 
 #[derive(Deserialize)]
 struct RevokeParams {
@@ -53,6 +65,7 @@ fn still_admin(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<(), RpcErr
 }
 
 async fn create(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
+    let CreateParams {} = req.params()?;
     let lock = daemon.config.lock().await;
     still_admin(&daemon, &conn, &req)?;
     let token = token_from_bytes(&random_bytes()?);
@@ -97,7 +110,8 @@ async fn revoke(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
 /// `pairing/code`: the open code, or a new one. Local and admin-only: the
 /// code is worth a token. The code itself is not logged here (the caller
 /// has it); the startup code is logged as before.
-async fn code(daemon: Arc<Daemon>) -> Result<Payload, RpcError> {
+async fn code(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
+    let CodeParams {} = req.params()?;
     let (code, issued) = daemon.pairing_code.current_or_issue().await?;
     let g = &daemon.config.current().gateway;
     let redeemable = g.enabled && g.require_pairing;
@@ -108,7 +122,8 @@ async fn code(daemon: Arc<Daemon>) -> Result<Payload, RpcError> {
     )
 }
 
-fn list(daemon: &Daemon) -> Result<Payload, RpcError> {
+fn list(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
+    let ListParams {} = req.params()?;
     let hashes: Vec<String> = daemon
         .config
         .current()
@@ -120,22 +135,14 @@ fn list(daemon: &Daemon) -> Result<Payload, RpcError> {
     Payload::new(&json!({ "token_hashes": hashes }), Default::default())
 }
 
-method_family!(PairingService);
-
 impl PairingService {
-    fn route(&mut self, req: Request) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: PairingMethod) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
-        match req.method.id {
-            Method::PairingList | Method::PairingCreate | Method::PairingCode
-                if req.no_params().is_err() =>
-            {
-                RouteFuture::ready(req.no_params().map(|()| Payload::empty_object()))
-            }
-            Method::PairingList => RouteFuture::ready(list(&daemon)),
-            Method::PairingCreate => RouteFuture::boxed(create(daemon, conn, req)),
-            Method::PairingRevoke => RouteFuture::boxed(revoke(daemon, conn, req)),
-            Method::PairingCode => RouteFuture::boxed(code(daemon)),
-            _ => crate::services::misrouted(&req),
+        match m {
+            PairingMethod::List => RouteFuture::ready(list(&daemon, &req)),
+            PairingMethod::Create => RouteFuture::boxed(create(daemon, conn, req)),
+            PairingMethod::Revoke => RouteFuture::boxed(revoke(daemon, conn, req)),
+            PairingMethod::Code => RouteFuture::boxed(code(daemon, req)),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! A hand edit reloaded (`reload.rs`) is installed the same way.
 
 mod reload;
+mod view;
 
 pub use reload::{Reloaded, Stamp};
 

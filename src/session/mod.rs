@@ -10,6 +10,7 @@
 //! | `sink.rs` | the agent's event sink: notifications, checkpoints, approvals, asks |
 //! | `lifecycle.rs` | resolve, rehydrate, close, kill, delete |
 //! | `update.rs` | `session/update` notifications |
+//! | `git_head.rs` | the git branch and commit of a session's working directory |
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 pub mod access;
 mod agent_links;
 pub mod attach;
+pub mod git_head;
 pub mod journal;
 pub mod lifecycle;
 pub mod live;
