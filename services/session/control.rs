@@ -9,10 +9,9 @@ use serde_json::json;
 use super::{payload, session_id};
 use crate::agent::ApprovalDecision;
 use crate::context::Conn;
-use crate::error::{ErrorData, Reason, RpcError};
+use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::session::access::check_owner;
 use crate::session::lifecycle;
 use crate::session::ChatMode;
 use crate::state::Daemon;
@@ -26,15 +25,7 @@ pub(super) fn cancel(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError
     let p: CancelParams = req.params()?;
     let id = session_id(p.session_id)?;
     let principal = &req.binding()?.principal;
-    let no_turn = || RpcError::SessionNotFound {
-        message: "No active turn for this session".into(),
-        data: Some(ErrorData::reason(Reason::NoActiveTurn)),
-    };
-    let s = daemon.sessions.get(&id).ok_or_else(no_turn)?;
-    check_owner(principal, &s.owner)?;
-    if !s.soft_cancel() {
-        return Err(no_turn());
-    }
+    daemon.sessions.cancel_turn(principal, &id)?;
     payload(&json!({"session_id": id, "cancelled": true}))
 }
 
@@ -72,12 +63,9 @@ pub(super) fn approve(daemon: &Daemon, req: &Request) -> Result<Payload, RpcErro
         None => return Err(RpcError::invalid_params("decision is required")),
     };
     let principal = &req.binding()?.principal;
-    let s = daemon
+    let acknowledged = daemon
         .sessions
-        .get(&id)
-        .ok_or_else(RpcError::session_not_found)?;
-    check_owner(principal, &s.owner)?;
-    let acknowledged = s.decide(&request_id, decision);
+        .approve(principal, &id, &request_id, decision)?;
     payload(&json!({"session_id": id, "request_id": request_id, "acknowledged": acknowledged}))
 }
 

@@ -10,6 +10,9 @@
 //! | `sink.rs` | the agent's event sink: notifications, checkpoints, approvals, asks |
 //! | `lifecycle.rs` | resolve, rehydrate, close, kill, delete |
 //! | `update.rs` | `session/update` notifications |
+//! | `history.rs` | a page of a session's transcript (`session/messages`) |
+//! | `listing.rs` | the stored sessions a caller may see (`session/list`, `session/list-acp`) |
+//! | `interact.rs` | cancelling a turn, answering its approval requests |
 //! | `git_head.rs` | the git branch and commit of a session's working directory |
 
 use std::collections::HashMap;
@@ -22,8 +25,11 @@ pub mod access;
 mod agent_links;
 pub mod attach;
 pub mod git_head;
+pub mod history;
+pub mod interact;
 pub mod journal;
 pub mod lifecycle;
+pub mod listing;
 pub mod live;
 pub mod locks;
 pub mod sink;
