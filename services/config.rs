@@ -1,11 +1,9 @@
 //! `config/get`, `config/set`, `config/set-many` (§8.14–§8.16), and the
 //! addition `config/replace` (docs/protocol-additions.md).
 //!
-//! Both writes run the one pipeline of §8.16, in its order: shape check,
-//! write lock, permissions re-resolved under the lock, every prop checked
-//! against the write paths, staging into one candidate, validation, derived
-//! views, one atomic commit, install. Any failure leaves the file and the
-//! running config as they were.
+//! Each handler decodes its params (the shape check of §8.16 step 1) and
+//! calls one verb of the live config (`src/live_config/writes.rs`), which
+//! runs the rest of the pipeline.
 
 use std::sync::Arc;
 
@@ -13,13 +11,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::RouteFuture;
-use crate::authz::require_grant;
-use crate::config::{
-    self, check_write_path, check_write_paths, stage_many, stage_one, Grant, Policy, Resource, Verb,
-};
+use crate::config;
 use crate::context::Conn;
 use crate::error::{ErrorData, RpcError};
 use crate::jsonrpc::Payload;
+use crate::live_config::Writer;
 use crate::methods::ConfigMethod;
 use crate::request::Request;
 use crate::state::Daemon;
@@ -105,43 +101,26 @@ fn shape(req: &Request) -> Result<Vec<(String, Value)>, RpcError> {
         .collect()
 }
 
-/// Step 3: the caller's binding under the current policy, still holding `config:update`.
-pub fn may_update_config(
-    daemon: &Daemon,
-    conn: &Conn,
-    req: &Request,
-) -> Result<Arc<config::Principal>, RpcError> {
-    let binding = conn.refresh_binding(&daemon.authz, req.binding()?)?;
-    let g = Grant(Resource::Config, Verb::Update);
-    require_grant(&binding.principal, g, req.method.name).map_err(RpcError::Forbidden)?;
-    Ok(binding.principal.clone())
+/// The caller of a write, as the config verbs re-resolve it.
+fn writer<'a>(conn: &'a Conn, req: &'a Request) -> Result<Writer<'a>, RpcError> {
+    Ok(Writer {
+        conn,
+        binding: req.binding()?,
+        method: req.method.name,
+    })
 }
 
 async fn set_many(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
     let sets = shape(&req)?;
-    let lock = daemon.config.lock().await;
-    let principal = may_update_config(&daemon, &conn, &req)?;
-    check_write_paths(&principal, sets.iter().map(|(p, _)| p.as_str()))?;
-    let (candidate, props) = stage_many(&daemon.config.current(), &sets)?;
-    let policy = Policy::from_config(&candidate);
-    daemon
-        .config
-        .commit(&lock, candidate, policy, &props)
-        .await?;
+    let props = daemon.config.set_props(writer(&conn, &req)?, &sets).await?;
     Payload::new(&json!({"props": props, "set": true}), Default::default())
 }
 
 async fn set(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
     let p: SetParams = req.params()?;
-    let lock = daemon.config.lock().await;
-    let principal = may_update_config(&daemon, &conn, &req)?;
-    check_write_path(&principal, &p.prop)?;
-    let candidate = stage_one(&daemon.config.current(), &p.prop, &p.value)?;
-    let policy = Policy::from_config(&candidate);
-    let touched = [p.prop.clone()];
     daemon
         .config
-        .commit(&lock, candidate, policy, &touched)
+        .set_prop(writer(&conn, &req)?, &p.prop, &p.value)
         .await?;
     Payload::new(&json!({"prop": p.prop, "set": true}), Default::default())
 }
@@ -167,27 +146,9 @@ async fn replace(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payloa
             "text must be at most {MAX_REPLACE_BYTES} bytes"
         )));
     }
-    let lock = daemon.config.lock().await;
-    may_update_config(&daemon, &conn, &req)?;
-    let candidate = match config::Config::check_toml_text(&p.text) {
-        Ok(c) => c,
-        Err(errors) => {
-            let message = match errors.as_slice() {
-                [one] => one.clone(),
-                [first, ..] => format!("{first} (and {} more)", errors.len() - 1),
-                [] => "invalid configuration".to_owned(),
-            };
-            return Err(RpcError::InvalidParams {
-                message,
-                data: Some(ErrorData::default().with("errors", errors)),
-            });
-        }
-    };
-    let policy = Policy::from_config(&candidate);
-    let sha = crate::hex::sha256(p.text.as_bytes());
-    daemon
+    let sha = daemon
         .config
-        .replace(&lock, p.text, &p.base_sha256, candidate, policy)
+        .replace_text(writer(&conn, &req)?, p.text, &p.base_sha256)
         .await?;
     Payload::new(
         &json!({"replaced": true, "sha256": sha}),

@@ -13,11 +13,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::RouteFuture;
-use crate::config::{token_digest, token_from_bytes, Config, Policy};
+use crate::config::token_digest;
 use crate::context::Conn;
-use crate::error::{Forbidden, RpcError};
+use crate::error::RpcError;
 use crate::jsonrpc::Payload;
-use crate::live_config::random_bytes;
+use crate::live_config::Writer;
 use crate::methods::PairingMethod;
 use crate::request::Request;
 use crate::state::Daemon;
@@ -54,28 +54,20 @@ struct RevokeParams {
     token_hash: Option<String>,
 }
 
-/// Step 3 for pairing: the caller must still resolve to an admin.
-fn still_admin(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<(), RpcError> {
-    let binding = conn.refresh_binding(&daemon.authz, req.binding()?)?;
-    if binding.principal.admin {
-        Ok(())
-    } else {
-        Err(RpcError::Forbidden(Forbidden::Revoked))
-    }
+/// The caller of a write, as the live config re-resolves it.
+fn writer<'a>(conn: &'a Conn, req: &'a Request) -> Result<Writer<'a>, RpcError> {
+    Ok(Writer {
+        conn,
+        binding: req.binding()?,
+        method: req.method.name,
+    })
 }
 
 async fn create(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
     let CreateParams {} = req.params()?;
-    let lock = daemon.config.lock().await;
-    still_admin(&daemon, &conn, &req)?;
-    let token = token_from_bytes(&random_bytes()?);
-    let digest = token_digest(&token);
-    let mut candidate: Config = (*daemon.config.current()).clone();
-    candidate.gateway.paired_tokens.push(digest.clone());
-    let policy = Policy::from_config(&candidate);
-    daemon.config.commit(&lock, candidate, policy, &[]).await?;
+    let paired = daemon.config.pair(writer(&conn, &req)?).await?;
     Payload::new(
-        &json!({"token": token, "token_hash": digest}),
+        &json!({"token": paired.token, "token_hash": paired.digest}),
         Default::default(),
     )
 }
@@ -91,19 +83,7 @@ async fn revoke(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
             ))
         }
     };
-    let lock = daemon.config.lock().await;
-    still_admin(&daemon, &conn, &req)?;
-    let mut candidate: Config = (*daemon.config.current()).clone();
-    let before = candidate.gateway.paired_tokens.len();
-    candidate
-        .gateway
-        .paired_tokens
-        .retain(|t| !t.eq_ignore_ascii_case(&digest));
-    let revoked = candidate.gateway.paired_tokens.len() != before;
-    if revoked {
-        let policy = Policy::from_config(&candidate);
-        daemon.config.commit(&lock, candidate, policy, &[]).await?;
-    }
+    let revoked = daemon.config.revoke(writer(&conn, &req)?, &digest).await?;
     Payload::new(&json!({ "revoked": revoked }), Default::default())
 }
 
@@ -124,14 +104,7 @@ async fn code(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
 
 fn list(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     let ListParams {} = req.params()?;
-    let hashes: Vec<String> = daemon
-        .config
-        .current()
-        .gateway
-        .paired_tokens
-        .iter()
-        .map(|t| t.to_ascii_lowercase())
-        .collect();
+    let hashes = daemon.config.paired_digests();
     Payload::new(&json!({ "token_hashes": hashes }), Default::default())
 }
 

@@ -9,6 +9,9 @@
 
 mod reload;
 mod view;
+mod writes;
+
+pub use writes::{Paired, Writer};
 
 pub use reload::{Reloaded, Stamp};
 
