@@ -1,11 +1,9 @@
 //! `config/get`, `config/set`, `config/set-many` (§8.14–§8.16), and the
 //! addition `config/replace` (docs/protocol-additions.md).
 //!
-//! Both writes run the one pipeline of §8.16, in its order: shape check,
-//! write lock, permissions re-resolved under the lock, every prop checked
-//! against the write paths, staging into one candidate, validation, derived
-//! views, one atomic commit, install. Any failure leaves the file and the
-//! running config as they were.
+//! Each handler decodes its params (the shape check of §8.16 step 1) and
+//! calls one verb of the live config (`src/live_config/writes.rs`), which
+//! runs the rest of the pipeline.
 
 use std::sync::Arc;
 
@@ -13,15 +11,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::RouteFuture;
-use crate::authz::require_grant;
-use crate::config::{
-    self, check_write_path, check_write_paths, effective_json, stage_many, stage_one, Grant,
-    Policy, Resource, Verb,
-};
+use crate::config;
 use crate::context::Conn;
 use crate::error::{ErrorData, RpcError};
 use crate::jsonrpc::Payload;
-use crate::methods::Method;
+use crate::live_config::Writer;
+use crate::methods::ConfigMethod;
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -57,34 +52,15 @@ fn get(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     let p: GetParams = req.params()?;
     let running = daemon.config.current();
     match p.prop {
-        None => Payload::new(&effective_view(daemon), Default::default()),
+        None => Payload::new(
+            &daemon.config.effective_view(&daemon.paths.config_dir),
+            Default::default(),
+        ),
         Some(prop) => {
             // Masked by `props::get`, the one place that masks secrets.
             let value = config::props::get(&running, &prop)
                 .map_err(|e| RpcError::invalid_params(e.to_string()))?;
             Payload::new(&json!({"prop": prop, "value": value}), Default::default())
-        }
-    }
-}
-
-/// The whole effective config of §8.14 (also what `config/list` lists).
-pub fn effective_view(daemon: &Daemon) -> Value {
-    let running = daemon.config.current();
-    let mut tree = effective_json(&running);
-    fill_workspaces(&mut tree, &running, &daemon.paths.config_dir);
-    tree
-}
-
-/// §8.14 shows the *effective* config: an agent without `workspace_dir`
-/// shows where its sessions actually work (§10.2), not `null`.
-fn fill_workspaces(tree: &mut Value, running: &config::Config, config_dir: &std::path::Path) {
-    let Some(Value::Object(agents)) = tree.get_mut("agents") else {
-        return;
-    };
-    for (alias, agent) in agents.iter_mut() {
-        if let Some(slot @ Value::Null) = agent.get_mut("workspace_dir") {
-            let dir = running.agent_workspace_dir(config_dir, alias);
-            *slot = Value::from(dir.to_string_lossy().into_owned());
         }
     }
 }
@@ -125,43 +101,26 @@ fn shape(req: &Request) -> Result<Vec<(String, Value)>, RpcError> {
         .collect()
 }
 
-/// Step 3: the caller's binding under the current policy, still holding `config:update`.
-pub fn may_update_config(
-    daemon: &Daemon,
-    conn: &Conn,
-    req: &Request,
-) -> Result<Arc<config::Principal>, RpcError> {
-    let binding = conn.refresh_binding(&daemon.authz, req.binding()?)?;
-    let g = Grant(Resource::Config, Verb::Update);
-    require_grant(&binding.principal, g, req.method.name).map_err(RpcError::Forbidden)?;
-    Ok(binding.principal.clone())
+/// The caller of a write, as the config verbs re-resolve it.
+fn writer<'a>(conn: &'a Conn, req: &'a Request) -> Result<Writer<'a>, RpcError> {
+    Ok(Writer {
+        conn,
+        binding: req.binding()?,
+        method: req.method.name,
+    })
 }
 
 async fn set_many(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
     let sets = shape(&req)?;
-    let lock = daemon.config.lock().await;
-    let principal = may_update_config(&daemon, &conn, &req)?;
-    check_write_paths(&principal, sets.iter().map(|(p, _)| p.as_str()))?;
-    let (candidate, props) = stage_many(&daemon.config.current(), &sets)?;
-    let policy = Policy::from_config(&candidate);
-    daemon
-        .config
-        .commit(&lock, candidate, policy, &props)
-        .await?;
+    let props = daemon.config.set_props(writer(&conn, &req)?, &sets).await?;
     Payload::new(&json!({"props": props, "set": true}), Default::default())
 }
 
 async fn set(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
     let p: SetParams = req.params()?;
-    let lock = daemon.config.lock().await;
-    let principal = may_update_config(&daemon, &conn, &req)?;
-    check_write_path(&principal, &p.prop)?;
-    let candidate = stage_one(&daemon.config.current(), &p.prop, &p.value)?;
-    let policy = Policy::from_config(&candidate);
-    let touched = [p.prop.clone()];
     daemon
         .config
-        .commit(&lock, candidate, policy, &touched)
+        .set_prop(writer(&conn, &req)?, &p.prop, &p.value)
         .await?;
     Payload::new(&json!({"prop": p.prop, "set": true}), Default::default())
 }
@@ -187,27 +146,9 @@ async fn replace(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payloa
             "text must be at most {MAX_REPLACE_BYTES} bytes"
         )));
     }
-    let lock = daemon.config.lock().await;
-    may_update_config(&daemon, &conn, &req)?;
-    let candidate = match config::Config::check_toml_text(&p.text) {
-        Ok(c) => c,
-        Err(errors) => {
-            let message = match errors.as_slice() {
-                [one] => one.clone(),
-                [first, ..] => format!("{first} (and {} more)", errors.len() - 1),
-                [] => "invalid configuration".to_owned(),
-            };
-            return Err(RpcError::InvalidParams {
-                message,
-                data: Some(ErrorData::default().with("errors", errors)),
-            });
-        }
-    };
-    let policy = Policy::from_config(&candidate);
-    let sha = crate::hex::sha256(p.text.as_bytes());
-    daemon
+    let sha = daemon
         .config
-        .replace(&lock, p.text, &p.base_sha256, candidate, policy)
+        .replace_text(writer(&conn, &req)?, p.text, &p.base_sha256)
         .await?;
     Payload::new(
         &json!({"replaced": true, "sha256": sha}),
@@ -215,17 +156,14 @@ async fn replace(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payloa
     )
 }
 
-method_family!(ConfigService);
-
 impl ConfigService {
-    fn route(&mut self, req: Request) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: ConfigMethod) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
-        match req.method.id {
-            Method::ConfigGet => RouteFuture::ready(get(&daemon, &req)),
-            Method::ConfigSet => RouteFuture::boxed(set(daemon, conn, req)),
-            Method::ConfigSetMany => RouteFuture::boxed(set_many(daemon, conn, req)),
-            Method::ConfigReplace => RouteFuture::boxed(replace(daemon, conn, req)),
-            _ => crate::services::misrouted(&req),
+        match m {
+            ConfigMethod::Get => RouteFuture::ready(get(&daemon, &req)),
+            ConfigMethod::Set => RouteFuture::boxed(set(daemon, conn, req)),
+            ConfigMethod::SetMany => RouteFuture::boxed(set_many(daemon, conn, req)),
+            ConfigMethod::Replace => RouteFuture::boxed(replace(daemon, conn, req)),
         }
     }
 }

@@ -9,6 +9,7 @@ use super::RouteFuture;
 use crate::error::RpcError;
 use crate::faults::FaultPoint;
 use crate::jsonrpc::Payload;
+use crate::methods::DebugMethod;
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -26,12 +27,12 @@ impl DebugService {
 }
 
 #[derive(Deserialize)]
-struct Params {
+struct SetFaultsParams {
     faults: Vec<String>,
 }
 
 fn set_faults(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
-    let p: Params = req.params()?;
+    let p: SetFaultsParams = req.params()?;
     let points = p
         .faults
         .iter()
@@ -51,10 +52,10 @@ fn set_faults(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     Payload::new(&json!({ "faults": active }), Default::default())
 }
 
-method_family!(DebugService);
-
 impl DebugService {
-    fn route(&mut self, req: Request) -> RouteFuture {
-        RouteFuture::ready(set_faults(&self.daemon, &req))
+    pub(super) fn route(&mut self, req: Request, m: DebugMethod) -> RouteFuture {
+        match m {
+            DebugMethod::SetFaults => RouteFuture::ready(set_faults(&self.daemon, &req)),
+        }
     }
 }

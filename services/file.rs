@@ -17,7 +17,7 @@ use crate::files::upload::{Appended, Upload};
 use crate::files::{self, UploadTarget};
 use crate::jsonrpc::Payload;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
-use crate::methods::Method;
+use crate::methods::FileMethod;
 use crate::request::Request;
 use crate::session::access::{check_agent, check_owner};
 use crate::session::{parse_session_id as session_id, Session};
@@ -172,17 +172,14 @@ async fn commit(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     Payload::new(&result, Default::default())
 }
 
-method_family!(FileService);
-
 impl FileService {
-    fn route(&mut self, req: Request) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: FileMethod) -> RouteFuture {
         let (d, c) = (self.daemon.clone(), self.conn.clone());
-        match req.method.id {
-            Method::FileAttach => RouteFuture::boxed(attach(d, c, req)),
-            Method::FileUploadBegin => RouteFuture::ready(begin(&d, &c, &req)),
-            Method::FileUploadChunk => RouteFuture::boxed(chunk(d, c, req)),
-            Method::FileUploadCommit => RouteFuture::boxed(commit(d, c, req)),
-            _ => crate::services::misrouted(&req),
+        match m {
+            FileMethod::Attach => RouteFuture::boxed(attach(d, c, req)),
+            FileMethod::UploadBegin => RouteFuture::ready(begin(&d, &c, &req)),
+            FileMethod::UploadChunk => RouteFuture::boxed(chunk(d, c, req)),
+            FileMethod::UploadCommit => RouteFuture::boxed(commit(d, c, req)),
         }
     }
 }

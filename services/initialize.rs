@@ -22,7 +22,7 @@ use crate::limits::{
     MAX_FRAME_BYTES, MAX_IN_FLIGHT_REQUESTS, MAX_STAGED_UPLOADS, UPLOAD_CHUNK_BYTES,
     UPLOAD_MAX_BYTES,
 };
-use crate::methods;
+use crate::methods::{self, InitializeMethod};
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -221,11 +221,11 @@ impl Initialize {
     }
 }
 
-method_family!(Initialize);
-
 impl Initialize {
-    fn route(&mut self, req: Request) -> RouteFuture {
-        let reply = self.answer(&req);
+    pub(super) fn route(&mut self, req: Request, m: InitializeMethod) -> RouteFuture {
+        let reply = match m {
+            InitializeMethod::Initialize => self.answer(&req),
+        };
         if reply.is_err() {
             // Fail closed (§5.3): a failed re-initialize leaves the connection unbound.
             self.conn.set_binding(None);

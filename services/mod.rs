@@ -1,5 +1,8 @@
 //! The method services, one file per method family, and the router that
-//! picks one by the method's table row.
+//! picks one by the method's table row: the row's [`Method`] names the
+//! family and, inside it, the family's own sub-enum, which the family's
+//! `route` matches exhaustively. Each handler decodes its method's params
+//! struct and calls one domain verb.
 //!
 //! Every service answers with a [`RouteFuture`]: methods that finish at
 //! once (`status`, `config/get`) return it ready, so the connection loop
@@ -21,30 +24,6 @@ use crate::jsonrpc::{Payload, Reply};
 use crate::methods::Method;
 use crate::request::Request;
 use crate::state::Daemon;
-
-/// Implements `tower::Service<Request>` for a method family: always ready
-/// (load is shed by the limit layer, never queued), answering each request
-/// with the family's `route`.
-macro_rules! method_family {
-    ($ty:ty) => {
-        impl tower::Service<crate::request::Request> for $ty {
-            type Response = crate::jsonrpc::Payload;
-            type Error = crate::error::RpcError;
-            type Future = crate::services::RouteFuture;
-
-            fn poll_ready(
-                &mut self,
-                _cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<Result<(), Self::Error>> {
-                std::task::Poll::Ready(Ok(()))
-            }
-
-            fn call(&mut self, req: crate::request::Request) -> Self::Future {
-                self.route(req)
-            }
-        }
-    };
-}
 
 pub mod additions;
 pub mod config;
@@ -120,36 +99,21 @@ impl Router {
         }
     }
 
-    /// Every method has exactly one arm: a new row in the method table
-    /// does not compile until it is routed.
+    /// Every family has exactly one arm, and each family matches its own
+    /// sub-enum exhaustively: a new row in the method table does not compile
+    /// until it is routed, and cannot reach another family.
     fn route(&mut self, req: Request) -> RouteFuture {
-        use Method::*;
         match req.method.id {
-            Initialize => self.initialize.call(req),
-            Status => self.status.call(req),
-            ConfigGet | ConfigSet | ConfigSetMany | ConfigReplace => self.config.call(req),
-            PairingList | PairingCreate | PairingRevoke | PairingCode => self.pairing.call(req),
-            SessionNew | SessionPrompt | SessionCancel | SessionClose | SessionApprove
-            | SessionKill | SessionDelete | SessionList | SessionListAcp | SessionMessages
-            | SessionAttach => self.session.call(req),
-            FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit => {
-                self.file.call(req)
-            }
-            ConfigSections | ConfigTemplates | ConfigList | ConfigMapKeys | AgentsStatus
-            | SessionGitBranch | Health | LogsSubscribe | LogsQuery => self.additions.call(req),
-            DebugSetFaults => self.debug.call(req),
+            Method::Initialize(m) => self.initialize.route(req, m),
+            Method::Status(m) => self.status.route(req, m),
+            Method::Config(m) => self.config.route(req, m),
+            Method::Pairing(m) => self.pairing.route(req, m),
+            Method::Session(m) => self.session.route(req, m),
+            Method::File(m) => self.file.route(req, m),
+            Method::Additions(m) => self.additions.route(req, m),
+            Method::Debug(m) => self.debug.route(req, m),
         }
     }
-}
-
-/// The answer of a family asked for a method that is not its own: a
-/// routing bug, answered `-32603` for that request (never another method).
-pub fn misrouted(req: &Request) -> RouteFuture {
-    tracing::error!(event = "misrouted", method = req.method.name);
-    RouteFuture::ready(Err(RpcError::internal(
-        "internal error: the method reached the wrong service",
-        None,
-    )))
 }
 
 impl Service<Request> for Router {

@@ -13,12 +13,12 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::RouteFuture;
-use crate::config::{token_digest, token_from_bytes, Config, Policy};
+use crate::config::token_digest;
 use crate::context::Conn;
-use crate::error::{Forbidden, RpcError};
+use crate::error::RpcError;
 use crate::jsonrpc::Payload;
-use crate::live_config::random_bytes;
-use crate::methods::Method;
+use crate::live_config::Writer;
+use crate::methods::PairingMethod;
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -36,33 +36,38 @@ impl PairingService {
     }
 }
 
+/// `pairing/list` takes no params: only an object (or nothing).
+#[derive(Deserialize)]
+struct ListParams {}
+
+/// `pairing/create` takes no params: only an object (or nothing).
+#[derive(Deserialize)]
+struct CreateParams {}
+
+/// `pairing/code` takes no params: only an object (or nothing).
+#[derive(Deserialize)]
+struct CodeParams {}
+
 #[derive(Deserialize)]
 struct RevokeParams {
     token: Option<String>,
     token_hash: Option<String>,
 }
 
-/// Step 3 for pairing: the caller must still resolve to an admin.
-fn still_admin(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<(), RpcError> {
-    let binding = conn.refresh_binding(&daemon.authz, req.binding()?)?;
-    if binding.principal.admin {
-        Ok(())
-    } else {
-        Err(RpcError::Forbidden(Forbidden::Revoked))
-    }
+/// The caller of a write, as the live config re-resolves it.
+fn writer<'a>(conn: &'a Conn, req: &'a Request) -> Result<Writer<'a>, RpcError> {
+    Ok(Writer {
+        conn,
+        binding: req.binding()?,
+        method: req.method.name,
+    })
 }
 
 async fn create(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
-    let lock = daemon.config.lock().await;
-    still_admin(&daemon, &conn, &req)?;
-    let token = token_from_bytes(&random_bytes()?);
-    let digest = token_digest(&token);
-    let mut candidate: Config = (*daemon.config.current()).clone();
-    candidate.gateway.paired_tokens.push(digest.clone());
-    let policy = Policy::from_config(&candidate);
-    daemon.config.commit(&lock, candidate, policy, &[]).await?;
+    let CreateParams {} = req.params()?;
+    let paired = daemon.config.pair(writer(&conn, &req)?).await?;
     Payload::new(
-        &json!({"token": token, "token_hash": digest}),
+        &json!({"token": paired.token, "token_hash": paired.digest}),
         Default::default(),
     )
 }
@@ -78,26 +83,15 @@ async fn revoke(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
             ))
         }
     };
-    let lock = daemon.config.lock().await;
-    still_admin(&daemon, &conn, &req)?;
-    let mut candidate: Config = (*daemon.config.current()).clone();
-    let before = candidate.gateway.paired_tokens.len();
-    candidate
-        .gateway
-        .paired_tokens
-        .retain(|t| !t.eq_ignore_ascii_case(&digest));
-    let revoked = candidate.gateway.paired_tokens.len() != before;
-    if revoked {
-        let policy = Policy::from_config(&candidate);
-        daemon.config.commit(&lock, candidate, policy, &[]).await?;
-    }
+    let revoked = daemon.config.revoke(writer(&conn, &req)?, &digest).await?;
     Payload::new(&json!({ "revoked": revoked }), Default::default())
 }
 
 /// `pairing/code`: the open code, or a new one. Local and admin-only: the
 /// code is worth a token. The code itself is not logged here (the caller
 /// has it); the startup code is logged as before.
-async fn code(daemon: Arc<Daemon>) -> Result<Payload, RpcError> {
+async fn code(daemon: Arc<Daemon>, req: Request) -> Result<Payload, RpcError> {
+    let CodeParams {} = req.params()?;
     let (code, issued) = daemon.pairing_code.current_or_issue().await?;
     let g = &daemon.config.current().gateway;
     let redeemable = g.enabled && g.require_pairing;
@@ -108,34 +102,20 @@ async fn code(daemon: Arc<Daemon>) -> Result<Payload, RpcError> {
     )
 }
 
-fn list(daemon: &Daemon) -> Result<Payload, RpcError> {
-    let hashes: Vec<String> = daemon
-        .config
-        .current()
-        .gateway
-        .paired_tokens
-        .iter()
-        .map(|t| t.to_ascii_lowercase())
-        .collect();
+fn list(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
+    let ListParams {} = req.params()?;
+    let hashes = daemon.config.paired_digests();
     Payload::new(&json!({ "token_hashes": hashes }), Default::default())
 }
 
-method_family!(PairingService);
-
 impl PairingService {
-    fn route(&mut self, req: Request) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: PairingMethod) -> RouteFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
-        match req.method.id {
-            Method::PairingList | Method::PairingCreate | Method::PairingCode
-                if req.no_params().is_err() =>
-            {
-                RouteFuture::ready(req.no_params().map(|()| Payload::empty_object()))
-            }
-            Method::PairingList => RouteFuture::ready(list(&daemon)),
-            Method::PairingCreate => RouteFuture::boxed(create(daemon, conn, req)),
-            Method::PairingRevoke => RouteFuture::boxed(revoke(daemon, conn, req)),
-            Method::PairingCode => RouteFuture::boxed(code(daemon)),
-            _ => crate::services::misrouted(&req),
+        match m {
+            PairingMethod::List => RouteFuture::ready(list(&daemon, &req)),
+            PairingMethod::Create => RouteFuture::boxed(create(daemon, conn, req)),
+            PairingMethod::Revoke => RouteFuture::boxed(revoke(daemon, conn, req)),
+            PairingMethod::Code => RouteFuture::boxed(code(daemon, req)),
         }
     }
 }

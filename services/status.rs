@@ -7,9 +7,12 @@
 
 use std::sync::Arc;
 
+use serde::Deserialize;
+
 use super::RouteFuture;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
+use crate::methods::StatusMethod;
 use crate::request::Request;
 use crate::state::Daemon;
 
@@ -26,17 +29,19 @@ impl Status {
     }
 }
 
-method_family!(Status);
+/// `status` takes no params: only an object (or nothing) is accepted.
+#[derive(Deserialize)]
+struct StatusParams {}
 
 impl Status {
-    fn route(&mut self, req: Request) -> RouteFuture {
-        RouteFuture::ready(self.answer(&req))
+    pub(super) fn route(&mut self, req: Request, m: StatusMethod) -> RouteFuture {
+        match m {
+            StatusMethod::Status => RouteFuture::ready(self.answer(&req)),
+        }
     }
-}
 
-impl Status {
     fn answer(&self, req: &Request) -> Result<Payload, RpcError> {
-        req.no_params()?;
+        let StatusParams {} = req.params()?;
         let binding = req.binding()?;
         let d = &self.daemon;
         let session_ids = d.sessions.visible_ids(&binding.principal);

@@ -65,63 +65,134 @@ const fn g(r: Resource, v: Verb) -> Access {
     Access::Grant(Grant(r, v))
 }
 
-/// The one list of methods: each row declares the [`Method`] variant, its
-/// wire name, its access and its scope, and becomes one entry of
-/// [`METHODS`]. The router matches [`Method`] exhaustively, so a row
-/// without a route does not compile.
+/// The one list of methods: each row declares the method's place (its
+/// family's variant of [`Method`] and its own variant of the family's
+/// sub-enum), its wire name, its access and its scope, and becomes one entry
+/// of [`METHODS`]. The rows are munched into one sub-enum per services family
+/// (`services/`), so the router matches the family and each family matches
+/// its own sub-enum, both exhaustively: a row without a route, or a method
+/// routed to another family, does not compile.
 macro_rules! method_table {
-    ($($id:ident = $name:literal, $access:expr, $scope:ident;)*) => {
-        /// Every client→daemon method served.
+    ($($family:ident($sub:ident::$id:ident) = $name:literal, $access:expr, $scope:ident;)*) => {
+        /// Every client→daemon method served, by the services family that serves it.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Method {
-            $(#[doc = concat!("`", $name, "`")] $id,)*
+            /// `initialize` (services/initialize.rs).
+            Initialize(InitializeMethod),
+            /// `status` (services/status.rs).
+            Status(StatusMethod),
+            /// `config/*` (services/config.rs).
+            Config(ConfigMethod),
+            /// `pairing/*` (services/pairing.rs).
+            Pairing(PairingMethod),
+            /// `session/*` (services/session/).
+            Session(SessionMethod),
+            /// `debug/*` (services/debug.rs).
+            Debug(DebugMethod),
+            /// `file/*` (services/file.rs).
+            File(FileMethod),
+            /// The protocol additions (services/additions/).
+            Additions(AdditionsMethod),
         }
 
         /// Every method's row, in the order of the §6.4 table, then the
         /// protocol additions (docs/protocol-additions.md).
         pub static METHODS: &[MethodSpec] = &[
-            $(MethodSpec { id: Method::$id, name: $name, access: $access, scope: Scope::$scope },)*
+            $(MethodSpec { id: Method::$family($sub::$id), name: $name, access: $access, scope: Scope::$scope },)*
         ];
+
+        method_table!(@munch [$($family $id $name;)*]
+            [] [] [] [] [] [] [] []);
+    };
+    // Sorts each row's variant into its family's list, keeping table order.
+    (@munch [Initialize $id:ident $name:tt; $($rest:tt)*]
+        [$($i:tt)*] $st:tt $c:tt $p:tt $se:tt $d:tt $f:tt $a:tt) => {
+        method_table!(@munch [$($rest)*] [$($i)* $id $name;] $st $c $p $se $d $f $a);
+    };
+    (@munch [Status $id:ident $name:tt; $($rest:tt)*]
+        $i:tt [$($st:tt)*] $c:tt $p:tt $se:tt $d:tt $f:tt $a:tt) => {
+        method_table!(@munch [$($rest)*] $i [$($st)* $id $name;] $c $p $se $d $f $a);
+    };
+    (@munch [Config $id:ident $name:tt; $($rest:tt)*]
+        $i:tt $st:tt [$($c:tt)*] $p:tt $se:tt $d:tt $f:tt $a:tt) => {
+        method_table!(@munch [$($rest)*] $i $st [$($c)* $id $name;] $p $se $d $f $a);
+    };
+    (@munch [Pairing $id:ident $name:tt; $($rest:tt)*]
+        $i:tt $st:tt $c:tt [$($p:tt)*] $se:tt $d:tt $f:tt $a:tt) => {
+        method_table!(@munch [$($rest)*] $i $st $c [$($p)* $id $name;] $se $d $f $a);
+    };
+    (@munch [Session $id:ident $name:tt; $($rest:tt)*]
+        $i:tt $st:tt $c:tt $p:tt [$($se:tt)*] $d:tt $f:tt $a:tt) => {
+        method_table!(@munch [$($rest)*] $i $st $c $p [$($se)* $id $name;] $d $f $a);
+    };
+    (@munch [Debug $id:ident $name:tt; $($rest:tt)*]
+        $i:tt $st:tt $c:tt $p:tt $se:tt [$($d:tt)*] $f:tt $a:tt) => {
+        method_table!(@munch [$($rest)*] $i $st $c $p $se [$($d)* $id $name;] $f $a);
+    };
+    (@munch [File $id:ident $name:tt; $($rest:tt)*]
+        $i:tt $st:tt $c:tt $p:tt $se:tt $d:tt [$($f:tt)*] $a:tt) => {
+        method_table!(@munch [$($rest)*] $i $st $c $p $se $d [$($f)* $id $name;] $a);
+    };
+    (@munch [Additions $id:ident $name:tt; $($rest:tt)*]
+        $i:tt $st:tt $c:tt $p:tt $se:tt $d:tt $f:tt [$($a:tt)*]) => {
+        method_table!(@munch [$($rest)*] $i $st $c $p $se $d $f [$($a)* $id $name;]);
+    };
+    (@munch [] $i:tt $st:tt $c:tt $p:tt $se:tt $d:tt $f:tt $a:tt) => {
+        method_table!(@sub InitializeMethod $i);
+        method_table!(@sub StatusMethod $st);
+        method_table!(@sub ConfigMethod $c);
+        method_table!(@sub PairingMethod $p);
+        method_table!(@sub SessionMethod $se);
+        method_table!(@sub DebugMethod $d);
+        method_table!(@sub FileMethod $f);
+        method_table!(@sub AdditionsMethod $a);
+    };
+    (@sub $sub:ident [$($id:ident $name:tt;)*]) => {
+        #[doc = concat!("The methods of one services family (", stringify!($sub), ").")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $sub {
+            $(#[doc = concat!("`", $name, "`")] $id,)*
+        }
     };
 }
 
 method_table! {
-    Initialize = "initialize", Access::Handshake, Any;
-    Status = "status", g(System, Read), Any;
-    SessionNew = "session/new", g(Sessions, Create), Any;
-    SessionPrompt = "session/prompt", g(Sessions, Execute), Channel;
-    SessionCancel = "session/cancel", g(Sessions, Update), Any;
-    SessionClose = "session/close", g(Sessions, Update), Any;
-    SessionApprove = "session/approve", g(Sessions, Update), Any;
-    SessionKill = "session/kill", g(Sessions, Delete), Any;
-    SessionDelete = "session/delete", g(Sessions, Delete), Any;
-    SessionList = "session/list", g(Sessions, Read), Any;
-    SessionListAcp = "session/list-acp", g(Sessions, Read), Any;
-    SessionMessages = "session/messages", g(Sessions, Read), Any;
-    ConfigGet = "config/get", g(Config, Read), Any;
-    ConfigSet = "config/set", g(Config, Update), Any;
-    ConfigSetMany = "config/set-many", g(Config, Update), Any;
-    FileAttach = "file/attach", g(Files, Create), Any;
-    FileUploadBegin = "file/upload/begin", g(Files, Create), Local;
-    FileUploadChunk = "file/upload/chunk", g(Files, Create), Local;
-    FileUploadCommit = "file/upload/commit", g(Files, Create), Local;
-    PairingList = "pairing/list", Access::Admin, Any;
-    PairingCreate = "pairing/create", Access::Admin, Any;
-    PairingRevoke = "pairing/revoke", Access::Admin, Any;
+    Initialize(InitializeMethod::Initialize) = "initialize", Access::Handshake, Any;
+    Status(StatusMethod::Status) = "status", g(System, Read), Any;
+    Session(SessionMethod::New) = "session/new", g(Sessions, Create), Any;
+    Session(SessionMethod::Prompt) = "session/prompt", g(Sessions, Execute), Channel;
+    Session(SessionMethod::Cancel) = "session/cancel", g(Sessions, Update), Any;
+    Session(SessionMethod::Close) = "session/close", g(Sessions, Update), Any;
+    Session(SessionMethod::Approve) = "session/approve", g(Sessions, Update), Any;
+    Session(SessionMethod::Kill) = "session/kill", g(Sessions, Delete), Any;
+    Session(SessionMethod::Delete) = "session/delete", g(Sessions, Delete), Any;
+    Session(SessionMethod::List) = "session/list", g(Sessions, Read), Any;
+    Session(SessionMethod::ListAcp) = "session/list-acp", g(Sessions, Read), Any;
+    Session(SessionMethod::Messages) = "session/messages", g(Sessions, Read), Any;
+    Config(ConfigMethod::Get) = "config/get", g(Config, Read), Any;
+    Config(ConfigMethod::Set) = "config/set", g(Config, Update), Any;
+    Config(ConfigMethod::SetMany) = "config/set-many", g(Config, Update), Any;
+    File(FileMethod::Attach) = "file/attach", g(Files, Create), Any;
+    File(FileMethod::UploadBegin) = "file/upload/begin", g(Files, Create), Local;
+    File(FileMethod::UploadChunk) = "file/upload/chunk", g(Files, Create), Local;
+    File(FileMethod::UploadCommit) = "file/upload/commit", g(Files, Create), Local;
+    Pairing(PairingMethod::List) = "pairing/list", Access::Admin, Any;
+    Pairing(PairingMethod::Create) = "pairing/create", Access::Admin, Any;
+    Pairing(PairingMethod::Revoke) = "pairing/revoke", Access::Admin, Any;
     // Protocol additions (docs/protocol-additions.md): outside version 1, served the same way.
-    ConfigSections = "config/sections", g(Config, Read), Any;
-    ConfigTemplates = "config/templates", g(Config, Read), Any;
-    ConfigList = "config/list", g(Config, Read), Any;
-    ConfigMapKeys = "config/map-keys", g(Config, Read), Any;
-    AgentsStatus = "agents/status", g(Sessions, Read), Any;
-    SessionGitBranch = "session/git_branch", g(Sessions, Read), Any;
-    SessionAttach = "session/attach", g(Sessions, Execute), Channel;
-    Health = "health", g(System, Read), Any;
-    LogsSubscribe = "logs/subscribe", g(System, Read), Channel;
-    LogsQuery = "logs/query", g(System, Read), Any;
-    PairingCode = "pairing/code", Access::Admin, Local;
-    ConfigReplace = "config/replace", Access::Admin, Local;
-    DebugSetFaults = "debug/set-faults", Access::Admin, TestFaults;
+    Additions(AdditionsMethod::ConfigSections) = "config/sections", g(Config, Read), Any;
+    Additions(AdditionsMethod::ConfigTemplates) = "config/templates", g(Config, Read), Any;
+    Additions(AdditionsMethod::ConfigList) = "config/list", g(Config, Read), Any;
+    Additions(AdditionsMethod::ConfigMapKeys) = "config/map-keys", g(Config, Read), Any;
+    Additions(AdditionsMethod::AgentsStatus) = "agents/status", g(Sessions, Read), Any;
+    Additions(AdditionsMethod::SessionGitBranch) = "session/git_branch", g(Sessions, Read), Any;
+    Session(SessionMethod::Attach) = "session/attach", g(Sessions, Execute), Channel;
+    Additions(AdditionsMethod::Health) = "health", g(System, Read), Any;
+    Additions(AdditionsMethod::LogsSubscribe) = "logs/subscribe", g(System, Read), Channel;
+    Additions(AdditionsMethod::LogsQuery) = "logs/query", g(System, Read), Any;
+    Pairing(PairingMethod::Code) = "pairing/code", Access::Admin, Local;
+    Config(ConfigMethod::Replace) = "config/replace", Access::Admin, Local;
+    Debug(DebugMethod::SetFaults) = "debug/set-faults", Access::Admin, TestFaults;
 }
 
 /// The row for `name`, if the daemon serves it (with `--test-faults` when required).

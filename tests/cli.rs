@@ -9,7 +9,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 #[cfg(unix)]
 use std::os::unix::net::UnixListener;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
 use common::{hermetic_env, run_cli, Daemon, TestDir, BIN};
 use serde_json::{json, Value};

@@ -4,9 +4,10 @@
 //! decodes, and the entry names of a map. Writes stay `config/set` and
 //! `config/set-many` (§8.15–§8.16).
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::params::{self, bad};
+use super::params::{self, bad, Member};
 use crate::config::agent_spec::{Backend, InputMode};
 use crate::config::{is_secret, prop_paths, PropInfo};
 use crate::error::RpcError;
@@ -51,11 +52,17 @@ fn entry(tree: &Value, p: &PropInfo) -> Value {
     })
 }
 
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ListParams {
+    prefix: Member<String>,
+}
+
 /// `config/list {prefix?}`: the props equal to or under `prefix`.
 pub fn list(daemon: &Daemon, req: &Request) -> Result<Value, RpcError> {
-    let m = params::object(req)?;
-    let prefix = params::opt_str(&m, "prefix")?.unwrap_or_default();
-    let tree = super::super::config::effective_view(daemon);
+    let p: ListParams = params::decode(req)?;
+    let prefix = p.prefix.opt("prefix")?.unwrap_or_default();
+    let tree = daemon.config.effective_view(&daemon.paths.config_dir);
     let keys = |map: &str| -> Vec<String> {
         tree.get(map)
             .and_then(Value::as_object)
@@ -77,10 +84,16 @@ pub fn list(daemon: &Daemon, req: &Request) -> Result<Value, RpcError> {
     Ok(json!({ "entries": entries }))
 }
 
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct MapKeysParams {
+    path: Member<String>,
+}
+
 /// `config/map-keys {path}`: the entry names of `agents`, `users` or `permission_profiles`.
 pub fn map_keys(daemon: &Daemon, req: &Request) -> Result<Value, RpcError> {
-    let m = params::object(req)?;
-    let path = params::req_str(&m, "path")?;
+    let p: MapKeysParams = params::decode(req)?;
+    let path = p.path.required("path")?;
     if !MAPS.contains(&path.as_str()) {
         return Err(bad(
             "path",

@@ -10,9 +10,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::params::{self, bad};
+use super::params::{self, bad, Member};
 use crate::context::Conn;
 use crate::error::RpcError;
 use crate::logging::capture::{Capture, Record, Scope, Subscription, SUBSCRIBER_QUEUE};
@@ -77,7 +78,7 @@ pub fn subscribe(
     req: &Request,
     current: &mut Option<Arc<Subscription>>,
 ) -> Result<Value, RpcError> {
-    params::object(req)?;
+    let SubscribeParams {} = params::decode(req)?;
     let (scope, sessions) = scope(daemon, conn, req)?;
     if current.is_none() {
         let sub = Capture::global().subscribe(scope, sessions);
@@ -111,28 +112,54 @@ async fn deliver(conn: Conn, sub: Arc<Subscription>) {
     Capture::global().unsubscribe(&sub);
 }
 
+/// `logs/subscribe` takes no params: only an object (or nothing).
+#[derive(Deserialize, Default)]
+struct SubscribeParams {}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct QueryParams {
+    limit: Member<u64>,
+    severity_min: Member<u64>,
+    q: Member<String>,
+    category: Member<String>,
+    action: Member<String>,
+    hide_internal: Member<bool>,
+    until_id: Member<String>,
+    // Members zerocode sends that this ring cannot honour: checked, then ignored.
+    since_ts: Member<String>,
+    until_ts: Member<String>,
+    trace_id: Member<String>,
+    outcome: Member<String>,
+    until_line_offset: Member<u64>,
+}
+
 /// `logs/query`: the kept records, newest first, filtered.
 pub fn query(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<Value, RpcError> {
-    let m = params::object(req)?;
-    let limit = params::opt_int(&m, "limit", 1, MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT) as usize;
-    let severity_min = params::opt_int(&m, "severity_min", 0, 24)?.unwrap_or(0) as u8;
-    let q = params::opt_str(&m, "q")?.map(|s| s.to_lowercase());
-    let category = params::opt_str(&m, "category")?;
-    let action = params::opt_str(&m, "action")?;
-    let hide_internal = params::opt_bool(&m, "hide_internal")?.unwrap_or(false);
-    let until_id = match params::opt_str(&m, "until_id")? {
+    let p: QueryParams = params::decode(req)?;
+    // Judged in the order the members were always checked, so the first bad one is named.
+    let limit = p
+        .limit
+        .within("limit", 1, MAX_LIMIT)?
+        .unwrap_or(DEFAULT_LIMIT) as usize;
+    let severity_min = p.severity_min.within("severity_min", 0, 24)?.unwrap_or(0) as u8;
+    let q = p.q.opt("q")?.map(|s| s.to_lowercase());
+    let category = p.category.opt("category")?;
+    let action = p.action.opt("action")?;
+    let hide_internal = p.hide_internal.opt("hide_internal")?.unwrap_or(false);
+    let until_id = match p.until_id.opt("until_id")? {
         None => None,
         Some(s) => Some(
             s.parse::<u64>()
                 .map_err(|_| bad("until_id", "must be an id from a previous page"))?,
         ),
     };
-    // Members zerocode sends that this ring cannot honour are checked, then ignored.
-    params::opt_str(&m, "since_ts")?;
-    params::opt_str(&m, "until_ts")?;
-    params::opt_str(&m, "trace_id")?;
-    params::opt_str(&m, "outcome")?;
-    params::opt_int(&m, "until_line_offset", 0, u64::MAX)?;
+    p.since_ts.opt("since_ts")?;
+    p.until_ts.opt("until_ts")?;
+    p.trace_id.opt("trace_id")?;
+    p.outcome.opt("outcome")?;
+    p.until_line_offset
+        .within("until_line_offset", 0, u64::MAX)?;
 
     let (scope, sessions) = scope(daemon, conn, req)?;
     let sessions: HashSet<String> = sessions.into_iter().collect();

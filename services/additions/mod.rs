@@ -6,7 +6,6 @@
 
 pub mod agents;
 pub mod config_list;
-pub mod git_branch;
 pub mod health;
 pub mod logs;
 pub mod params;
@@ -14,18 +13,19 @@ pub mod sections;
 
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::json;
 
 use super::RouteFuture;
-use crate::confine::pool;
 use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::logging::capture::Subscription;
-use crate::methods::Method;
+use crate::methods::AdditionsMethod;
 use crate::request::Request;
-use crate::session::access::check_owner;
+use crate::session::git_head::git_head;
 use crate::state::Daemon;
+use params::Member;
 
 /// The additions of one connection (it owns the connection's log subscription).
 #[allow(missing_debug_implementations)]
@@ -46,67 +46,73 @@ impl AdditionsService {
     }
 }
 
-method_family!(AdditionsService);
-
 fn payload(v: &serde_json::Value) -> Result<Payload, RpcError> {
     Payload::new(v, Default::default())
 }
 
+/// `config/sections` takes no params: only an object (or nothing).
+#[derive(Deserialize, Default)]
+struct SectionsParams {}
+
+/// `config/templates` takes no params: only an object (or nothing).
+#[derive(Deserialize, Default)]
+struct TemplatesParams {}
+
+/// `health` takes no params: only an object (or nothing).
+#[derive(Deserialize, Default)]
+struct HealthParams {}
+
+/// `agents/status` takes no params: only an object (or nothing).
+#[derive(Deserialize, Default)]
+struct AgentsStatusParams {}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct GitBranchParams {
+    session_id: Member<String>,
+}
+
 impl AdditionsService {
-    fn route(&mut self, req: Request) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: AdditionsMethod) -> RouteFuture {
         let daemon = self.daemon.clone();
-        match req.method.id {
-            Method::ConfigSections => RouteFuture::ready(params::object(&req).and_then(|_| {
-                payload(&json!({"sections": sections::sections(&daemon.config.current())}))
-            })),
-            Method::ConfigTemplates => RouteFuture::ready(
-                params::object(&req).and_then(|_| payload(&sections::templates())),
+        match m {
+            AdditionsMethod::ConfigSections => {
+                RouteFuture::ready(params::decode(&req).and_then(|SectionsParams {}| {
+                    payload(&json!({"sections": sections::sections(&daemon.config.current())}))
+                }))
+            }
+            AdditionsMethod::ConfigTemplates => RouteFuture::ready(
+                params::decode(&req).and_then(|TemplatesParams {}| payload(&sections::templates())),
             ),
-            Method::ConfigList => {
+            AdditionsMethod::ConfigList => {
                 RouteFuture::ready(config_list::list(&daemon, &req).and_then(|v| payload(&v)))
             }
-            Method::ConfigMapKeys => {
+            AdditionsMethod::ConfigMapKeys => {
                 RouteFuture::ready(config_list::map_keys(&daemon, &req).and_then(|v| payload(&v)))
             }
-            Method::LogsSubscribe => RouteFuture::ready(
+            AdditionsMethod::LogsSubscribe => RouteFuture::ready(
                 logs::subscribe(&daemon, &self.conn, &req, &mut self.logs)
                     .and_then(|v| payload(&v)),
             ),
-            Method::LogsQuery => {
+            AdditionsMethod::LogsQuery => {
                 RouteFuture::ready(logs::query(&daemon, &self.conn, &req).and_then(|v| payload(&v)))
             }
-            Method::Health => RouteFuture::boxed(async move {
-                params::object(&req)?;
+            AdditionsMethod::Health => RouteFuture::boxed(async move {
+                let HealthParams {} = params::decode(&req)?;
                 payload(&health::health(&daemon).await)
             }),
-            Method::AgentsStatus => RouteFuture::boxed(async move {
-                params::object(&req)?;
+            AdditionsMethod::AgentsStatus => RouteFuture::boxed(async move {
+                let AgentsStatusParams {} = params::decode(&req)?;
                 let principal = req.binding()?.principal.clone();
                 let agents = agents::status(&daemon, &principal).await?;
                 payload(&json!({ "agents": agents }))
             }),
-            Method::SessionGitBranch => RouteFuture::boxed(async move {
-                let m = params::object(&req)?;
-                let id = params::req_str(&m, "session_id")?;
+            AdditionsMethod::SessionGitBranch => RouteFuture::boxed(async move {
+                let p: GitBranchParams = params::decode(&req)?;
+                let id = p.session_id.required("session_id")?;
                 let principal = &req.binding()?.principal;
-                let session =
-                    daemon
-                        .sessions
-                        .get(&id)
-                        .ok_or_else(|| RpcError::SessionNotFound {
-                            message: format!("Session not found: {id}").into(),
-                            data: None,
-                        })?;
-                check_owner(principal, &session.owner)?;
-                let dir = session.workspace_dir.clone();
-                // Bounded like every read of a path the agent controls: a
-                // stuck read or a full pool answers `null`s, never holds on.
-                let head = pool::run(pool::Work::GitHead, move || Ok(git_branch::head(&dir)))
-                    .await
-                    .unwrap_or_default();
-                payload(&json!(head))
+                payload(&json!(git_head(&daemon.sessions, principal, &id).await?))
             }),
-            _ => crate::services::misrouted(&req),
         }
     }
 }

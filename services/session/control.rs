@@ -6,30 +6,26 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{payload, session_id, SessionRef};
+use super::{payload, session_id};
 use crate::agent::ApprovalDecision;
 use crate::context::Conn;
-use crate::error::{ErrorData, Reason, RpcError};
+use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::session::access::check_owner;
 use crate::session::lifecycle;
 use crate::session::ChatMode;
 use crate::state::Daemon;
 
+#[derive(Deserialize)]
+struct CancelParams {
+    session_id: Option<String>,
+}
+
 pub(super) fn cancel(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
-    let p: SessionRef = req.params()?;
+    let p: CancelParams = req.params()?;
     let id = session_id(p.session_id)?;
     let principal = &req.binding()?.principal;
-    let no_turn = || RpcError::SessionNotFound {
-        message: "No active turn for this session".into(),
-        data: Some(ErrorData::reason(Reason::NoActiveTurn)),
-    };
-    let s = daemon.sessions.get(&id).ok_or_else(no_turn)?;
-    check_owner(principal, &s.owner)?;
-    if !s.soft_cancel() {
-        return Err(no_turn());
-    }
+    daemon.sessions.cancel_turn(principal, &id)?;
     payload(&json!({"session_id": id, "cancelled": true}))
 }
 
@@ -67,63 +63,63 @@ pub(super) fn approve(daemon: &Daemon, req: &Request) -> Result<Payload, RpcErro
         None => return Err(RpcError::invalid_params("decision is required")),
     };
     let principal = &req.binding()?.principal;
-    let s = daemon
+    let acknowledged = daemon
         .sessions
-        .get(&id)
-        .ok_or_else(RpcError::session_not_found)?;
-    check_owner(principal, &s.owner)?;
-    let acknowledged = s.decide(&request_id, decision);
+        .approve(principal, &id, &request_id, decision)?;
     payload(&json!({"session_id": id, "request_id": request_id, "acknowledged": acknowledged}))
 }
 
-/// How `session/close`, `session/kill` or `session/delete` ends a session:
-/// the same id, principal and owner check (in `lifecycle`), a different step.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Ending {
-    /// `session/close` (§8.7).
-    Close,
-    /// `session/kill` (§8.8).
-    Kill,
-    /// `session/delete` (§8.9), the only one with a `chat_mode` param.
-    Delete,
+#[derive(Deserialize)]
+struct CloseParams {
+    session_id: Option<String>,
 }
 
+pub(super) async fn close(
+    daemon: Arc<Daemon>,
+    conn: Conn,
+    req: Request,
+) -> Result<Payload, RpcError> {
+    let p: CloseParams = req.params()?;
+    let id = session_id(p.session_id)?;
+    let principal = req.binding()?.principal.clone();
+    lifecycle::close(&daemon.sessions, &conn, &principal, &id).await?;
+    payload(&json!({"session_id": id, "closed": true}))
+}
+
+#[derive(Deserialize)]
+struct KillParams {
+    session_id: Option<String>,
+}
+
+pub(super) async fn kill(
+    daemon: Arc<Daemon>,
+    conn: Conn,
+    req: Request,
+) -> Result<Payload, RpcError> {
+    let p: KillParams = req.params()?;
+    let id = session_id(p.session_id)?;
+    let principal = req.binding()?.principal.clone();
+    if !lifecycle::kill(&daemon.sessions, &conn, &principal, &id).await? {
+        return Err(RpcError::session_not_found());
+    }
+    payload(&json!({"session_id": id, "killed": true}))
+}
+
+/// `session/delete` (§8.9), the only ending with a `chat_mode` param.
 #[derive(Deserialize)]
 struct DeleteParams {
     session_id: Option<String>,
     chat_mode: Option<ChatMode>,
 }
 
-pub(super) async fn end(
+pub(super) async fn delete(
     daemon: Arc<Daemon>,
     conn: Conn,
     req: Request,
-    how: Ending,
 ) -> Result<Payload, RpcError> {
-    let (session, chat_mode) = match how {
-        Ending::Delete => {
-            let p: DeleteParams = req.params()?;
-            (p.session_id, p.chat_mode)
-        }
-        Ending::Close | Ending::Kill => (req.params::<SessionRef>()?.session_id, None),
-    };
-    let id = session_id(session)?;
+    let p: DeleteParams = req.params()?;
+    let id = session_id(p.session_id)?;
     let principal = req.binding()?.principal.clone();
-    let sessions = &daemon.sessions;
-    match how {
-        Ending::Close => {
-            lifecycle::close(sessions, &conn, &principal, &id).await?;
-            payload(&json!({"session_id": id, "closed": true}))
-        }
-        Ending::Kill => {
-            if !lifecycle::kill(sessions, &conn, &principal, &id).await? {
-                return Err(RpcError::session_not_found());
-            }
-            payload(&json!({"session_id": id, "killed": true}))
-        }
-        Ending::Delete => {
-            let deleted = lifecycle::delete(sessions, &conn, &principal, &id, chat_mode).await?;
-            payload(&json!({"session_id": id, "deleted": deleted}))
-        }
-    }
+    let deleted = lifecycle::delete(&daemon.sessions, &conn, &principal, &id, p.chat_mode).await?;
+    payload(&json!({"session_id": id, "deleted": deleted}))
 }

@@ -4,13 +4,11 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-
 use super::RouteFuture;
 use crate::context::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
-use crate::methods::Method;
+use crate::methods::SessionMethod;
 use crate::request::Request;
 pub(crate) use crate::session::parse_session_id as session_id;
 use crate::state::Daemon;
@@ -34,40 +32,25 @@ impl SessionService {
     }
 }
 
-/// Params that name one session.
-#[derive(Debug, Deserialize)]
-struct SessionRef {
-    session_id: Option<String>,
-}
-
 fn payload<T: serde::Serialize>(v: &T) -> Result<Payload, RpcError> {
     Payload::new(v, Default::default())
 }
 
-method_family!(SessionService);
-
 impl SessionService {
-    fn route(&mut self, req: Request) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: SessionMethod) -> RouteFuture {
         let (d, c) = (self.daemon.clone(), self.conn.clone());
-        match req.method.id {
-            Method::SessionNew => RouteFuture::boxed(open::new(d, c, req)),
-            Method::SessionPrompt => RouteFuture::boxed(open::prompt(d, c, req)),
-            Method::SessionCancel => RouteFuture::ready(control::cancel(&d, &req)),
-            Method::SessionApprove => RouteFuture::ready(control::approve(&d, &req)),
-            Method::SessionClose => {
-                RouteFuture::boxed(control::end(d, c, req, control::Ending::Close))
-            }
-            Method::SessionKill => {
-                RouteFuture::boxed(control::end(d, c, req, control::Ending::Kill))
-            }
-            Method::SessionDelete => {
-                RouteFuture::boxed(control::end(d, c, req, control::Ending::Delete))
-            }
-            Method::SessionAttach => RouteFuture::boxed(attach::attach(d, c, req)),
-            Method::SessionList => RouteFuture::boxed(read::list(d, req)),
-            Method::SessionListAcp => RouteFuture::boxed(read::list_acp(d, req)),
-            Method::SessionMessages => RouteFuture::boxed(read::messages(d, req)),
-            _ => crate::services::misrouted(&req),
+        match m {
+            SessionMethod::New => RouteFuture::boxed(open::new(d, c, req)),
+            SessionMethod::Prompt => RouteFuture::boxed(open::prompt(d, c, req)),
+            SessionMethod::Cancel => RouteFuture::ready(control::cancel(&d, &req)),
+            SessionMethod::Approve => RouteFuture::ready(control::approve(&d, &req)),
+            SessionMethod::Close => RouteFuture::boxed(control::close(d, c, req)),
+            SessionMethod::Kill => RouteFuture::boxed(control::kill(d, c, req)),
+            SessionMethod::Delete => RouteFuture::boxed(control::delete(d, c, req)),
+            SessionMethod::Attach => RouteFuture::boxed(attach::attach(d, c, req)),
+            SessionMethod::List => RouteFuture::boxed(read::list(d, req)),
+            SessionMethod::ListAcp => RouteFuture::boxed(read::list_acp(d, req)),
+            SessionMethod::Messages => RouteFuture::boxed(read::messages(d, req)),
         }
     }
 }

@@ -16,30 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::scan::{crate_paths, scanned_files, super_paths};
-
-/// A file's module path: `src/config/schema.rs` → `[config, schema]`,
-/// `src/session/mod.rs` → `[session]`, `services/session/read.rs` →
-/// `[services, session, read]`.
-fn module_path(file: &str) -> Vec<String> {
-    let rel = file.strip_prefix("src/").unwrap_or(file);
-    let mut parts: Vec<String> = rel
-        .trim_end_matches(".rs")
-        .split('/')
-        .map(str::to_string)
-        .collect();
-    if parts.last().is_some_and(|p| p == "mod") {
-        parts.pop();
-    }
-    parts
-}
-
-/// Test-only files (`validate_tests.rs`, `test_support.rs`) use their
-/// neighbours by design and nothing uses them back; they draw no arrows.
-fn is_test_file(file: &str) -> bool {
-    let name = file.rsplit('/').next().unwrap_or_default();
-    name.ends_with("_tests.rs") || name.starts_with("test") || name == "tests.rs"
-}
+use super::scan::{crate_paths, is_test_file, module_path, scanned_files, super_paths};
 
 /// The arrows between files of one top-level module, from `(file, code)`.
 pub(super) fn file_arrows(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {

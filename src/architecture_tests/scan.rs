@@ -1,6 +1,6 @@
 //! Reading the tree for the architecture rules: every `.rs` file under
 //! `src/`, `layers/` and `services/`, the `crate::…` and `super::…` paths in
-//! it, and the `mod` declarations that mount a file. Text only: no rustc,
+//! it (a `super::…` path judged as the `crate::…` path it names), and the `mod` declarations that mount a file. Text only: no rustc,
 //! so a failure can always be read against the lines it names.
 
 use std::path::{Path, PathBuf};
@@ -36,12 +36,30 @@ pub(super) fn crate_paths(code: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every `super::…` path in the code of a file before its `#[cfg(test)]`
-/// module (whose `super` is the file itself), as (levels up, path):
+/// Every `super::…` path in the code of a file before its test module
+/// (`#[cfg(test)]` or `#[cfg(all(test, …))]`, perhaps `#[path]`ed, whose
+/// `super` is the file itself), as (levels up, path):
 /// `super::super::a::b` is `(2, "a::b")`.
 pub(super) fn super_paths(code: &str) -> Vec<(usize, String)> {
-    let code = code.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
-    paths_after(code, "super::")
+    paths_after(before_test_module(code), "super::")
+}
+
+/// The code of a file up to the attribute that gates its test module.
+fn before_test_module(code: &str) -> &str {
+    let mut offset = 0;
+    let mut gate = None;
+    for line in code.split_inclusive('\n') {
+        let t = line.trim();
+        if t.starts_with("#[cfg(") && t.contains("test") {
+            gate = gate.or(Some(offset));
+        } else if gate.is_some() && t.starts_with("mod ") {
+            return &code[..gate.unwrap_or(offset)];
+        } else if !t.starts_with("#[") {
+            gate = None;
+        }
+        offset += line.len();
+    }
+    code
 }
 
 /// The paths after each `prefix` that stands alone (not the tail of a longer
@@ -124,6 +142,52 @@ fn leading_path(s: &str) -> String {
 /// `src/` only, so this test follows them itself).
 pub(super) const SCANNED: [&str; 3] = ["src", "layers", "services"];
 
+/// A file's module path: `src/config/schema.rs` → `[config, schema]`,
+/// `src/session/mod.rs` → `[session]`, `services/session/read.rs` →
+/// `[services, session, read]`.
+pub(super) fn module_path(file: &str) -> Vec<String> {
+    let rel = file.strip_prefix("src/").unwrap_or(file);
+    let mut parts: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(str::to_string)
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// Test-only files (`validate_tests.rs`, `test_support.rs`) use their
+/// neighbours by design and nothing uses them back; they draw no arrows.
+pub(super) fn is_test_file(file: &str) -> bool {
+    let name = file.rsplit('/').next().unwrap_or_default();
+    name.ends_with("_tests.rs") || name.starts_with("test") || name == "tests.rs"
+}
+
+/// Every `super::…` path of `code` (the file `rel`) as the crate path it
+/// names, cut to two segments like a `crate::…` path:
+/// `super::super::config::X` in `services/additions/config_list.rs` is
+/// `services::config`. Without this a family could reach its neighbour
+/// through `super::super::` unseen. A test file is a module of the file it
+/// tests (`super` is that file), and uses only it: none is read.
+pub(super) fn super_as_crate_paths(rel: &str, code: &str) -> Vec<String> {
+    if is_test_file(rel) {
+        return Vec::new();
+    }
+    let me = module_path(rel);
+    super_paths(code)
+        .into_iter()
+        .map(|(levels, path)| {
+            let keep = me.len().saturating_sub(levels);
+            let mut abs: Vec<&str> = me[..keep].iter().map(String::as_str).collect();
+            abs.extend(path.split("::"));
+            abs.truncate(2);
+            abs.join("::")
+        })
+        .collect()
+}
+
 /// Every `.rs` file the rule reads under `root`, relative, `/`-separated.
 pub(super) fn scanned_files(root: &Path) -> Vec<String> {
     let mut files = Vec::new();
@@ -145,14 +209,16 @@ pub(super) fn scanned_files(root: &Path) -> Vec<String> {
     out
 }
 
-/// Every `crate::…` path of the files the rule reads under `root`.
+/// Every `crate::…` path of the files the rule reads under `root`, and
+/// every `super::…` path as the `crate::…` path it names.
 pub(super) fn imports_in(root: &Path) -> Vec<Import> {
     let mut out = Vec::new();
     for rel in scanned_files(root) {
         let Ok(code) = std::fs::read_to_string(root.join(&rel)) else {
             continue;
         };
-        for target in crate_paths(&code) {
+        let supers = super_as_crate_paths(&rel, &code);
+        for target in crate_paths(&code).into_iter().chain(supers) {
             out.push(Import {
                 file: rel.clone(),
                 target,

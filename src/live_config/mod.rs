@@ -8,6 +8,10 @@
 //! A hand edit reloaded (`reload.rs`) is installed the same way.
 
 mod reload;
+mod view;
+mod writes;
+
+pub use writes::{Paired, Writer};
 
 pub use reload::{Reloaded, Stamp};
 

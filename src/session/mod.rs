@@ -14,6 +14,10 @@
 //! | `attach.rs` | a further client joins a live session |
 //! | `agent_links.rs` | the links from a session to its hosted agent's own session |
 //! | `update.rs` | `session/update` notifications |
+//! | `history.rs` | a page of a session's transcript (`session/messages`) |
+//! | `listing.rs` | the stored sessions a caller may see (`session/list`, `session/list-acp`) |
+//! | `interact.rs` | cancelling a turn, answering its approval requests |
+//! | `git_head.rs` | the git branch and commit of a session's working directory |
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,8 +28,12 @@ use serde::{Deserialize, Serialize};
 pub mod access;
 mod agent_links;
 pub mod attach;
+pub mod git_head;
+pub mod history;
+pub mod interact;
 pub mod journal;
 pub mod lifecycle;
+pub mod listing;
 pub mod live;
 pub mod locks;
 pub mod turn;

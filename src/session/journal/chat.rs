@@ -9,7 +9,7 @@ use super::{Journal, Recorder};
 use crate::agent::{ContextMessage, Role};
 use crate::context::Conn;
 use crate::session::live::{Session, TurnSignals};
-use crate::store::{Store, StoreError};
+use crate::store::{MessagesPage, Store, StoreError};
 
 /// The history of Chat session `session_id`.
 #[derive(Debug)]
@@ -67,5 +67,15 @@ impl Journal for ChatJournal {
     /// The history itself is the record: the boundary is its last message.
     async fn snapshot(&self, _context: &[ContextMessage]) -> Result<i64, StoreError> {
         Ok(self.store.chat_max_seq(&self.session_id).await.unwrap_or(0))
+    }
+
+    async fn page(
+        &self,
+        before_index: Option<u64>,
+        limit: u32,
+    ) -> Result<MessagesPage, StoreError> {
+        self.store
+            .chat_messages(&self.session_id, before_index, limit)
+            .await
     }
 }

@@ -11,7 +11,7 @@ use super::{Journal, Recorder};
 use crate::agent::ContextMessage;
 use crate::context::Conn;
 use crate::session::live::{Session, TurnSignals};
-use crate::store::{provider_safe, Store, StoreError};
+use crate::store::{provider_safe, MessagesPage, Store, StoreError};
 
 /// The transcript of the durable session in row `row`.
 #[derive(Debug)]
@@ -85,5 +85,15 @@ impl Journal for DurableJournal {
             .write_snapshot(self.row, boundary, context)
             .await?;
         Ok(boundary)
+    }
+
+    async fn page(
+        &self,
+        before_index: Option<u64>,
+        limit: u32,
+    ) -> Result<MessagesPage, StoreError> {
+        self.store
+            .durable_messages(self.row, before_index, limit)
+            .await
     }
 }

@@ -23,7 +23,7 @@ pub use durable::DurableJournal;
 use super::live::{Session, TurnSignals};
 use crate::agent::ContextMessage;
 use crate::context::Conn;
-use crate::store::{Store, StoreError};
+use crate::store::{MessagesPage, Store, StoreError};
 
 /// The queue into a durable turn's emitter task, and the task: what the
 /// turn's sink writes its events to when the journal records them first.
@@ -73,6 +73,14 @@ pub trait Journal {
         &self,
         context: &[ContextMessage],
     ) -> impl Future<Output = Result<i64, StoreError>> + Send;
+
+    /// A page of what the journal kept (`session/messages`): at most `limit`
+    /// rows before `before_index` (else the last ones).
+    fn page(
+        &self,
+        before_index: Option<u64>,
+        limit: u32,
+    ) -> impl Future<Output = Result<MessagesPage, StoreError>> + Send;
 }
 
 /// The journal of one session, by its kind.
@@ -136,6 +144,17 @@ impl Journal for SessionJournal {
         match self {
             Self::Chat(j) => j.snapshot(context).await,
             Self::Durable(j) => j.snapshot(context).await,
+        }
+    }
+
+    async fn page(
+        &self,
+        before_index: Option<u64>,
+        limit: u32,
+    ) -> Result<MessagesPage, StoreError> {
+        match self {
+            Self::Chat(j) => j.page(before_index, limit).await,
+            Self::Durable(j) => j.page(before_index, limit).await,
         }
     }
 }

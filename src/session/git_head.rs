@@ -1,13 +1,38 @@
-//! `session/git_branch` (protocol addition, polled by zerocode every
-//! second): the git branch and commit of a live session's working
-//! directory, read from `.git/HEAD` and the ref it names — no `git` process,
+//! The git branch and commit of a live session's working directory
+//! (`session/git_branch`, a protocol addition polled by zerocode every
+//! second), read from `.git/HEAD` and the ref it names — no `git` process,
 //! bounded non-blocking reads of regular files only (a FIFO, a device: as
-//! if absent), and `null`s outside a repository. The caller runs it in the
-//! bounded git-head pool (src/confine/pool.rs).
+//! if absent), and `null`s outside a repository, in the bounded git-head
+//! pool (src/confine/pool.rs).
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use super::access::check_owner;
+use super::Sessions;
+use crate::config::Principal;
+use crate::confine::pool;
+use crate::error::RpcError;
+
+/// The git head of live session `id`, for its owner or an admin. Bounded
+/// like every read of a path the agent controls: a stuck read or a full
+/// pool answers `null`s, never holds on.
+pub async fn git_head(
+    sessions: &Sessions,
+    principal: &Principal,
+    id: &str,
+) -> Result<GitHead, RpcError> {
+    let session = sessions.get(id).ok_or_else(|| RpcError::SessionNotFound {
+        message: format!("Session not found: {id}").into(),
+        data: None,
+    })?;
+    check_owner(principal, &session.owner)?;
+    let dir = session.workspace_dir.clone();
+    Ok(pool::run(pool::Work::GitHead, move || Ok(head(&dir)))
+        .await
+        .unwrap_or_default())
+}
 
 /// Most bytes read from any git file (HEAD, a ref, `packed-refs`, a `.git` file).
 const MAX_READ: u64 = 1024 * 1024;
