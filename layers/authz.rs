@@ -12,7 +12,7 @@ use tower::Service;
 
 use super::Gate;
 use crate::authz::{require_grant, AuthzState};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{AuthReason, Forbidden, RpcError};
 use crate::jsonrpc::Payload;
 use crate::methods::Access;

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use tower::Service;
 
 use super::Reply;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{InternalReason, RpcError};
 use crate::jsonrpc::{classify, error_frame, Classified, Payload};
 use crate::limits::MAX_FRAME_BYTES;

@@ -6,7 +6,7 @@
 use tower::Service;
 
 use super::Gate;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{AuthReason, RpcError};
 use crate::jsonrpc::Payload;
 use crate::methods::Access;

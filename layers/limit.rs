@@ -4,7 +4,7 @@
 //! because reading must never pause: the frame after it may be the answer
 //! to a daemon→client request that a running handler is waiting for.
 //!
-//! The counters (`crate::context::InFlight`) live in the connection's
+//! The counters (`crate::conn_state::InFlight`) live in the connection's
 //! state, created at accept, so the bound holds across every request of
 //! the connection. An admitted frame is
 //! also charged to the daemon-wide memory budget (`crate::memory`): over it,
@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use tower::Service;
 
 use super::{Gate, Reply};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::memory;

@@ -122,7 +122,7 @@ pub(crate) mod testing {
     use tower::ServiceExt;
 
     use crate::authz::{Binding, Credential, Principal};
-    use crate::context::{Conn, ConnCtx, PeerInfo, Transport};
+    use crate::conn_state::{Conn, ConnCtx, PeerInfo, Transport};
     use crate::dialect::Dialect;
     use crate::error::RpcError;
     use crate::jsonrpc::Payload;

@@ -11,7 +11,7 @@ use tower::Service;
 use tracing::{Level, Span};
 
 use super::Reply;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;

@@ -7,7 +7,7 @@
 use tower::Service;
 
 use super::Gate;
-use crate::context::Transport;
+use crate::conn_state::Transport;
 use crate::error::{Forbidden, RpcError};
 use crate::request::Request;
 

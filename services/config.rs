@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::RouteFuture;
 use crate::config;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{ErrorData, RpcError};
 use crate::jsonrpc::Payload;
 use crate::live_config::Writer;

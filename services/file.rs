@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::RouteFuture;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::files::attach::{check_entries, read_entries, FileEntry};
 use crate::files::upload::{Appended, Upload};

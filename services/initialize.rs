@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::RouteFuture;
 use crate::authz::{Binding, Credential};
 use crate::config::token_digest;
-use crate::context::{Conn, Transport};
+use crate::conn_state::{Conn, Transport};
 use crate::dialect::Dialect;
 use crate::error::{AuthReason, RpcError};
 use crate::jsonrpc::Payload;

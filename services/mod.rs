@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 
 use tower::Service;
 
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::{Payload, Reply};
 use crate::methods::Method;

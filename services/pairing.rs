@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::RouteFuture;
 use crate::config::token_digest;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::live_config::Writer;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::params::{self, bad, Member};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::logging::capture::{Capture, Record, Scope, Subscription, SUBSCRIBER_QUEUE};
 use crate::request::Request;

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::RouteFuture;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::logging::capture::Subscription;

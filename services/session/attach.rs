@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::{payload, session_id};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;

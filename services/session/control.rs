@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{payload, session_id};
 use crate::agent::ApprovalDecision;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::RouteFuture;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::methods::SessionMethod;

@@ -9,8 +9,8 @@ use super::{payload, session_id};
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::request::Request;
-use crate::session::history::PageWanted;
 use crate::session::listing::{ListWanted, MAX_LIST};
+use crate::session::transcript::PageWanted;
 use crate::session::ChatMode;
 use crate::state::Daemon;
 

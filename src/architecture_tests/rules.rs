@@ -40,7 +40,7 @@ pub(super) const RANKS: &[(&str, u32)] = &[
     // domain: who is calling, sessions, files, the daemon's handles
     ("authz", 9),
     ("request", 10),
-    ("context", 11),
+    ("conn_state", 11),
     ("live_config", 12),
     ("session", 13),
     ("files", 14),

@@ -35,7 +35,7 @@ use tokio_util::task::TaskTracker;
 use super::wire::{Inbound, Wire};
 use super::{build_stack, dispatch_now, Stack};
 use crate::codec::Frame;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::jsonrpc::error_frame;
 use crate::limits::WRITE_STALL;
 use crate::outbound::WriteQueue;

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceBuilder};
 
-use crate::context::{Conn, ConnCtx, PeerInfo, Transport};
+use crate::conn_state::{Conn, ConnCtx, PeerInfo, Transport};
 use crate::layers::{
     authz::AuthzLayer, envelope::EnvelopeLayer, handshake::HandshakeLayer, limit::LimitLayer,
 };

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::naming::{guess_mime, MAX_FILENAME_BYTES};
 use super::FileToStore;
 use crate::config::Principal;
-use crate::context::Transport;
+use crate::conn_state::Transport;
 use crate::error::{ErrorData, Forbidden, Reason, RpcError};
 use crate::limits::UPLOAD_MAX_BYTES;
 

@@ -21,7 +21,7 @@ pub mod write;
 
 use crate::authz::{require_grant, AuthzState, Binding as AuthBinding};
 use crate::config::{Grant, Resource, Verb};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{Reason, RpcError};
 use crate::faults::{FaultPoint, Faults};
 use crate::live_config::LiveConfig;

@@ -24,8 +24,8 @@ use tower::Service;
 
 use super::http_json::{bytes_response, json_response};
 use super::Shared;
+use crate::conn_state::{PeerInfo, Transport};
 use crate::connection::{build_stack, new_conn, Stack};
-use crate::context::{PeerInfo, Transport};
 use crate::limits::MAX_FRAME_BYTES;
 
 /// The most requests one `POST /rpc` array may carry.

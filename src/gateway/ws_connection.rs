@@ -31,9 +31,9 @@ use tokio::time::{Instant, Sleep};
 use super::ws_writer::{CloseSlot, WsWriter, PING};
 use super::{peer_label, Settings, Shared};
 use crate::codec::{Frame, Rejection};
+use crate::conn_state::{Conn, PeerInfo, Transport};
 use crate::connection::driver::{self, ConnectionEnd};
 use crate::connection::{new_conn, Inbound, Wire};
-use crate::context::{Conn, PeerInfo, Transport};
 use crate::limits::MAX_FRAME_BYTES;
 use crate::outbound::Outbound;
 

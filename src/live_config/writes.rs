@@ -16,7 +16,7 @@ use crate::config::{
     check_write_path, check_write_paths, stage_many, stage_one, token_digest, token_from_bytes,
     Config, Grant, Policy, Principal, Resource, Verb,
 };
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{ErrorData, Forbidden, RpcError};
 
 /// Who asks for a write: the connection, the binding its request carried

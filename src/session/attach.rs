@@ -6,7 +6,7 @@ use super::access::{check_agent, check_owner};
 use super::live::Session;
 use super::{ChatMode, Sessions};
 use crate::config::Principal;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{ErrorData, Reason, RpcError};
 
 /// The `session/attach` result (issue 25).

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::live::{Ending, NewSession, Session};
 use super::{ChatMode, Sessions, MAX_LIVE_SESSIONS};
 use crate::config::{Config, Principal};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{ErrorData, Reason, RpcError};
 use crate::store::DurableRow;
 

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ChatMode;
 use crate::agent::{ApprovalDecision, ContextMessage};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{ErrorData, Reason, RpcError};
 use crate::memory::Charge;
 

@@ -14,7 +14,7 @@
 //! | `attach.rs` | a further client joins a live session |
 //! | `agent_links.rs` | the links from a session to its hosted agent's own session |
 //! | `update.rs` | `session/update` notifications |
-//! | `history.rs` | a page of a session's transcript (`session/messages`) |
+//! | `transcript.rs` | a page of a session's transcript (`session/messages`) |
 //! | `listing.rs` | the stored sessions a caller may see (`session/list`, `session/list-acp`) |
 //! | `interact.rs` | cancelling a turn, answering its approval requests |
 //! | `git_head.rs` | the git branch and commit of a session's working directory |
@@ -29,13 +29,13 @@ pub mod access;
 mod agent_links;
 pub mod attach;
 pub mod git_head;
-pub mod history;
 pub mod interact;
 pub mod journal;
 pub mod lifecycle;
 pub mod listing;
 pub mod live;
 pub mod locks;
+pub mod transcript;
 pub mod turn;
 pub mod turn_sink;
 pub mod update;

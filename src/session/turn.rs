@@ -23,7 +23,7 @@ use crate::agent::{
 };
 use crate::bounded::bound_text;
 use crate::config::{AgentConfig, AgentSpec, Config};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::error::{InternalReason, RpcError};
 use crate::jsonrpc::AnsweredInOrder;
 use crate::limits::SHUTDOWN_GRACE;

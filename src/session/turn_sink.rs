@@ -22,7 +22,7 @@ use super::journal::Recorder;
 use super::live::{Session, TurnSignals};
 use super::update::{notify_session, split_chunks, Event, Update};
 use crate::agent::{ApprovalDecision, AskOutcome, EventSink, Extra, SinkClosed};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::memory::Charge;
 use crate::peer::PeerReply;
 use crate::store::{CheckpointEvent, StoreError};

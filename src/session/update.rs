@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Extra;
 use crate::bounded::bound_text;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::dialect::Dialect;
 use crate::jsonrpc::notification_frame;
 

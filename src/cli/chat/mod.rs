@@ -10,7 +10,7 @@
 //! | `ask.rs` | approval and elicitation prompts |
 //! | `countdown.rs` | the approval's seconds left, redrawn in the prompt |
 //! | `slash.rs` | parsing `/commands` |
-//! | `turn.rs` | one turn: streamed, asked, cancelled; the Ctrl-C watcher |
+//! | `prompting.rs` | one turn: streamed, asked, cancelled; the Ctrl-C watcher |
 //! | `typeahead.rs` | keys typed ahead: seen and dropped (tty or Windows console) |
 //!
 //! Without a terminal on stdin or stdout it reads prompts line by line and
@@ -19,10 +19,10 @@
 mod ask;
 mod countdown;
 mod editor;
+mod prompting;
 mod render;
 pub(crate) mod session;
 mod slash;
-mod turn;
 mod typeahead;
 mod watch;
 
@@ -37,10 +37,10 @@ use super::conn::{self, CallError, ClientPeer, Received};
 use crate::cli::exit;
 use crate::shown::Shown;
 use editor::{Input, Line, Purpose};
+use prompting::Interrupts;
 use render::{notice, Render};
 use session::Current;
 use slash::Slash;
-use turn::Interrupts;
 
 /// How long the chat waits for a restarted daemon.
 const RECONNECT_PATIENCE: Duration = Duration::from_secs(30);

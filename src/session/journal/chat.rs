@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::emitter::keep_answer_prefix;
 use super::{Journal, Recorder};
 use crate::agent::{ContextMessage, Role};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::session::live::{Session, TurnSignals};
 use crate::store::{MessagesPage, Store, StoreError};
 

@@ -9,7 +9,7 @@ use super::emit_queue::Queue;
 use super::emitter::emit;
 use super::{Journal, Recorder};
 use crate::agent::ContextMessage;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::session::live::{Session, TurnSignals};
 use crate::store::{provider_safe, MessagesPage, Store, StoreError};
 

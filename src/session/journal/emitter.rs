@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::emit_queue::{Item, Queue};
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::session::live::{Session, TurnSignals};
 use crate::session::update::{notify_session, Event, Update, MAX_CONTENT_BYTES};
 use crate::store::{CheckpointEvent, Store, StoreError};

@@ -22,7 +22,7 @@ pub use durable::DurableJournal;
 
 use super::live::{Session, TurnSignals};
 use crate::agent::ContextMessage;
-use crate::context::Conn;
+use crate::conn_state::Conn;
 use crate::store::{MessagesPage, Store, StoreError};
 
 /// The queue into a durable turn's emitter task, and the task: what the
