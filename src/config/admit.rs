@@ -17,7 +17,7 @@ use super::validate::{validate, validate_all, Failure};
 /// `config`, valid and with its specs; or the failure with the smallest path.
 pub fn admit(config: Config) -> Result<Config, Failure> {
     validate(&config)?;
-    with_specs(config).map_err(|mut all| all.remove(0))
+    with_specs(config)
 }
 
 /// As [`admit`], but a refusal lists every failure, by path.
@@ -26,19 +26,19 @@ pub fn admit_all(config: Config) -> Result<Config, Vec<Failure>> {
     if !failures.is_empty() {
         return Err(failures);
     }
-    with_specs(config)
+    with_specs(config).map_err(|f| vec![f])
 }
 
 /// `config` with each agent's spec. A valid entry always parses; one that
 /// does not (a check missing from `validate.rs`) is refused, never guessed.
-fn with_specs(mut config: Config) -> Result<Config, Vec<Failure>> {
+fn with_specs(mut config: Config) -> Result<Config, Failure> {
     let mut specs = std::collections::BTreeMap::new();
     for (alias, agent) in &config.agents {
         let Some(spec) = spec_of(agent) else {
-            return Err(vec![Failure {
+            return Err(Failure {
                 path: format!("agents.{alias}"),
                 reason: "not a runnable agent".to_owned(),
-            }]);
+            });
         };
         specs.insert(alias.clone(), spec);
     }
