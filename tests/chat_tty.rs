@@ -97,7 +97,9 @@ fn up_recalls_the_previous_prompt() {
     t.keys(&["Up"]);
     t.wait_for("remember me\n> remember me");
     t.keys(&["Enter"]);
-    t.wait_for("remember me\nremember me\n> ");
+    // The whole second round: the first round alone already shows
+    // "remember me\nremember me\n> ", so a shorter wait would pass at once.
+    t.wait_for("> remember me\nremember me\n> remember me\nremember me\n> ");
     assert_eq!(
         common::chat_tty::prompts_received(&env, &sid),
         ["remember me", "remember me"]
