@@ -15,6 +15,7 @@
 # build, the dependencies and the prefix for the next run.
 #
 # Usage: bash scripts/windows.sh [all|setup|check|build|lib|protocol|skipped]   (default all)
+#        ZC_WIN_TESTS="golden pipe" bash scripts/windows.sh protocol   (only those files)
 #   setup     packages (apt-get, needs root when missing), Wine prefix, the DLL
 #   check     cargo check of every target (the quickest way to see errors)
 #   build     everything built: binary, examples, library and protocol tests
@@ -49,7 +50,12 @@ PROTOCOL_TESTS=(
   audit_sessions cli cli_values gateway_limits logging_filter
   memory_budget_config openai_approvals openai_backend openai_failures
   openai_real prop_codec prop_config prop_envelope
+  agent_boundary_deadline agent_boundary_secrets acp_sdk_agent
+  chat_commands chat_project
+  gateway_dashboard gateway_golden gateway_pairing gateway_pipelining gateway_tls
 )
+# ZC_WIN_TESTS="a b" runs only those files (of any list) in the protocol step.
+read -r -a RUN_TESTS <<<"${ZC_WIN_TESTS:-${PROTOCOL_TESTS[*]}}"
 
 setup() {
   if ! dpkg -s rustc-web cargo-web rust-web-src gcc-mingw-w64-x86-64 wine64 wine >/dev/null 2>&1; then
@@ -144,13 +150,31 @@ unix_only() {
   done
 }
 
+# The agents the tests host, built ahead: under Wine a test cannot start
+# cargo (a Linux program) to build them as it does on Linux. The ACP test
+# agent is the example (`cargo test --test NAME` builds no examples); the
+# SDK agent is a package of its own (tests/acp-sdk-agent), built for the
+# target into the same target dir and named by ZC_ACP_SDK_AGENT. If it cannot
+# be built (no crates.io), its tests skip and say why.
+agents() {
+  nice -n 15 cargo build "${CARGO_WIN[@]}" --example acp_test_agent
+  local sdk=$CARGO_TARGET_DIR/$TARGET/debug/acp-sdk-agent.exe
+  if nice -n 15 cargo build "${CARGO_WIN[@]}" --locked \
+    --manifest-path tests/acp-sdk-agent/Cargo.toml; then
+    export ZC_ACP_SDK_AGENT=$sdk
+  else
+    echo "the SDK test agent (tests/acp-sdk-agent) did not build; tests/acp_sdk_agent.rs skips" >&2
+  fi
+}
+
 protocol_tests() {
   env_vars
   unix_only
+  agents
   # The harness starts the daemon binary the way it does on Linux; one
   # wineserver serves the daemon and the test, so the pipe is shared.
   local tests=()
-  for t in "${PROTOCOL_TESTS[@]}"; do tests+=(--test "$t"); done
+  for t in "${RUN_TESTS[@]}"; do tests+=(--test "$t"); done
   nice -n 15 cargo test "${CARGO_WIN[@]}" "${tests[@]}" --no-fail-fast -- --test-threads=2 "$@"
 }
 

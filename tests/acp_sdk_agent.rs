@@ -5,9 +5,6 @@
 //! daemon mid-turn. Faults an SDK would never write are
 //! tests/acp_backend_faults.rs's, with the stdio agent.
 
-// Not in the Windows suite: not yet run under Wine (it builds tests/acp-sdk-agent with cargo at test time).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

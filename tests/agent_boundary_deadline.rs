@@ -5,9 +5,6 @@
 //! agent, an `openai` agent and the echo agent. (It used to wait the whole
 //! approval timeout, overrunning the turn's bound by two minutes.)
 
-// Not in the Windows suite: not yet passing under Wine (the harness's `cargo build --example acp_test_agent` cannot be spawned there: Invalid handle).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

@@ -6,9 +6,6 @@
 //! stderr line in its message answers `****` too; a value set later with
 //! `config/set` is masked from then on.
 
-// Not in the Windows suite: not yet passing under Wine (the harness's `cargo build --example acp_test_agent` cannot be spawned there: Invalid handle).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 

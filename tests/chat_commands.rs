@@ -3,13 +3,9 @@
 //! hidden until `/thoughts`, `/resume ID` switching sessions with their last
 //! messages, `/cancel` with no turn running, and a failed turn shown.
 
-// Not in the Windows suite: not yet run under Wine (it reads prompts with tests/common/chat_tty.rs, compiled for Unix only).
-#![cfg(unix)]
-
 mod common;
 
-use common::chat::plain_chat as chat;
-use common::chat_tty::prompts_received;
+use common::chat::{plain_chat as chat, prompts_received};
 use common::start::start_echo;
 
 #[test]

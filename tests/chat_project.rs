@@ -4,9 +4,6 @@
 //! file for the agent, and another client's turn shown and approved at the
 //! prompt. Real daemon, real socket, the chat as a process on pipes.
 
-// Not in the Windows suite: not yet passing under Wine (one test expects the working directory as canonicalize spells it, \\?\C:\..., and the chat prints C:\...).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 
@@ -33,11 +30,20 @@ fn listed(env: &Env, sid: &str) -> Value {
         .unwrap_or_else(|| panic!("{sid} not listed: {list}"))
 }
 
+/// `p` as the chat names it: canonical, and on Windows without the
+/// verbatim prefix `canonicalize` gives (`C:\…`, as a person types it and
+/// as the current directory reads, not `\\?\C:\…`).
 fn canonical(p: &std::path::Path) -> String {
-    std::fs::canonicalize(p)
+    let c = std::fs::canonicalize(p)
         .expect("canonical path")
         .to_string_lossy()
-        .into_owned()
+        .into_owned();
+    if cfg!(windows) {
+        if let Some(plain) = c.strip_prefix(r"\\?\") {
+            return plain.to_owned();
+        }
+    }
+    c
 }
 
 #[test]

@@ -4,9 +4,6 @@
 //! against DNS rebinding, `POST /rpc` with and without a bearer token, and
 //! `zeroclaw pair` / `pairing/code`.
 
-// Not in the Windows suite: not yet passing under Wine (2 of 6: a tokio runtime started inside the test's runtime, and a read timed out).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 mod gateway_support;

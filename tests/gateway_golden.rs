@@ -20,9 +20,6 @@
 //!   differ by design (§8.1); in a `status` result, `uptime_secs` may. All
 //!   else must be identical, byte for byte where no member was normalized.
 
-// Not in the Windows suite: not yet passing under Wine (the harness's pipe client starts a tokio runtime inside the test's runtime).
-#![cfg(unix)]
-
 mod common;
 mod gateway_support;
 

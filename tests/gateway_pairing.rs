@@ -3,9 +3,6 @@
 //! lock a client out (429); the code is single-use. Also: binding the
 //! gateway is part of startup.
 
-// Not in the Windows suite: not yet passing under Wine (1 of 6: a tokio runtime started inside the test's runtime).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 mod gateway_support;

@@ -2,9 +2,6 @@
 //! socket does (issue 12): many messages sent before anything is read, and
 //! every request answered exactly once, in the shared driver.
 
-// Not in the Windows suite: not yet passing under Wine (a tokio runtime started inside the test's runtime).
-#![cfg(unix)]
-
 #[macro_use]
 mod common;
 mod gateway_support;

@@ -16,6 +16,7 @@
 //! its own ([`pool`]).
 //!
 //! - `path.rs`: the lexical rules (ACP's absolute paths, the tools' relative ones) → [`Rel`];
+//! - `plain.rs`: [`canonical`], a canonical path without Windows' verbatim prefix;
 //! - `resolve.rs`: [`Root`] and the open beneath it;
 //! - `read.rs`, `write.rs`, `dir.rs`: bounded reads, atomic writes, directories;
 //! - `sys.rs`: the system calls (the only `unsafe` outside tests);
@@ -27,6 +28,7 @@ use std::io;
 #[cfg(unix)]
 mod dir;
 mod path;
+mod plain;
 pub mod pool;
 #[cfg(not(unix))]
 mod portable;
@@ -44,6 +46,7 @@ mod write;
 #[cfg(unix)]
 pub use dir::Dir;
 pub use path::Rel;
+pub use plain::canonical;
 #[cfg(not(unix))]
 pub use portable::{read_regular, Dir, Root};
 #[cfg(unix)]

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{read_bounded, read_whole_of, Admit, Entry, Error, Rel};
+use super::{canonical, read_bounded, read_whole_of, Admit, Entry, Error, Rel};
 
 /// The working directory.
 #[derive(Debug)]
@@ -25,26 +25,6 @@ impl Dir {
     pub fn path(&self) -> PathBuf {
         self.path.clone()
     }
-}
-
-/// `path` made canonical, in its plain form on Windows: `canonicalize`
-/// answers `\\?\C:\…` (a verbatim path, where `/` is no separator and
-/// which some file systems and Wine take badly), and error messages would
-/// show that prefix; a drive path that fits the usual limits loses it.
-fn canonical(path: &Path) -> std::io::Result<PathBuf> {
-    let c = path.canonicalize()?;
-    #[cfg(windows)]
-    if let Some(rest) = c.to_str().and_then(|s| s.strip_prefix(r"\\?\")) {
-        let drive = rest.as_bytes();
-        if drive.len() >= 3
-            && drive[0].is_ascii_alphabetic()
-            && &drive[1..3] == b":\\"
-            && rest.len() < 248
-        {
-            return Ok(PathBuf::from(rest));
-        }
-    }
-    Ok(c)
 }
 
 impl Root {

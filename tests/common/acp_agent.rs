@@ -11,9 +11,16 @@ use serde_json::{json, Value};
 use super::acp::{AcpEnv, Rpc, Turn};
 use super::BIN;
 
+// Its configs were the first to need it; it lives in mod.rs now.
+#[allow(unused_imports)]
+pub use super::toml_str;
+
 /// `target/debug/examples/acp_test_agent`, built once if `cargo test` did
 /// not build it already (`cargo test --test NAME` builds no examples) or
 /// built it from an older source (a stale agent fails tests it should pass).
+/// Where the test cannot run cargo (a Windows build under Wine, which
+/// cannot start a Linux program), the agent must be built ahead, as
+/// scripts/windows.sh does.
 pub fn agent_bin() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
@@ -23,7 +30,7 @@ pub fn agent_bin() -> PathBuf {
                 .parent()
                 .expect("target dir")
                 .join("examples")
-                .join("acp_test_agent");
+                .join(format!("acp_test_agent{}", std::env::consts::EXE_SUFFIX));
             let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
             let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
             let newest = [
@@ -42,17 +49,19 @@ pub fn agent_bin() -> PathBuf {
                     .args(["build", "--example", "acp_test_agent"])
                     .current_dir(env!("CARGO_MANIFEST_DIR"))
                     .status()
-                    .expect("cargo build --example acp_test_agent");
+                    .unwrap_or_else(|e| {
+                        panic!(
+                            "{} is missing or older than its source, and cargo cannot be \
+                             run here to build it ({e}): build it first with \
+                             `cargo build --example acp_test_agent`",
+                            path.display()
+                        )
+                    });
                 assert!(st.success(), "building the ACP test agent failed");
             }
             path
         })
         .clone()
-}
-
-/// A TOML string literal.
-pub fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).expect("a string")
 }
 
 /// A config with the `echo` agent and the test agent as `acp`, with `extra`

@@ -1,13 +1,15 @@
 //! A `zeroclaw chat` process driven through pipes (its plain mode): lines
 //! in on stdin, what it printed collected from stdout and stderr, every wait
-//! bounded.
+//! bounded; and the prompts the daemon recorded of a chat.
 
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{wait_timeout, EXIT_TIMEOUT, RECV_TIMEOUT};
+use serde_json::json;
+
+use super::{wait_timeout, Daemon, EXIT_TIMEOUT, RECV_TIMEOUT};
 
 /// A running chat; killed on drop.
 pub struct Chat {
@@ -33,7 +35,7 @@ fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
 }
 
 /// `zeroclaw chat ARGS…` for daemon `d`, through pipes.
-pub fn plain_chat(d: &super::Daemon, args: &[&str]) -> Chat {
+pub fn plain_chat(d: &Daemon, args: &[&str]) -> Chat {
     let mut cmd = d.cli();
     // Run from the daemon's config dir, not the repository: the chat's
     // sessions work in its current directory.
@@ -151,4 +153,28 @@ impl Drop for Chat {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The user prompts the daemon recorded for session `sid`, oldest first
+/// (for plain-mode chats too).
+pub fn prompts_received(d: &Daemon, sid: &str) -> Vec<String> {
+    let mut c = d.client();
+    // The chat's sessions are durable unless it ran with --chat-mode.
+    let list = c.ok("session/list", json!({"limit": 1000}));
+    let mode = list["sessions"]
+        .as_array()
+        .and_then(|l| l.iter().find(|s| s["session_id"] == sid))
+        .map_or(json!("acp"), |s| s["chat_mode"].clone());
+    let page = c.ok(
+        "session/messages",
+        json!({"session_id": sid, "chat_mode": mode, "limit": 1000}),
+    );
+    page["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
 }

@@ -2,9 +2,11 @@
 //! daemon, and what the daemon recorded of it: the chat's session id (from
 //! its start notice) and the prompts the daemon received, in order.
 
-use serde_json::json;
-
 use super::tty::Tty;
+
+// Plain-mode chats use it too, on every platform: it lives in chat.rs.
+#[allow(unused_imports)]
+pub use super::chat::prompts_received;
 use super::{Daemon, BIN};
 
 /// `zeroclaw chat ARGS…` for `d`, once its first prompt shows.
@@ -35,30 +37,6 @@ pub fn session_id(t: &Tty) -> String {
         .and_then(|s| s.split_whitespace().next())
         .unwrap_or_else(|| panic!("no session notice:\n{screen}"))
         .to_owned()
-}
-
-/// The user prompts the daemon recorded for session `sid`, oldest first
-/// (for plain-mode chats too).
-pub fn prompts_received(d: &Daemon, sid: &str) -> Vec<String> {
-    let mut c = d.client();
-    // The chat's sessions are durable unless it ran with --chat-mode.
-    let list = c.ok("session/list", json!({"limit": 1000}));
-    let mode = list["sessions"]
-        .as_array()
-        .and_then(|l| l.iter().find(|s| s["session_id"] == sid))
-        .map_or(json!("acp"), |s| s["chat_mode"].clone());
-    let page = c.ok(
-        "session/messages",
-        json!({"session_id": sid, "chat_mode": mode, "limit": 1000}),
-    );
-    page["messages"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect::<Vec<_>>()
 }
 
 /// The screen's last line that starts with the prompt `> `.

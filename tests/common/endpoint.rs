@@ -73,10 +73,17 @@ mod pipe {
     //! A blocking client of a named pipe on top of tokio's (overlapped I/O
     //! does what a synchronous pipe handle cannot: a read waiting in one
     //! thread while another writes, and reads that time out).
+    //!
+    //! Every operation is a task on the harness's own runtime, and the
+    //! calling thread waits for its answer on a std channel: so the client
+    //! blocks like a Unix socket's even when the caller is itself a task
+    //! of a test's runtime (`#[tokio::test]`), where entering another
+    //! runtime's `block_on` would panic.
 
     use std::ffi::OsStr;
+    use std::future::Future;
     use std::io;
-    use std::sync::{Arc, Mutex, OnceLock};
+    use std::sync::{mpsc, Arc, Mutex, OnceLock};
     use std::time::{Duration, Instant};
 
     use tokio::net::windows::named_pipe::{ClientOptions, NamedPipeClient};
@@ -110,9 +117,10 @@ mod pipe {
     impl Stream {
         pub fn connect(name: &OsStr) -> io::Result<Stream> {
             let deadline = Instant::now() + BUSY_WAIT;
-            let pipe = runtime().block_on(async {
+            let name = name.to_owned();
+            let pipe = wait_for(None, async move {
                 loop {
-                    match ClientOptions::new().open(name) {
+                    match ClientOptions::new().open(&name) {
                         Err(e) if e.raw_os_error() == Some(ERROR_PIPE_BUSY) => {
                             if Instant::now() >= deadline {
                                 return Err(e);
@@ -151,21 +159,27 @@ mod pipe {
                 format!("a named pipe cannot shut down {how:?} alone"),
             ))
         }
+    }
 
-        fn bounded<T>(
-            &self,
-            limit: Option<Duration>,
-            op: impl std::future::Future<Output = io::Result<T>>,
-        ) -> io::Result<T> {
-            runtime().block_on(async {
-                match limit {
-                    Some(t) => tokio::time::timeout(t, op)
-                        .await
-                        .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
-                    None => op.await,
-                }
-            })
-        }
+    /// Runs `op` on the harness's runtime, bounded by `limit`, and waits for
+    /// its answer (a timeout drops the operation: a read or a write that
+    /// waits for readiness loses nothing when dropped).
+    fn wait_for<T: Send + 'static>(
+        limit: Option<Duration>,
+        op: impl Future<Output = io::Result<T>> + Send + 'static,
+    ) -> io::Result<T> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        runtime().spawn(async move {
+            let got = match limit {
+                Some(t) => tokio::time::timeout(t, op)
+                    .await
+                    .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
+                None => op.await,
+            };
+            let _ = tx.send(got);
+        });
+        rx.recv()
+            .unwrap_or_else(|_| Err(io::Error::other("the pipe's task ended without an answer")))
     }
 
     impl std::os::windows::io::AsRawHandle for Stream {
@@ -177,20 +191,27 @@ mod pipe {
     impl io::Read for Stream {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             let limit = self.timeouts.lock().unwrap().0;
-            let pipe = &self.pipe;
-            let got = self.bounded(limit, async {
+            let pipe = Arc::clone(&self.pipe);
+            // The task owns its buffer; what it read is copied out.
+            let mut owned = vec![0u8; buf.len()];
+            let got = wait_for(limit, async move {
                 loop {
                     pipe.readable().await?;
-                    match pipe.try_read(buf) {
+                    match pipe.try_read(&mut owned) {
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                        other => return other,
+                        Err(e) => return Err(e),
+                        Ok(n) => return Ok((n, owned)),
                     }
                 }
             });
             match got {
+                Ok((n, owned)) => {
+                    buf[..n].copy_from_slice(&owned[..n]);
+                    Ok(n)
+                }
                 // The server closed its end: the end of the stream.
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
-                other => other,
+                Err(e) => Err(e),
             }
         }
     }
@@ -205,11 +226,12 @@ mod pipe {
     impl io::Write for Stream {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
             let limit = self.timeouts.lock().unwrap().1;
-            let pipe = &self.pipe;
-            self.bounded(limit, async {
+            let pipe = Arc::clone(&self.pipe);
+            let owned = buf.to_vec();
+            wait_for(limit, async move {
                 loop {
                     pipe.writable().await?;
-                    match pipe.try_write(buf) {
+                    match pipe.try_write(&owned) {
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                         other => return other,
                     }

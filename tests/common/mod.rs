@@ -100,6 +100,17 @@ macro_rules! skip_test {
     }};
 }
 
+/// A TOML basic string holding `s` (a JSON string is one): a Windows
+/// path's backslashes escaped, so configs can name any path.
+pub fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string")
+}
+
+/// [`toml_str`] of a path.
+pub fn toml_path(p: &Path) -> String {
+    toml_str(&p.to_string_lossy())
+}
+
 /// Cases per property of the proptest suites: 256, or `PROPTEST_CASES`
 /// for a longer hunt.
 pub fn proptest_cases() -> u32 {

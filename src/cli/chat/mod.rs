@@ -371,7 +371,7 @@ impl Chat {
     /// where it is, and where it came from); the lines shown.
     fn uploaded(&mut self, path: &Path, entry: &Value) -> Vec<String> {
         let s = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or_default();
-        let from = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let from = crate::confine::canonical(path).unwrap_or_else(|_| path.to_path_buf());
         self.uploads.push(format!(
             "{} (uploaded from {})",
             s("marker"),

@@ -39,7 +39,8 @@ fn mode_of(wire: Option<&str>) -> &'static str {
 /// else the current one.
 pub fn work_dir(cwd: Option<&Path>) -> Result<PathBuf, String> {
     match cwd {
-        Some(d) => std::fs::canonicalize(d)
+        // The plain form, as `current_dir` spells it on Windows (no `\\?\`).
+        Some(d) => crate::confine::canonical(d)
             .ok()
             .filter(|p| p.is_dir())
             .ok_or_else(|| format!("--cwd {}: not an existing directory", d.display())),
