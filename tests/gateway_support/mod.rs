@@ -171,14 +171,35 @@ pub fn post_pair(port: u16, code: Option<&str>) -> HttpAnswer {
     )
 }
 
-/// Sends `request` (whole, with `Connection: close`) and reads the answer to the end.
+/// Sends `request` (whole, with `Connection: close`) and reads the answer:
+/// its head and its `Content-Length` body, or to the end without one (a
+/// request the gateway answers without closing, such as a refused upgrade
+/// on a kept-alive connection, is read as soon as it is whole).
 pub fn http(port: u16, request: &str) -> HttpAnswer {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connecting to the gateway");
     s.set_read_timeout(Some(RECV_TIMEOUT)).unwrap();
     s.write_all(request.as_bytes()).unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).expect("reading the answer");
-    parse_http(&raw)
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !whole(&raw) {
+        match s.read(&mut chunk).expect("reading the answer") {
+            0 => break,
+            n => raw.extend_from_slice(&chunk[..n]),
+        }
+    }
+    parse_http(&String::from_utf8_lossy(&raw))
+}
+
+/// Whether `raw` holds a head with a `Content-Length` and that much body.
+fn whole(raw: &[u8]) -> bool {
+    let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+    head.split("\r\n")
+        .filter_map(|l| l.strip_prefix("content-length:"))
+        .find_map(|v| v.trim().parse::<usize>().ok())
+        .is_some_and(|len| raw.len() >= end + 4 + len)
 }
 
 /// Sends `request` and reads only the answer's head (for an upgrade that stays open).
