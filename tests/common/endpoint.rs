@@ -74,11 +74,12 @@ mod pipe {
     //! does what a synchronous pipe handle cannot: a read waiting in one
     //! thread while another writes, and reads that time out).
     //!
-    //! Every operation is a task on the harness's own runtime, and the
-    //! calling thread waits for its answer on a std channel: so the client
-    //! blocks like a Unix socket's even when the caller is itself a task
-    //! of a test's runtime (`#[tokio::test]`), where entering another
-    //! runtime's `block_on` would panic.
+    //! A plain thread blocks on the harness's runtime (`block_on`, the
+    //! operation polled on the calling thread). A caller that is itself a
+    //! task of a test's runtime (`#[tokio::test]`), where entering another
+    //! runtime's `block_on` would panic, hands the operation to that runtime
+    //! as a task and waits for its answer on a std channel: so the client
+    //! blocks like a Unix socket's either way.
 
     use std::ffi::OsStr;
     use std::future::Future;
@@ -118,7 +119,7 @@ mod pipe {
         pub fn connect(name: &OsStr) -> io::Result<Stream> {
             let deadline = Instant::now() + BUSY_WAIT;
             let name = name.to_owned();
-            let pipe = wait_for(None, async move {
+            let pipe = as_task(None, async move {
                 loop {
                     match ClientOptions::new().open(&name) {
                         Err(e) if e.raw_os_error() == Some(ERROR_PIPE_BUSY) => {
@@ -161,25 +162,56 @@ mod pipe {
         }
     }
 
-    /// Runs `op` on the harness's runtime, bounded by `limit`, and waits for
-    /// its answer (a timeout drops the operation: a read or a write that
-    /// waits for readiness loses nothing when dropped).
-    fn wait_for<T: Send + 'static>(
+    /// `op` bounded by `limit` (a timeout drops the operation: a read or a
+    /// write that waits for readiness loses nothing when dropped).
+    async fn bounded<T>(
+        limit: Option<Duration>,
+        op: impl Future<Output = io::Result<T>>,
+    ) -> io::Result<T> {
+        match limit {
+            Some(t) => tokio::time::timeout(t, op)
+                .await
+                .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
+            None => op.await,
+        }
+    }
+
+    /// Whether the calling thread runs a tokio runtime's tasks.
+    fn in_a_runtime() -> bool {
+        tokio::runtime::Handle::try_current().is_ok()
+    }
+
+    /// Runs `op` as a task of the harness's runtime and waits for its answer.
+    fn as_task<T: Send + 'static>(
         limit: Option<Duration>,
         op: impl Future<Output = io::Result<T>> + Send + 'static,
     ) -> io::Result<T> {
         let (tx, rx) = mpsc::sync_channel(1);
         runtime().spawn(async move {
-            let got = match limit {
-                Some(t) => tokio::time::timeout(t, op)
-                    .await
-                    .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
-                None => op.await,
-            };
-            let _ = tx.send(got);
+            let _ = tx.send(bounded(limit, op).await);
         });
         rx.recv()
             .unwrap_or_else(|_| Err(io::Error::other("the pipe's task ended without an answer")))
+    }
+
+    async fn read_into(pipe: &NamedPipeClient, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            pipe.readable().await?;
+            match pipe.try_read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                other => return other,
+            }
+        }
+    }
+
+    async fn write_from(pipe: &NamedPipeClient, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            pipe.writable().await?;
+            match pipe.try_write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                other => return other,
+            }
+        }
     }
 
     impl std::os::windows::io::AsRawHandle for Stream {
@@ -191,27 +223,25 @@ mod pipe {
     impl io::Read for Stream {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             let limit = self.timeouts.lock().unwrap().0;
-            let pipe = Arc::clone(&self.pipe);
-            // The task owns its buffer; what it read is copied out.
-            let mut owned = vec![0u8; buf.len()];
-            let got = wait_for(limit, async move {
-                loop {
-                    pipe.readable().await?;
-                    match pipe.try_read(&mut owned) {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                        Err(e) => return Err(e),
-                        Ok(n) => return Ok((n, owned)),
-                    }
-                }
-            });
-            match got {
-                Ok((n, owned)) => {
+            let got = if in_a_runtime() {
+                // The task owns its buffer; what it read is copied out.
+                let pipe = Arc::clone(&self.pipe);
+                let mut owned = vec![0u8; buf.len()];
+                as_task(limit, async move {
+                    let n = read_into(&pipe, &mut owned).await?;
+                    Ok((n, owned))
+                })
+                .map(|(n, owned)| {
                     buf[..n].copy_from_slice(&owned[..n]);
-                    Ok(n)
-                }
+                    n
+                })
+            } else {
+                runtime().block_on(bounded(limit, read_into(&self.pipe, buf)))
+            };
+            match got {
                 // The server closed its end: the end of the stream.
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
-                Err(e) => Err(e),
+                other => other,
             }
         }
     }
@@ -226,17 +256,13 @@ mod pipe {
     impl io::Write for Stream {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
             let limit = self.timeouts.lock().unwrap().1;
-            let pipe = Arc::clone(&self.pipe);
-            let owned = buf.to_vec();
-            wait_for(limit, async move {
-                loop {
-                    pipe.writable().await?;
-                    match pipe.try_write(&owned) {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                        other => return other,
-                    }
-                }
-            })
+            if in_a_runtime() {
+                let pipe = Arc::clone(&self.pipe);
+                let owned = buf.to_vec();
+                as_task(limit, async move { write_from(&pipe, &owned).await })
+            } else {
+                runtime().block_on(bounded(limit, write_from(&self.pipe, buf)))
+            }
         }
 
         fn flush(&mut self) -> io::Result<()> {
