@@ -253,10 +253,16 @@ fn man_pages(dir: Option<&std::path::Path>) -> i32 {
     }
 }
 
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
+/// The async runtime. `zeroclaw acp` gets one thread: the bridge is one
+/// loop of cheap steps, and a second thread would cost a cross-thread
+/// wake per batch of a turn's stream.
+fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
+    match command {
+        Command::Acp { .. } => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build()
 }
 
 fn main() -> ExitCode {
@@ -273,7 +279,7 @@ fn main() -> ExitCode {
         },
         _ => systemd::Activation::default(),
     };
-    let rt = match runtime() {
+    let rt = match runtime(&cli.command) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("zeroclaw: cannot start the async runtime: {e}");

@@ -6,7 +6,8 @@
 //! two editors on one session, the editor killed mid-turn, the daemon
 //! killed mid-turn, and the whole chain to a hosted ACP agent. Every
 //! scenario checks that the bridge's stdout held nothing but JSON-RPC
-//! frames and that it exited 0 when the editor closed stdin.
+//! frames and that it exited 0 when the editor closed stdin. One test
+//! without the SDK gives the bridge a pipe, a socket and a file as stdout.
 
 // Unix only: the official Python ACP SDK in a venv (tests/common/py_editor.rs) and `zeroclaw stop` (SIGTERM).
 #![cfg(unix)]
@@ -417,4 +418,120 @@ fn the_bridge_starts_a_daemon_that_outlives_it() {
     let (code, out, err) = started.stop();
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("stopped the daemon"), "{out}");
+}
+
+/// `zeroclaw acp` writing to `stdout`, asked for a 1,000-chunk turn; its
+/// stdin stays open (closing it ends the bridge) until the caller saw the
+/// answer.
+fn bridge_with_stdout(
+    env: &AcpEnv,
+    stdout: std::process::Stdio,
+) -> (std::process::Child, std::process::ChildStdin) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(common::BIN)
+        .arg("--config-dir")
+        .arg(env.config_dir())
+        .args(["acp", "--agent", "echo"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(stdout)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{\"cwd\":\"/\",\"mcpServers\":[]}}\n")
+        .unwrap();
+    // The prompt needs the session id: it is the only one this daemon has.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let sid = loop {
+        if let Some(sid) = env.rpc().live_ids().into_iter().next() {
+            break sid;
+        }
+        assert!(Instant::now() < deadline, "no session was created");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let prompt = json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId": sid, "prompt":[{"type":"text","text":"::chunk 1\n::repeat 1000 x"}]}});
+    stdin.write_all(format!("{prompt}\n").as_bytes()).unwrap();
+    (child, stdin)
+}
+
+/// The prompt's answer is in `out`.
+fn answered(out: &str) -> bool {
+    out.lines().any(|l| l.starts_with(r#"{"id":3,"#))
+}
+
+/// Every line is a frame; the turn's 1,000 chunks, then its answer.
+fn assert_streamed(out: &str) {
+    let frames: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a frame: {l:?}: {e}")))
+        .collect();
+    let chunks = frames
+        .iter()
+        .filter(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|f| f["params"]["update"]["content"]["text"].as_str().unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(chunks, vec!["x"; 1000]);
+    let answer = frames.iter().position(|f| f["id"] == 3).expect("no answer");
+    assert_eq!(frames[answer]["result"]["stopReason"], "end_turn");
+    let last_chunk = frames
+        .iter()
+        .rposition(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .unwrap();
+    assert!(last_chunk < answer, "the answer overtook a chunk");
+}
+
+/// Reads `r` to the prompt's answer.
+fn read_to_answer(r: impl std::io::Read) -> String {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::new(r);
+    let mut out = String::new();
+    while !answered(&out) {
+        assert!(r.read_line(&mut out).unwrap() > 0, "stdout ended: {out}");
+    }
+    out
+}
+
+/// Stdout is written the fast way when it is a pipe or a socket (Node
+/// gives its children socket pairs) and through the blocking pool when it
+/// is a file; each carries the whole stream, in order.
+#[test]
+fn a_pipe_a_socket_and_a_file_as_stdout_carry_the_whole_stream() {
+    for kind in ["pipe", "socket", "file"] {
+        let env = AcpEnv::new(&echo_config(""));
+        let (out, mut child) = match kind {
+            "pipe" => {
+                let (mut child, stdin) = bridge_with_stdout(&env, std::process::Stdio::piped());
+                let out = read_to_answer(child.stdout.take().unwrap());
+                drop(stdin);
+                (out, child)
+            }
+            "socket" => {
+                let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+                let fd = std::os::fd::OwnedFd::from(theirs);
+                let (child, stdin) = bridge_with_stdout(&env, fd.into());
+                let out = read_to_answer(ours);
+                drop(stdin);
+                (out, child)
+            }
+            _ => {
+                let path = env.config_dir().join("bridge-stdout");
+                let file = std::fs::File::create(&path).unwrap();
+                let (child, stdin) = bridge_with_stdout(&env, file.into());
+                let deadline = Instant::now() + Duration::from_secs(20);
+                let out = loop {
+                    let out = std::fs::read_to_string(&path).unwrap();
+                    if answered(&out) {
+                        break out;
+                    }
+                    assert!(Instant::now() < deadline, "no answer: {out}");
+                    std::thread::sleep(Duration::from_millis(20));
+                };
+                drop(stdin);
+                (out, child)
+            }
+        };
+        assert!(child.wait().unwrap().success(), "{kind}");
+        assert_streamed(&out);
+    }
 }

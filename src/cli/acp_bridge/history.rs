@@ -26,7 +26,7 @@ pub enum ReplayError {
 
 /// Replays the transcript of `sid` to the editor, in order, each row once;
 /// the number of rows replayed. A session without rows replays nothing.
-pub async fn replay(side: &mut ClientPeer, out: &Out, sid: &str) -> Result<u64, ReplayError> {
+pub async fn replay(side: &mut ClientPeer, out: &mut Out, sid: &str) -> Result<u64, ReplayError> {
     let page = |before: u64, limit: u64| json!({"session_id": sid, "chat_mode": "acp", "limit": limit, "before_index": before});
     let total = match side
         .call(

@@ -20,6 +20,7 @@
 //! use a second one, so they never wait behind a turn's stream.
 //! Stdout carries protocol only; every diagnostic goes to stderr.
 
+mod chunk_splice;
 mod daemon;
 mod editor;
 mod history;
@@ -31,7 +32,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde_json::{json, Value};
 
 use crate::cli::conn::ClientPeer;
@@ -105,7 +106,7 @@ struct Bridge {
 
 /// Runs the bridge until the editor closes stdin; the exit status.
 pub async fn run(config_dir: Option<OsString>, agent: Option<String>) -> i32 {
-    let (out, writer) = Out::new(tokio::io::stdout());
+    let (out, writer) = Out::new(editor::stdout());
     let mut b = Bridge {
         config_dir,
         agent,
@@ -123,6 +124,11 @@ pub async fn run(config_dir: Option<OsString>, agent: Option<String>) -> i32 {
     };
     let mut input = editor::input();
     let status = loop {
+        // What the last step gathered reaches the writer before the loop waits.
+        if b.out.flush().await.is_err() {
+            eprintln!("zeroclaw acp: the editor closed stdout");
+            break 1;
+        }
         let step = tokio::select! {
             frame = input.next() => match frame {
                 Some(Ok(Frame::Line(line))) => b.on_editor(&line).await,
@@ -137,15 +143,19 @@ pub async fn run(config_dir: Option<OsString>, agent: Option<String>) -> i32 {
                     break 1;
                 }
             },
-            msg = next_from(&mut b.daemon) => b.on_daemon(msg).await,
+            msg = next_from(&mut b.daemon) => match b.on_daemon(msg).await {
+                Ok(()) => b.on_ready_daemon_frames().await,
+                gone => gone,
+            },
         };
         if step.is_err() {
             eprintln!("zeroclaw acp: the editor closed stdout");
             break 1;
         }
     };
+    // What is gathered and queued still reaches the editor, if it reads.
+    let _ = b.out.flush().await;
     drop(b);
-    // What is queued still reaches the editor, if it reads.
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     status
 }
@@ -266,6 +276,24 @@ impl Bridge {
             FromDaemon::Other => Ok(()),
             FromDaemon::Closed(why) => self.lost(&why).await,
         }
+    }
+
+    /// The daemon's messages that are already here (a turn's stream comes
+    /// in bursts), handled without waiting, up to one batch for the editor:
+    /// the batch is queued in one piece, and the editor's own frames wait
+    /// no longer than one batch takes.
+    async fn on_ready_daemon_frames(&mut self) -> Result<(), Gone> {
+        while self.out.batched() < editor::BATCH_BYTES {
+            let Some(d) = self.daemon.as_mut() else {
+                return Ok(());
+            };
+            // Cancel-safe: a half-read line stays in the reader's buffer.
+            match d.next().now_or_never() {
+                Some(msg) => self.on_daemon(msg).await?,
+                None => return Ok(()),
+            }
+        }
+        Ok(())
     }
 
     /// Sends a request to the editor.

@@ -345,7 +345,7 @@ impl Bridge {
                     .fail(&id, code::INTERNAL, "no daemon connection")
                     .await;
             };
-            match history::replay(side, &self.out, sid).await {
+            match history::replay(side, &mut self.out, sid).await {
                 Ok(_) => {}
                 Err(ReplayError::Editor(g)) => return Err(g),
                 Err(ReplayError::Daemon(e)) => {
