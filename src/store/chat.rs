@@ -8,7 +8,7 @@ use crate::agent::ContextMessage;
 use crate::faults::FaultPoint;
 
 use super::projection::{provider_safe, TranscriptRow};
-use super::record::SessionRecord;
+use super::record::{SessionRecord, SessionTable};
 use super::{touched, utc_now, Store, StoreError};
 
 /// What a write to a Chat record that is not there is.
@@ -42,26 +42,17 @@ impl Store {
         owner: &str,
         workspace_dir: &str,
     ) -> Result<ChatRow, StoreError> {
-        let now = utc_now();
-        sqlx::query(
-            "INSERT INTO chat_sessions (session_id, agent_alias, owner_principal_id, \
-             workspace_dir, created_at, last_activity) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(session_id)
-        .bind(agent)
-        .bind(owner)
-        .bind(workspace_dir)
-        .bind(&now)
-        .bind(&now)
-        .execute(&self.pool)
-        .await?;
-        Ok(SessionRecord::created(
-            session_id,
-            agent,
-            owner,
-            workspace_dir,
-            now,
-        ))
+        let (_, record) = self
+            .insert_record(
+                SessionTable::Chat,
+                session_id,
+                agent,
+                owner,
+                workspace_dir,
+                None,
+            )
+            .await?;
+        Ok(record)
     }
 
     /// Replaces the stored working directory (a `cwd` given on resume).
@@ -152,15 +143,8 @@ impl Store {
     /// Deletes the Chat record and its history (fault point `chat_delete`).
     /// `false` when there was none. ACP storage is never touched.
     pub async fn chat_delete(&self, session_id: &str) -> Result<bool, StoreError> {
-        self.check(FaultPoint::ChatDelete)?;
-        let mut tx = self.write_tx().await?;
-        let done = sqlx::query("DELETE FROM chat_sessions WHERE session_id = ?")
-            .bind(session_id)
-            .execute(&mut *tx)
-            .await?;
-        super::agent_links::delete_in(&mut tx, session_id).await?;
-        tx.commit().await?;
-        Ok(done.rows_affected() > 0)
+        self.delete_record(SessionTable::Chat, session_id, FaultPoint::ChatDelete)
+            .await
     }
 
     /// Up to `limit` Chat records, most recent activity first, then most

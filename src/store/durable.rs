@@ -8,7 +8,7 @@ use crate::faults::FaultPoint;
 
 use super::fold;
 use super::projection::{transcript_after, TranscriptRow};
-use super::record::SessionRecord;
+use super::record::{SessionRecord, SessionTable};
 use super::{touched, utc_now, Store, StoreError, RPC_SURFACE};
 
 /// One persisted durable session: the record, and what only durable rows have.
@@ -64,24 +64,19 @@ impl Store {
         owner: &str,
         workspace_dir: &str,
     ) -> Result<DurableRow, StoreError> {
-        let now = utc_now();
-        let done = sqlx::query(
-            "INSERT INTO acp_sessions (session_id, agent_alias, owner_principal_id, \
-             workspace_dir, interaction_surface, created_at, last_activity) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(session_id)
-        .bind(agent)
-        .bind(owner)
-        .bind(workspace_dir)
-        .bind(RPC_SURFACE)
-        .bind(&now)
-        .bind(&now)
-        .execute(&self.pool)
-        .await?;
+        let (row, record) = self
+            .insert_record(
+                SessionTable::Durable,
+                session_id,
+                agent,
+                owner,
+                workspace_dir,
+                Some(RPC_SURFACE),
+            )
+            .await?;
         Ok(DurableRow {
-            row: done.last_insert_rowid(),
-            record: SessionRecord::created(session_id, agent, owner, workspace_dir, now),
+            row,
+            record,
             interaction_surface: RPC_SURFACE.to_owned(),
             killed_at: None,
         })
@@ -166,15 +161,8 @@ impl Store {
     /// point `acp_delete`). `false` when there was no row. Chat storage is
     /// never touched.
     pub async fn durable_delete(&self, session_id: &str) -> Result<bool, StoreError> {
-        self.check(FaultPoint::AcpDelete)?;
-        let mut tx = self.write_tx().await?;
-        let done = sqlx::query("DELETE FROM acp_sessions WHERE session_id = ?")
-            .bind(session_id)
-            .execute(&mut *tx)
-            .await?;
-        super::agent_links::delete_in(&mut tx, session_id).await?;
-        tx.commit().await?;
-        Ok(done.rows_affected() > 0)
+        self.delete_record(SessionTable::Durable, session_id, FaultPoint::AcpDelete)
+            .await
     }
 
     /// Up to `limit` rows, most recent activity first, then most recently

@@ -6,7 +6,25 @@
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 
-use super::StoreError;
+use crate::faults::FaultPoint;
+
+use super::{utc_now, Store, StoreError};
+
+/// The table of one session kind's records.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum SessionTable {
+    Chat,
+    Durable,
+}
+
+impl SessionTable {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Chat => "chat_sessions",
+            Self::Durable => "acp_sessions",
+        }
+    }
+}
 
 /// One persisted session, with its transcript (ACP) or history (Chat) row count.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,5 +77,64 @@ impl SessionRecord {
             last_activity: r.try_get("last_activity")?,
             message_count: u64::try_from(count).unwrap_or(0),
         })
+    }
+}
+
+impl Store {
+    /// Inserts a record created now (`surface`: a durable row's
+    /// `interaction_surface`); fails if the id already has one. The new
+    /// rowid and the record.
+    pub(super) async fn insert_record(
+        &self,
+        table: SessionTable,
+        session_id: &str,
+        agent: &str,
+        owner: &str,
+        workspace_dir: &str,
+        surface: Option<&str>,
+    ) -> Result<(i64, SessionRecord), StoreError> {
+        let now = utc_now();
+        let (column, slot) = match surface {
+            Some(_) => (", interaction_surface", ", ?"),
+            None => ("", ""),
+        };
+        let sql = format!(
+            "INSERT INTO {} (session_id, agent_alias, owner_principal_id, workspace_dir, \
+             created_at, last_activity{column}) VALUES (?, ?, ?, ?, ?, ?{slot})",
+            table.name()
+        );
+        let mut insert = sqlx::query(&sql)
+            .bind(session_id)
+            .bind(agent)
+            .bind(owner)
+            .bind(workspace_dir)
+            .bind(&now)
+            .bind(&now);
+        if let Some(surface) = surface {
+            insert = insert.bind(surface);
+        }
+        let done = insert.execute(&self.pool).await?;
+        let record = SessionRecord::created(session_id, agent, owner, workspace_dir, now);
+        Ok((done.last_insert_rowid(), record))
+    }
+
+    /// Deletes a record (after the fault point `fault`) and its agent
+    /// links in one transaction; `false` when there was none. The rows
+    /// that hang off the record (history; transcript, snapshots,
+    /// checkpoint) go with it (`ON DELETE CASCADE`); the other kind's
+    /// storage is never touched.
+    pub(super) async fn delete_record(
+        &self,
+        table: SessionTable,
+        session_id: &str,
+        fault: FaultPoint,
+    ) -> Result<bool, StoreError> {
+        self.check(fault)?;
+        let mut tx = self.write_tx().await?;
+        let sql = format!("DELETE FROM {} WHERE session_id = ?", table.name());
+        let done = sqlx::query(&sql).bind(session_id).execute(&mut *tx).await?;
+        super::agent_links::delete_in(&mut tx, session_id).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
     }
 }
