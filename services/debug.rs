@@ -7,7 +7,6 @@ use serde_json::json;
 
 use super::RouteFuture;
 use crate::error::RpcError;
-use crate::faults::FaultPoint;
 use crate::jsonrpc::Payload;
 use crate::methods::DebugMethod;
 use crate::request::Request;
@@ -33,22 +32,11 @@ struct SetFaultsParams {
 
 fn set_faults(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
     let p: SetFaultsParams = req.params()?;
-    let points = p
+    let active = daemon
         .faults
-        .iter()
-        .map(|name| {
-            FaultPoint::parse(name)
-                .ok_or_else(|| RpcError::invalid_params(format!("unknown fault point {name}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    daemon.faults.set(&points);
+        .set_named(&p.faults)
+        .map_err(|name| RpcError::invalid_params(format!("unknown fault point {name}")))?;
     tracing::warn!(event = "faults_set", faults = ?p.faults);
-    let active: Vec<&str> = daemon
-        .faults
-        .active()
-        .into_iter()
-        .map(FaultPoint::as_str)
-        .collect();
     Payload::new(&json!({ "faults": active }), Default::default())
 }
 

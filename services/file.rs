@@ -3,7 +3,6 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine;
 use serde::Deserialize;
@@ -12,15 +11,14 @@ use serde_json::json;
 use super::RouteFuture;
 use crate::conn_state::Conn;
 use crate::error::RpcError;
-use crate::files::attach::{check_entries, read_entries, FileEntry};
-use crate::files::upload::{Appended, Upload};
-use crate::files::{self, UploadTarget};
+use crate::files;
+use crate::files::attach::FileEntry;
+use crate::files::upload::Appended;
 use crate::jsonrpc::Payload;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
 use crate::methods::FileMethod;
 use crate::request::Request;
-use crate::session::access::{check_agent, check_owner};
-use crate::session::{parse_session_id as session_id, Session};
+use crate::session::parse_session_id as session_id;
 use crate::state::Daemon;
 
 /// The `file/*` service of one connection.
@@ -37,21 +35,6 @@ impl FileService {
     }
 }
 
-/// The live session a file goes to, with ownership and agent checks (§8.17, §8.18.1).
-pub fn target(
-    daemon: &Daemon,
-    principal: &crate::config::Principal,
-    id: &str,
-) -> Result<Arc<Session>, RpcError> {
-    let s = daemon
-        .sessions
-        .get(id)
-        .ok_or_else(RpcError::session_not_found)?;
-    check_owner(principal, &s.owner)?;
-    check_agent(principal, &s.agent_alias)?;
-    Ok(s)
-}
-
 #[derive(Deserialize)]
 struct AttachParams<'a> {
     session_id: Option<String>,
@@ -60,26 +43,14 @@ struct AttachParams<'a> {
 }
 
 async fn attach(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload, RpcError> {
-    let (bound, incoming) = {
-        let p: AttachParams<'_> = req.params()?;
-        let principal = &req.binding()?.principal;
-        let entries = p
-            .files
-            .ok_or_else(|| RpcError::invalid_params("files is required"))?;
-        check_entries(&entries, conn.transport, principal)?;
-        let id = session_id(p.session_id)?;
-        let session = target(&daemon, principal, &id)?;
-        (UploadTarget::of(&session), read_entries(entries)?)
-    };
-    let stored = files::store_all(
-        daemon.file_handles(),
-        &conn,
-        req.binding()?,
-        &bound,
-        incoming,
-        req.method.name,
-    )
-    .await?;
+    let p: AttachParams<'_> = req.params()?;
+    let binding = req.binding()?;
+    let entries = p
+        .files
+        .ok_or_else(|| RpcError::invalid_params("files is required"))?;
+    let handles = daemon.file_handles();
+    let method = req.method.name;
+    let stored = files::attach(handles, &conn, binding, p.session_id, entries, method).await?;
     Payload::new(&json!({ "files": stored }), Default::default())
 }
 
@@ -95,11 +66,9 @@ fn begin(daemon: &Daemon, conn: &Conn, req: &Request) -> Result<Payload, RpcErro
     let p: BeginParams = req.params()?;
     let id = session_id(p.session_id)?;
     let size = p.size_bytes.as_ref().and_then(serde_json::Value::as_u64);
-    let declared = Upload::declare(size, p.filename, p.sha256)?;
-    let session = target(daemon, &req.binding()?.principal, &id)?;
-    let upload = declared.to(UploadTarget::of(&session));
-    let idle = Duration::from_secs(u64::from(daemon.config.current().daemon.upload_idle_secs));
-    let upload_id = daemon.staging.begin(conn.id, upload, idle)?;
+    let principal = &req.binding()?.principal;
+    let handles = daemon.file_handles();
+    let upload_id = files::begin(handles, conn, principal, &id, size, p.filename, p.sha256)?;
     Payload::new(
         &json!({"upload_id": upload_id, "chunk_bytes": UPLOAD_CHUNK_BYTES, "max_bytes": UPLOAD_MAX_BYTES}),
         Default::default(),
@@ -156,20 +125,9 @@ async fn commit(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
     let upload_id = p
         .upload_id
         .ok_or_else(|| RpcError::invalid_params("upload_id is required"))?;
-    let (bound, incoming) = daemon.staging.commit(conn.id, &upload_id).await?;
-    let mut stored = files::store_all(
-        daemon.file_handles(),
-        &conn,
-        req.binding()?,
-        &bound,
-        vec![incoming],
-        req.method.name,
-    )
-    .await?;
-    let result = stored
-        .pop()
-        .ok_or_else(|| RpcError::internal("nothing stored", None))?;
-    Payload::new(&result, Default::default())
+    let handles = daemon.file_handles();
+    let stored = files::commit(handles, &conn, req.binding()?, &upload_id, req.method.name).await?;
+    Payload::new(&stored, Default::default())
 }
 
 impl FileService {

@@ -76,6 +76,18 @@ impl Faults {
             .store(points.iter().fold(0, |m, p| m | p.bit()), Ordering::Relaxed);
     }
 
+    /// Replaces the active set by wire names (`debug/set-faults`): all or
+    /// none, so an unknown name (the first, returned) changes nothing. The
+    /// names now active, in the spec's order.
+    pub fn set_named<'a>(&self, names: &'a [String]) -> Result<Vec<&'static str>, &'a str> {
+        let points = names
+            .iter()
+            .map(|name| FaultPoint::parse(name).ok_or(name.as_str()))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.set(&points);
+        Ok(self.active().into_iter().map(FaultPoint::as_str).collect())
+    }
+
     /// Whether `p` is active.
     pub fn is_active(&self, p: FaultPoint) -> bool {
         self.0.load(Ordering::Relaxed) & p.bit() != 0
@@ -104,5 +116,9 @@ mod tests {
         assert!(f.is_active(FaultPoint::Recovery));
         f.set(&[FaultPoint::TurnBegin]);
         assert_eq!(f.active(), vec![FaultPoint::TurnBegin]);
+        let names = ["recovery".to_owned(), "nope".to_owned()];
+        assert_eq!(f.set_named(&names), Err("nope"), "all or none");
+        assert_eq!(f.active(), vec![FaultPoint::TurnBegin]);
+        assert_eq!(f.set_named(&names[..1]), Ok(vec!["recovery"]));
     }
 }

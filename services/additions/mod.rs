@@ -4,9 +4,7 @@
 //! authorization and limit layers treat them the same; nothing of version 1
 //! changes.
 
-pub mod agents;
 pub mod config_list;
-pub mod health;
 pub mod logs;
 pub mod params;
 pub mod sections;
@@ -23,6 +21,7 @@ use crate::jsonrpc::Payload;
 use crate::logging::capture::Subscription;
 use crate::methods::AdditionsMethod;
 use crate::request::Request;
+use crate::session::agent_status::agent_status;
 use crate::session::git_head::git_head;
 use crate::state::Daemon;
 use params::Member;
@@ -99,12 +98,12 @@ impl AdditionsService {
             }
             AdditionsMethod::Health => RouteFuture::boxed(async move {
                 let HealthParams {} = params::decode(&req)?;
-                payload(&health::health(&daemon).await)
+                payload(&daemon.health().await)
             }),
             AdditionsMethod::AgentsStatus => RouteFuture::boxed(async move {
                 let AgentsStatusParams {} = params::decode(&req)?;
                 let principal = req.binding()?.principal.clone();
-                let agents = agents::status(&daemon, &principal).await?;
+                let agents = agent_status(&daemon.sessions, &daemon.config, &principal).await?;
                 payload(&json!({ "agents": agents }))
             }),
             AdditionsMethod::SessionGitBranch => RouteFuture::boxed(async move {

@@ -1,6 +1,5 @@
 //! `session/new` and `session/prompt` (§8.3, §8.4).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -8,14 +7,15 @@ use serde::Deserialize;
 use super::{payload, session_id};
 use crate::conn_state::Conn;
 use crate::error::{Forbidden, RpcError};
-use crate::files::attach::{check_entries, read_entries, FileEntry};
-use crate::files::{self, UploadTarget};
+use crate::files;
+use crate::files::attach::{check_entries, FileEntry};
 use crate::jsonrpc::Payload;
 use crate::request::{Request, Responder};
-use crate::session::lifecycle::{self, NewRequest};
+use crate::session::lifecycle;
+use crate::session::open::{open, NewArgs};
 use crate::session::turn::run_prompt;
-use crate::session::update::Completion;
-use crate::session::{new_uuid, ChatMode};
+use crate::session::update::turn_failed;
+use crate::session::ChatMode;
 use crate::state::Daemon;
 
 #[derive(Deserialize)]
@@ -42,53 +42,21 @@ pub(super) async fn new(
             param: "cwd",
         }));
     }
-    // Without `agent_alias`, the configured `default_agent` (docs/config.md);
-    // without either, the parameter is required as §8.3 says.
-    let alias = match p.agent_alias {
-        Some(a) => a,
-        None => daemon
-            .config
-            .current()
-            .default_agent
-            .clone()
-            .ok_or_else(|| RpcError::invalid_params("agent_alias is required"))?,
-    };
-    let id = match p.session_id {
-        Some(id) => session_id(Some(id))?,
-        None => new_uuid(),
-    };
-    let cwd = match p.cwd {
-        Some(c) => {
-            let path = PathBuf::from(&c);
-            if !path.is_absolute() || !path.is_dir() {
-                return Err(RpcError::invalid_params(
-                    "cwd must be an absolute path to an existing directory",
-                ));
-            }
-            Some(path)
-        }
-        None => None,
-    };
-    let config = daemon.config.current();
-    if !config.agents.contains_key(&alias) {
-        return Err(RpcError::invalid_params(format!(
-            "Agent {alias} is not configured"
-        )));
-    }
-    let request = NewRequest {
-        id,
-        agent_alias: alias,
-        mode: p.chat_mode.unwrap_or_default(),
-        cwd,
+    let args = NewArgs {
+        agent_alias: p.agent_alias,
+        session_id: p.session_id,
+        mode: p.chat_mode,
+        cwd: p.cwd,
         replace: p.replace,
     };
-    let result = lifecycle::new_session(
-        &daemon.sessions,
-        &config,
-        &daemon.paths.config_dir,
+    let (sessions, config_dir) = (&daemon.sessions, &daemon.paths.config_dir);
+    let result = open(
+        sessions,
+        &daemon.config,
+        config_dir,
         &conn,
         &principal,
-        request,
+        args,
     )
     .await?;
     payload(&result)
@@ -132,37 +100,29 @@ pub(super) async fn prompt(
                     RpcError::NotOwned | RpcError::SessionNotFound { data: None, .. }
                 )
             {
-                fail_notified(&conn, &id, &e, "").await;
+                turn_failed(&conn, &id, &e, "").await;
             }
             return Err(e);
         }
     };
     // 1a. Attachments are stored before the prompt joins the queue; their markers follow it.
     if !attachments.is_empty() {
-        let stored = async {
-            let incoming = read_entries(attachments)?;
-            files::store_all(
-                daemon.file_handles(),
-                &conn,
-                req.binding()?,
-                &UploadTarget::of(&session),
-                incoming,
-                req.method.name,
-            )
-            .await
-        };
-        match stored.await {
-            Ok(files) => {
-                for f in files {
+        let (handles, binding) = (daemon.file_handles(), req.binding()?);
+        let method = req.method.name;
+        let stored =
+            files::store_attachments(handles, &conn, binding, &session, attachments, method).await;
+        match stored {
+            Ok(markers) => {
+                for marker in markers {
                     if !prompt.is_empty() {
                         prompt.push('\n');
                     }
-                    prompt.push_str(&f.marker);
+                    prompt.push_str(&marker);
                 }
             }
             Err(e) => {
                 if notification {
-                    fail_notified(&conn, &id, &e, "").await;
+                    turn_failed(&conn, &id, &e, "").await;
                 }
                 return Err(e);
             }
@@ -181,23 +141,11 @@ pub(super) async fn prompt(
     .await;
     if notification && !answered.turn_complete_sent {
         if let Err(e) = &answered.result {
-            fail_notified(&conn, &id, e, &answered.content).await;
+            turn_failed(&conn, &id, e, &answered.content).await;
         }
     }
     match answered.answered {
         Some(proof) => Ok(Payload::answered(proof)),
         None => answered.result.and_then(|r| payload(&r)),
     }
-}
-
-/// The `turn_complete` owed to a prompt sent as a notification that ended without one.
-async fn fail_notified(conn: &Conn, session_id: &str, e: &RpcError, content: &str) {
-    let event = crate::session::update::Event::TurnComplete {
-        outcome: Completion::Failed,
-        content,
-        reason: Some(&e.to_string()),
-    };
-    let never = tokio_util::sync::CancellationToken::new();
-    let update = crate::session::update::Update { session_id, event };
-    crate::session::update::notify(conn, &update, &never).await;
 }

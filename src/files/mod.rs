@@ -17,6 +17,7 @@ pub mod attach;
 pub mod naming;
 pub mod staging;
 pub mod upload;
+mod verbs;
 pub mod write;
 
 use crate::authz::{require_grant, AuthzState, Binding as AuthBinding};
@@ -30,6 +31,7 @@ use crate::session::lifecycle::agent_workspace;
 use crate::session::Sessions;
 
 pub use staging::UploadTarget;
+pub use verbs::{attach, begin, commit, store_attachments};
 
 /// One stored file, as `file/attach` and commit report it.
 #[derive(Debug, Clone, Serialize)]
@@ -76,12 +78,13 @@ fn session_changed() -> RpcError {
     )
 }
 
-/// The daemon's parts the store step reads, and nothing else of it: the
+/// The daemon's parts the files' verbs read, and nothing else of it: the
 /// session and its lock, the live policy, the fault points, the agents'
-/// workspaces.
+/// workspaces, the staged uploads.
 #[derive(Debug, Clone, Copy)]
 pub struct Handles<'a> {
     pub sessions: &'a Sessions,
+    pub staging: &'a staging::Staging,
     pub authz: &'a AuthzState,
     pub faults: &'a Faults,
     pub config: &'a LiveConfig,

@@ -2,7 +2,7 @@
 //! further client, replacing nothing (docs/protocol-additions.md). The
 //! fan-out of updates to attached clients is `Session::audience`'s.
 
-use super::access::{check_agent, check_owner};
+use super::access::live_for;
 use super::live::Session;
 use super::{ChatMode, Sessions};
 use crate::config::Principal;
@@ -34,9 +34,7 @@ pub async fn attach(
     id: &str,
 ) -> Result<AttachResult, RpcError> {
     let _lock = sessions.locks.lock(id).await;
-    let s = sessions.get(id).ok_or_else(RpcError::session_not_found)?;
-    check_owner(principal, &s.owner)?;
-    check_agent(principal, &s.agent_alias)?;
+    let s = live_for(sessions, principal, id)?;
     join(&s, conn, principal)
 }
 

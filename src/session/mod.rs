@@ -10,8 +10,10 @@
 //! | `turn_sink.rs` | the agent's event sink: notifications, checkpoints, approvals, asks |
 //! | `journal/` | how each session kind keeps its turns (`Journal`: Chat, durable) |
 //! | `lifecycle.rs` | resolve, rehydrate, close, kill, delete |
-//! | `access.rs` | who may use a session (owner, agent) |
+//! | `open.rs` | `session/new` from its decoded members: agent, id, cwd, then the lifecycle |
+//! | `access.rs` | who may use a session (owner, agent), a live session as its caller may act on it |
 //! | `attach.rs` | a further client joins a live session |
+//! | `agent_status.rs` | each agent the caller may use, with its live and persisted sessions (`agents/status`) |
 //! | `agent_links.rs` | the links from a session to its hosted agent's own session |
 //! | `update.rs` | `session/update` notifications |
 //! | `transcript.rs` | a page of a session's transcript (`session/messages`) |
@@ -27,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod access;
 mod agent_links;
+pub mod agent_status;
 pub mod attach;
 pub mod git_head;
 pub mod interact;
@@ -35,6 +38,7 @@ pub mod lifecycle;
 pub mod listing;
 pub mod live;
 pub mod locks;
+pub mod open;
 pub mod transcript;
 pub mod turn;
 pub mod turn_sink;

@@ -75,6 +75,19 @@ pub enum Event<'a> {
     },
 }
 
+/// The `turn_complete` owed to a prompt sent as a notification that ended
+/// without one (§3.5): `failed`, with `e` as its reason and what the client
+/// was sent so far as its content.
+pub async fn turn_failed(conn: &Conn, session_id: &str, e: &crate::error::RpcError, content: &str) {
+    let event = Event::TurnComplete {
+        outcome: Completion::Failed,
+        content,
+        reason: Some(&e.to_string()),
+    };
+    let never = CancellationToken::new();
+    notify(conn, &Update { session_id, event }, &never).await;
+}
+
 /// The params of one `session/update`.
 #[derive(Debug)]
 pub struct Update<'a> {

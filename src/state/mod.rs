@@ -17,6 +17,7 @@ use crate::live_config::LiveConfig;
 use crate::session::Sessions;
 use crate::store::Store;
 
+mod health;
 mod pairing_code;
 mod status_template;
 pub use pairing_code::{new_code, PairingCode};
@@ -76,10 +77,11 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// What the files' store step needs of the daemon.
+    /// What the files' verbs need of the daemon.
     pub fn file_handles(&self) -> crate::files::Handles<'_> {
         crate::files::Handles {
             sessions: &self.sessions,
+            staging: &self.staging,
             authz: &self.authz,
             faults: &self.faults,
             config: &self.config,

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::Sessions;
 use crate::config::Principal;
 use crate::error::RpcError;
-use crate::state::Daemon;
+use crate::live_config::LiveConfig;
 
 /// Persisted rows scanned per mode (the session lists' own bound).
 const MAX_ROWS: u32 = 1000;
@@ -34,15 +35,19 @@ fn visible(principal: &Principal, owner: &str) -> bool {
     principal.admin || principal.id == owner
 }
 
-/// The entries for `principal`.
-pub async fn status(daemon: &Daemon, principal: &Principal) -> Result<Vec<AgentStatus>, RpcError> {
-    let config = daemon.config.current();
+/// The entries for `principal`, under the configuration in effect now.
+pub async fn agent_status(
+    sessions: &Sessions,
+    config: &LiveConfig,
+    principal: &Principal,
+) -> Result<Vec<AgentStatus>, RpcError> {
+    let config = config.current();
     let mut live: BTreeMap<&str, usize> = BTreeMap::new();
-    let sessions = daemon.sessions.all();
+    let store = &sessions.store;
+    let sessions = sessions.all();
     for s in sessions.iter().filter(|s| visible(principal, &s.owner)) {
         *live.entry(s.agent_alias.as_str()).or_default() += 1;
     }
-    let store = &daemon.sessions.store;
     let mut persisted: BTreeMap<String, usize> = BTreeMap::new();
     for (agent, owner) in store
         .durable_list(false, MAX_ROWS)
