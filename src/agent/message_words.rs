@@ -94,26 +94,25 @@ words! {
 mod tests {
     use super::*;
 
+    /// Every word of `T` parses to a variant that spells it back, as text
+    /// and as JSON.
+    fn round_trips<T>(words: &[&str], parse: fn(&str) -> Option<T>, as_str: fn(T) -> &'static str)
+    where
+        T: Copy + PartialEq + std::fmt::Debug + Serialize + serde::de::DeserializeOwned,
+    {
+        for &word in words {
+            let value = parse(word).unwrap();
+            assert_eq!(as_str(value), word);
+            let json = format!("\"{word}\"");
+            assert_eq!(serde_json::to_string(&value).unwrap(), json);
+            assert_eq!(serde_json::from_str::<T>(&json).unwrap(), value);
+        }
+    }
+
     #[test]
     fn words_round_trip_through_text_and_json() {
-        for &word in Role::WORDS {
-            let role = Role::parse(word).unwrap();
-            assert_eq!(role.as_str(), word);
-            assert_eq!(serde_json::to_string(&role).unwrap(), format!("\"{word}\""));
-            assert_eq!(
-                serde_json::from_str::<Role>(&format!("\"{word}\"")).unwrap(),
-                role
-            );
-        }
-        for &word in Kind::WORDS {
-            let kind = Kind::parse(word).unwrap();
-            assert_eq!(kind.as_str(), word);
-            assert_eq!(serde_json::to_string(&kind).unwrap(), format!("\"{word}\""));
-            assert_eq!(
-                serde_json::from_str::<Kind>(&format!("\"{word}\"")).unwrap(),
-                kind
-            );
-        }
+        round_trips(Role::WORDS, Role::parse, Role::as_str);
+        round_trips(Kind::WORDS, Kind::parse, Kind::as_str);
     }
 
     #[test]
