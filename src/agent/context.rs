@@ -1,45 +1,21 @@
-//! Retained-context messages and their one JSON spelling.
+//! Messages and their one JSON spelling.
 //!
-//! The echo agent's `::context` and the command agent's `context_json` stdin
-//! both write context messages; §10.3 fixes the member order (`role`,
+//! The echo agent's `::context`, the command agent's `context_json` stdin
+//! and the rows of `session/messages` all write messages; §10.3 fixes the member order (`role`,
 //! `kind`, `content`, `tool_call_id`, `tool_name`, `tool_input`), omits
 //! absent members, always writes `kind`, and keeps `tool_input` as the client
 //! wrote it (compacted, never reparsed). Everything goes through [`WireMessage`]
-//! so the two documents cannot drift apart.
+//! so the documents cannot drift apart.
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::json::compact_raw;
+use super::message_words::{Kind, Role};
 
-/// Who produced a context message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The user (prompts).
-    User,
-    /// The agent (replies, tool calls).
-    Assistant,
-    /// A tool (tool results).
-    Tool,
-}
-
-/// What a context message is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// Plain text (the default).
-    #[default]
-    Message,
-    /// A tool call; `content` is empty.
-    ToolCall,
-    /// A tool's output.
-    ToolResult,
-    /// A compaction summary.
-    Summary,
-}
-
-/// One message of the retained context (§10.1).
+/// One message: of the retained context (§10.1), and the body of a stored
+/// transcript row (`store::TranscriptRow`), where the `system` role and the
+/// `interruption_marker` kind also occur.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ContextMessage {
     /// Who produced it.
@@ -292,6 +268,7 @@ mod tests {
             (Kind::ToolCall, "tool_call"),
             (Kind::ToolResult, "tool_result"),
             (Kind::Summary, "summary"),
+            (Kind::InterruptionMarker, "interruption_marker"),
         ] {
             assert_eq!(serde_json::to_string(&kind).unwrap(), format!("\"{name}\""));
         }

@@ -28,6 +28,7 @@ mod extra;
 #[cfg(windows)]
 mod job;
 mod json;
+mod message_words;
 mod openai;
 mod process;
 mod reaper;
@@ -40,10 +41,11 @@ pub use crate::config::agent_spec::{AcpOptions, Backend, InputMode, PermissionDe
 pub use acp::{AcpHosts, Link as AcpLink, LinkStore, IDLE_GRACE as ACP_IDLE_GRACE};
 pub use child_env::secret_names;
 pub use command::{run_command, CommandRun};
-pub use context::{context_document, context_json_input, ContextMessage, Kind, Role};
+pub use context::{context_document, context_json_input, ContextMessage};
 pub use directive::{echo_compaction_request, CompactionRequest};
 pub use extra::{Extra, ExtraKind, MAX_EXTRA_BYTES};
 pub use json::compact_json;
+pub use message_words::{Kind, Role};
 pub use openai::{
     api_key as openai_api_key, api_key_from_file as openai_api_key_from_file,
     redirect as model_redirect, Approval, OpenAiSettings,

@@ -14,6 +14,7 @@ pub(super) const RANKS: &[(&str, u32)] = &[
     // base: constants and helpers with no crate imports
     ("limits", 0),
     ("bounded", 0),
+    ("call_error", 0),
     ("hex", 0),
     ("shown", 0),
     ("private_dir", 0),
@@ -62,7 +63,14 @@ pub(super) const RANKS: &[(&str, u32)] = &[
 /// endpoint and the wire types, never on the daemon: outside `cli` they may
 /// use only these modules, whatever their rank.
 const CLIENT_MAY_USE: &[&str] = &[
-    "endpoint", "codec", "jsonrpc", "limits", "dialect", "hex", "shown",
+    "endpoint",
+    "codec",
+    "jsonrpc",
+    "call_error",
+    "limits",
+    "dialect",
+    "hex",
+    "shown",
 ];
 
 /// The files [`CLIENT_MAY_USE`] binds.

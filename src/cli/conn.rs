@@ -232,14 +232,9 @@ impl ClientPeer {
     }
 }
 
-/// A request that did not get a result.
-#[derive(Debug)]
-pub enum CallError {
-    /// The daemon answered this error object.
-    Rpc(Value),
-    /// The connection is gone.
-    Lost(String),
-}
+/// A request that did not get a result: the daemon answered this error
+/// object (`Rpc`), or the connection is gone (`Lost`).
+pub type CallError = crate::call_error::CallError<Value>;
 
 impl CallError {
     /// One line for the person: the error's message and `data.reason`.

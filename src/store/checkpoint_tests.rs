@@ -29,11 +29,12 @@ pub(crate) fn result(id: &str, output: &str) -> CheckpointEvent {
 /// `seq role/kind content [id name input]` per row.
 pub(crate) fn lines(rows: &[TranscriptRow]) -> Vec<String> {
     rows.iter()
-        .map(|r| {
-            let mut s = format!("{} {}/{} {}", r.seq, r.role, r.kind, r.content);
-            if let Some(id) = &r.tool_call_id {
-                s.push_str(&format!(" [{id} {}", r.tool_name.as_deref().unwrap_or("-")));
-                if let Some(input) = &r.tool_input {
+        .map(|TranscriptRow { seq, message: m }| {
+            let (role, kind) = (m.role.as_str(), m.kind.as_str());
+            let mut s = format!("{seq} {role}/{kind} {}", m.content);
+            if let Some(id) = &m.tool_call_id {
+                s.push_str(&format!(" [{id} {}", m.tool_name.as_deref().unwrap_or("-")));
+                if let Some(input) = &m.tool_input {
                     s.push_str(&format!(" {}", input.get()));
                 }
                 s.push(']');
@@ -168,8 +169,8 @@ async fn a_large_batch_keeps_order_and_bytes() {
     assert_eq!(payloads(&store, s.row).await.len(), 3);
     let rows = store.turn_finalize(s.row, None).await.unwrap();
     assert_eq!(rows.len(), 3);
-    assert_eq!(rows[1].content, parts.concat());
-    assert_eq!(rows[2].content, "\u{0}");
+    assert_eq!(rows[1].message.content, parts.concat());
+    assert_eq!(rows[2].message.content, "\u{0}");
 }
 
 #[tokio::test]
@@ -191,10 +192,10 @@ async fn tool_outputs_are_bounded_at_16_kib_when_stored() {
     );
     let rows = store.turn_finalize(s.row, None).await.unwrap();
     assert_eq!(
-        rows[1].content,
+        rows[1].message.content,
         format!("{}…[truncated]", "a".repeat(TOOL_OUTPUT_MAX - 1))
     );
-    assert_eq!(rows[2].content, exact, "exactly 16 KiB is not cut");
+    assert_eq!(rows[2].message.content, exact, "exactly 16 KiB is not cut");
 }
 
 #[tokio::test]
@@ -371,8 +372,11 @@ async fn the_fold_reads_long_checkpoints_in_order() {
     let rows = store.turn_finalize(s.row, None).await.unwrap();
     assert_eq!(rows.len(), 1 + 2 * want.len());
     for (k, (text, id)) in want.iter().enumerate() {
-        assert_eq!(&rows[1 + 2 * k].content, text, "row {}", 1 + 2 * k);
-        assert_eq!(rows[2 + 2 * k].tool_call_id.as_deref(), Some(id.as_str()));
+        assert_eq!(&rows[1 + 2 * k].message.content, text, "row {}", 1 + 2 * k);
+        assert_eq!(
+            rows[2 + 2 * k].message.tool_call_id.as_deref(),
+            Some(id.as_str())
+        );
     }
     let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, (1..=rows.len() as i64).collect::<Vec<_>>());

@@ -134,16 +134,16 @@ async fn killed_writer_leaves_a_gapless_prefix() {
     assert!(store.recover(row).await.unwrap());
     assert!(!store.recover(row).await.unwrap());
     let rows = store.durable_transcript(row).await.unwrap();
-    assert_eq!(rows.first().unwrap().content, "start");
-    assert_eq!(rows.last().unwrap().content, "Turn interrupted");
+    assert_eq!(rows.first().unwrap().message.content, "start");
+    assert_eq!(rows.last().unwrap().message.content, "Turn interrupted");
     let mut joined = String::new();
     let mut tool_rows = 0;
     for r in &rows[1..rows.len() - 1] {
-        match r.kind.as_str() {
-            "message" => joined.push_str(&r.content),
+        match r.message.kind.as_str() {
+            "message" => joined.push_str(&r.message.content),
             "tool_result" => {
                 tool_rows += 1;
-                joined.push_str(&r.content);
+                joined.push_str(&r.message.content);
             }
             other => panic!("unexpected {other}"),
         }
@@ -207,7 +207,7 @@ async fn turn_timing() {
         let appended = start.elapsed();
         let rows = store.turn_finalize(s.row, None).await.unwrap();
         let finalized = start.elapsed();
-        assert_eq!(rows[1].content.len(), 10_000);
+        assert_eq!(rows[1].message.content.len(), 10_000);
         println!(
             "batches of {group:>3}: begin {begun:?}, appends {:?}, finalize {:?}",
             appended - begun,

@@ -9,6 +9,7 @@ use sqlx::SqliteConnection;
 
 use super::projection::TranscriptRow;
 use super::{bound_text, utc_now, StoreError, TRUNCATION_SUFFIX};
+use crate::agent::{ContextMessage, Kind, Role};
 use crate::limits::TOOL_OUTPUT_MAX;
 
 /// The stored payload as it is read back: a flat object (an internally
@@ -149,12 +150,10 @@ pub(super) async fn fold_checkpoint(
         let seq = rows.last().map_or(last, |r| r.seq) + 1;
         rows.push(TranscriptRow {
             seq,
-            role: "system".into(),
-            kind: "interruption_marker".into(),
-            content: marker.to_owned(),
-            tool_call_id: None,
-            tool_name: None,
-            tool_input: None,
+            message: ContextMessage {
+                kind: Kind::InterruptionMarker,
+                ..ContextMessage::text(Role::System, marker)
+            },
         });
     }
     const INSERT: &str = "INSERT INTO acp_transcript (session_row, seq, turn_id, role, kind, \
@@ -178,16 +177,17 @@ pub(super) async fn fold_checkpoint(
         }
         let mut q = sqlx::query(&sql);
         for r in group {
+            let m = &r.message;
             q = q
                 .bind(row)
                 .bind(r.seq)
                 .bind(&turn_id)
-                .bind(&r.role)
-                .bind(&r.kind)
-                .bind(&r.content)
-                .bind(&r.tool_call_id)
-                .bind(&r.tool_name)
-                .bind(r.tool_input.as_ref().map(|i| i.get()))
+                .bind(m.role.as_str())
+                .bind(m.kind.as_str())
+                .bind(&m.content)
+                .bind(&m.tool_call_id)
+                .bind(&m.tool_name)
+                .bind(m.tool_input.as_ref().map(|i| i.get()))
                 .bind(&now);
         }
         if last_group {
@@ -225,25 +225,23 @@ impl Fold {
         }
     }
 
-    fn push(&mut self, role: &str, kind: &str, content: String) -> &mut TranscriptRow {
+    fn push(&mut self, role: Role, kind: Kind, content: String) -> &mut ContextMessage {
         self.rows.push(TranscriptRow {
             seq: self.next_seq,
-            role: role.into(),
-            kind: kind.into(),
-            content,
-            tool_call_id: None,
-            tool_name: None,
-            tool_input: None,
+            message: ContextMessage {
+                kind,
+                ..ContextMessage::text(role, content)
+            },
         });
         self.next_seq += 1;
         let last = self.rows.len() - 1;
-        &mut self.rows[last]
+        &mut self.rows[last].message
     }
 
     fn end_text_run(&mut self) {
         if !self.text.is_empty() {
             let text = std::mem::take(&mut self.text);
-            self.push("assistant", "message", text);
+            self.push(Role::Assistant, Kind::Message, text);
         }
     }
 
@@ -277,10 +275,10 @@ impl Fold {
         self.end_text_run();
         match p.kind {
             "user" => {
-                self.push("user", "message", p.text.unwrap_or_default());
+                self.push(Role::User, Kind::Message, p.text.unwrap_or_default());
             }
             "tool_call" => {
-                let r = self.push("assistant", "tool_call", String::new());
+                let r = self.push(Role::Assistant, Kind::ToolCall, String::new());
                 r.tool_call_id = p.id;
                 r.tool_name = p.name;
                 r.tool_input = p.input;
@@ -294,7 +292,7 @@ impl Fold {
                 } else {
                     output
                 };
-                let r = self.push("tool", "tool_result", output);
+                let r = self.push(Role::Tool, Kind::ToolResult, output);
                 r.tool_call_id = p.id;
                 r.tool_name = p.name;
             }

@@ -13,12 +13,12 @@ use std::io;
 
 use futures_util::TryStreamExt;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::Arguments;
 
 use super::projection::TranscriptRow;
 use super::{bound_text, Store, StoreError};
+use crate::agent::ContextMessage;
 
 /// The `messages` JSON of a page stays within this many bytes (unless one
 /// row alone is larger).
@@ -38,27 +38,16 @@ pub struct MessagesPage {
     pub messages: Vec<MessageEntry>,
 }
 
-/// One row as `session/messages` writes it: `seq`, `role`, `kind`,
-/// `content`, then the tool members when present and `truncated` when set.
+/// One row as `session/messages` writes it: `seq`, then the message as
+/// every message is written (`role`, `kind`, `content`, the tool members
+/// when present), then `truncated` when set.
 #[derive(Debug, Clone, Serialize)]
 pub struct MessageEntry {
     /// The permanent 1-based position.
     pub seq: i64,
-    /// `user`, `assistant`, `tool` or `system`.
-    pub role: String,
-    /// `message`, `tool_call`, `tool_result` or `interruption_marker`.
-    pub kind: String,
-    /// The text, bounded at 1 MiB.
-    pub content: String,
-    /// Tool rows: the call id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
-    /// Tool rows: the tool name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_name: Option<String>,
-    /// Tool calls: the input object.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_input: Option<Box<RawValue>>,
+    /// The message, its `content` bounded at 1 MiB.
+    #[serde(flatten)]
+    pub message: ContextMessage,
     /// Whether `content` was bounded.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
@@ -66,21 +55,15 @@ pub struct MessageEntry {
 
 impl From<TranscriptRow> for MessageEntry {
     fn from(r: TranscriptRow) -> Self {
-        let bounded = bound_text(&r.content, PAGE_CONTENT_MAX);
-        let truncated = bounded.len() != r.content.len();
-        let content = if truncated {
-            bounded.into_owned()
-        } else {
-            r.content
-        };
+        let mut message = r.message;
+        let bounded = bound_text(&message.content, PAGE_CONTENT_MAX);
+        let truncated = bounded.len() != message.content.len();
+        if truncated {
+            message.content = bounded.into_owned();
+        }
         MessageEntry {
             seq: r.seq,
-            role: r.role,
-            kind: r.kind,
-            content,
-            tool_call_id: r.tool_call_id,
-            tool_name: r.tool_name,
-            tool_input: r.tool_input,
+            message,
             truncated,
         }
     }

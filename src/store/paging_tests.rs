@@ -58,7 +58,7 @@ async fn pages_walk_backwards_from_before_index() {
     assert_eq!((page.start, page.messages.len()), (0, 0));
     let page = store.durable_messages(s.row, Some(1000), 2).await.unwrap();
     assert_eq!((page.total, page.start, seqs(&page)), (7, 5, vec![6, 7]));
-    assert_eq!(page.messages[1].content, "p7");
+    assert_eq!(page.messages[1].message.content, "p7");
 }
 
 #[tokio::test]
@@ -98,16 +98,18 @@ async fn contents_over_1_mib_are_bounded_and_flagged() {
     let first = &page.messages[0];
     assert!(first.truncated);
     assert_eq!(
-        first.content,
+        first.message.content,
         format!("{}{TRUNCATION_SUFFIX}", "a".repeat(PAGE_CONTENT_MAX - 1))
     );
     assert!(!page.messages[1].truncated);
-    assert_eq!(page.messages[1].content.len(), PAGE_CONTENT_MAX);
+    assert_eq!(page.messages[1].message.content.len(), PAGE_CONTENT_MAX);
     let text = serde_json::to_string(first).unwrap();
     assert!(text.ends_with(r#"[truncated]","truncated":true}"#));
     // The stored row keeps the full text.
     assert_eq!(
-        store.durable_transcript(s.row).await.unwrap()[0].content,
+        store.durable_transcript(s.row).await.unwrap()[0]
+            .message
+            .content,
         long
     );
 }

@@ -1,9 +1,12 @@
 //! Transcript rows and the provider-safe projection (§9.6).
 //!
-//! The projection is the one function that turns raw visible history into
-//! model context: on rebuild, when seeding a resumed Chat session, and after
-//! each persisted turn (§10.1), so the in-memory context always equals what a
-//! rebuild from storage would produce.
+//! A row is its `seq` and a [`ContextMessage`]: the one message type, whose
+//! `system` role and `interruption_marker` kind only rows carry. The
+//! projection is the one function that turns raw visible history into model
+//! context: on rebuild, when seeding a resumed Chat session, and after each
+//! persisted turn (§10.1), so the in-memory context always equals what a
+//! rebuild from storage would produce. It drops every `system` row, so the
+//! model never sees a marker.
 
 use serde_json::value::RawValue;
 use sqlx::sqlite::SqliteRow;
@@ -14,35 +17,12 @@ use crate::agent::{ContextMessage, Kind, Role};
 use super::StoreError;
 
 /// One `acp_transcript` row (or a `chat_messages` row, as `message`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TranscriptRow {
     /// The permanent 1-based position in the session.
     pub seq: i64,
-    /// `user`, `assistant`, `tool` or `system`.
-    pub role: String,
-    /// `message`, `tool_call`, `tool_result` or `interruption_marker`.
-    pub kind: String,
-    /// The text (empty for tool calls).
-    pub content: String,
-    /// Tool rows: the call id.
-    pub tool_call_id: Option<String>,
-    /// Tool rows: the tool name.
-    pub tool_name: Option<String>,
-    /// Tool calls: the input object, compact.
-    pub tool_input: Option<Box<RawValue>>,
-}
-
-impl PartialEq for TranscriptRow {
-    fn eq(&self, other: &Self) -> bool {
-        self.seq == other.seq
-            && self.role == other.role
-            && self.kind == other.kind
-            && self.content == other.content
-            && self.tool_call_id == other.tool_call_id
-            && self.tool_name == other.tool_name
-            && self.tool_input.as_ref().map(|r| r.get())
-                == other.tool_input.as_ref().map(|r| r.get())
-    }
+    /// The message; `tool_input` is stored compact.
+    pub message: ContextMessage,
 }
 
 impl TranscriptRow {
@@ -56,19 +36,28 @@ impl TranscriptRow {
                     .map_err(|e| StoreError::Corrupt(format!("transcript tool_input: {e}")))
             })
             .transpose()?;
+        // The tables' CHECK constraints hold the columns to these words.
+        let role: &str = r.try_get("role")?;
+        let role = Role::parse(role)
+            .ok_or_else(|| StoreError::Corrupt(format!("transcript role {role:?}")))?;
+        let kind: &str = r.try_get("kind")?;
+        let kind = Kind::parse(kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("transcript kind {kind:?}")))?;
         Ok(TranscriptRow {
             seq: r.try_get("seq")?,
-            role: r.try_get("role")?,
-            kind: r.try_get("kind")?,
-            content: r.try_get("content")?,
-            tool_call_id: r.try_get("tool_call_id")?,
-            tool_name: r.try_get("tool_name")?,
-            tool_input,
+            message: ContextMessage {
+                role,
+                kind,
+                content: r.try_get("content")?,
+                tool_call_id: r.try_get("tool_call_id")?,
+                tool_name: r.try_get("tool_name")?,
+                tool_input,
+            },
         })
     }
 
-    fn is(&self, role: &str, kind: &str) -> bool {
-        self.role == role && self.kind == kind
+    fn is(&self, role: Role, kind: Kind) -> bool {
+        self.message.role == role && self.message.kind == kind
     }
 }
 
@@ -95,90 +84,78 @@ pub(super) async fn transcript_after(
 /// user and assistant messages are kept; a run of consecutive `tool_call`
 /// rows keeps only the calls whose result (same `tool_call_id`, first unused
 /// match) is in the run of `tool_result` rows right after it, followed by
-/// those results in their order; everything else is dropped.
-pub fn provider_safe(mut rows: Vec<TranscriptRow>) -> Vec<ContextMessage> {
-    kept(&rows)
-        .into_iter()
-        .map(|(i, role, kind)| {
-            let r = &mut rows[i];
-            ContextMessage {
-                role,
-                kind,
-                content: std::mem::take(&mut r.content),
-                tool_call_id: r.tool_call_id.take(),
-                tool_name: r.tool_name.take(),
-                tool_input: r.tool_input.take(),
-            }
-        })
+/// those results in their order; everything else is dropped. What is kept
+/// stays in row order (a group's calls all precede its results).
+pub fn provider_safe(rows: Vec<TranscriptRow>) -> Vec<ContextMessage> {
+    let keep = kept(&rows);
+    rows.into_iter()
+        .zip(keep)
+        .filter_map(|(r, keep)| keep.then_some(r.message))
         .collect()
 }
 
-/// The rows the projection keeps, in its order, each once, as what.
-fn kept(rows: &[TranscriptRow]) -> Vec<(usize, Role, Kind)> {
-    let rows: Vec<(usize, &TranscriptRow)> = rows
+/// Which rows the projection keeps.
+fn kept(rows: &[TranscriptRow]) -> Vec<bool> {
+    let mut keep = vec![false; rows.len()];
+    let rows: Vec<Indexed<'_>> = rows
         .iter()
         .enumerate()
-        .filter(|(_, r)| r.role != "system")
+        .filter(|(_, r)| r.message.role != Role::System)
         .collect();
-    let mut out = Vec::with_capacity(rows.len());
     let mut i = 0;
     while i < rows.len() {
         let (at, r) = rows[i];
-        if r.is("assistant", "tool_call") {
-            let calls_end = run_end(&rows, i, "assistant", "tool_call");
-            let results_end = run_end(&rows, calls_end, "tool", "tool_result");
-            pair_group(&rows[i..calls_end], &rows[calls_end..results_end], &mut out);
+        if r.is(Role::Assistant, Kind::ToolCall) {
+            let calls_end = run_end(&rows, i, Role::Assistant, Kind::ToolCall);
+            let results_end = run_end(&rows, calls_end, Role::Tool, Kind::ToolResult);
+            pair_group(
+                &rows[i..calls_end],
+                &rows[calls_end..results_end],
+                &mut keep,
+            );
             i = results_end;
             continue;
         }
-        if r.is("user", "message") {
-            out.push((at, Role::User, Kind::Message));
-        } else if r.is("assistant", "message") {
-            out.push((at, Role::Assistant, Kind::Message));
+        if r.is(Role::User, Kind::Message) || r.is(Role::Assistant, Kind::Message) {
+            keep[at] = true;
         }
         // Anything else (a tool_result not right after calls, a tool
         // message) is not provider-safe.
         i += 1;
     }
-    out
+    keep
 }
 
 /// Rows with their positions in the whole sequence.
 type Indexed<'a> = (usize, &'a TranscriptRow);
 
 /// The end of the run of `role/kind` rows starting at `from`.
-fn run_end(rows: &[Indexed<'_>], from: usize, role: &str, kind: &str) -> usize {
+fn run_end(rows: &[Indexed<'_>], from: usize, role: Role, kind: Kind) -> usize {
     from + rows[from..]
         .iter()
         .take_while(|(_, r)| r.is(role, kind))
         .count()
 }
 
-/// Keeps the calls that have a result in `results`, then those results.
-fn pair_group(calls: &[Indexed<'_>], results: &[Indexed<'_>], out: &mut Vec<(usize, Role, Kind)>) {
+/// Keeps the calls that have a result in `results`, and those results.
+fn pair_group(calls: &[Indexed<'_>], results: &[Indexed<'_>], keep: &mut [bool]) {
     let mut used = vec![false; results.len()];
-    let mut kept_calls = Vec::new();
     for (at, call) in calls {
-        let Some(id) = call.tool_call_id.as_deref() else {
+        let Some(id) = call.message.tool_call_id.as_deref() else {
             continue;
         };
         let found = results
             .iter()
             .enumerate()
-            .find(|(j, (_, res))| !used[*j] && res.tool_call_id.as_deref() == Some(id));
+            .find(|(j, (_, res))| !used[*j] && res.message.tool_call_id.as_deref() == Some(id));
         if let Some((j, _)) = found {
             used[j] = true;
-            kept_calls.push((*at, Role::Assistant, Kind::ToolCall));
+            keep[*at] = true;
         }
     }
-    out.extend(kept_calls);
-    out.extend(
-        results
-            .iter()
-            .zip(&used)
-            .filter(|(_, used)| **used)
-            .map(|((at, _), _)| (*at, Role::Tool, Kind::ToolResult)),
-    );
+    for ((at, _), used) in results.iter().zip(used) {
+        keep[*at] |= used;
+    }
 }
 
 #[cfg(test)]
@@ -187,42 +164,44 @@ pub(super) mod tests {
 
     pub(crate) fn msg(seq: i64, role: &str, content: &str) -> TranscriptRow {
         let kind = if role == "system" {
-            "interruption_marker"
+            Kind::InterruptionMarker
         } else {
-            "message"
+            Kind::Message
         };
         TranscriptRow {
             seq,
-            role: role.into(),
-            kind: kind.into(),
-            content: content.into(),
-            tool_call_id: None,
-            tool_name: None,
-            tool_input: None,
+            message: ContextMessage {
+                kind,
+                ..ContextMessage::text(Role::parse(role).unwrap(), content)
+            },
         }
     }
 
     pub(crate) fn call(seq: i64, id: &str) -> TranscriptRow {
         TranscriptRow {
             seq,
-            role: "assistant".into(),
-            kind: "tool_call".into(),
-            content: String::new(),
-            tool_call_id: Some(id.into()),
-            tool_name: Some("echo".into()),
-            tool_input: Some(RawValue::from_string(format!("{{\"id\":\"{id}\"}}")).unwrap()),
+            message: ContextMessage {
+                role: Role::Assistant,
+                kind: Kind::ToolCall,
+                content: String::new(),
+                tool_call_id: Some(id.into()),
+                tool_name: Some("echo".into()),
+                tool_input: Some(RawValue::from_string(format!("{{\"id\":\"{id}\"}}")).unwrap()),
+            },
         }
     }
 
     pub(crate) fn result(seq: i64, id: &str, output: &str) -> TranscriptRow {
         TranscriptRow {
             seq,
-            role: "tool".into(),
-            kind: "tool_result".into(),
-            content: output.into(),
-            tool_call_id: Some(id.into()),
-            tool_name: Some("echo".into()),
-            tool_input: None,
+            message: ContextMessage {
+                role: Role::Tool,
+                kind: Kind::ToolResult,
+                content: output.into(),
+                tool_call_id: Some(id.into()),
+                tool_name: Some("echo".into()),
+                tool_input: None,
+            },
         }
     }
 

@@ -59,23 +59,19 @@ impl Spawn<'_> {
     }
 }
 
-/// Why a call did not get its answer.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CallError {
-    /// The agent answered with a JSON-RPC error; the connection is fine.
-    Agent(WireError),
-    /// The connection is unusable (exit, garbage, a stalled pipe, timeout).
-    Broken(String),
-}
+/// Why a call did not get its answer: the agent answered with a JSON-RPC
+/// error (`Rpc`; the connection is fine), or the connection is unusable
+/// (`Lost`: exit, garbage, a stalled pipe, timeout).
+pub type CallError = crate::call_error::CallError<WireError>;
 
 impl CallError {
     pub fn describe(&self, method: &str) -> String {
         match self {
-            Self::Agent(e) => format!(
+            Self::Rpc(e) => format!(
                 "the ACP agent answered {method} with error {}: {}",
                 e.code, e.message
             ),
-            Self::Broken(why) => why.clone(),
+            Self::Lost(why) => why.clone(),
         }
     }
 }
@@ -287,20 +283,20 @@ impl Host {
         let id = self
             .start_request(method, params, deadline)
             .await
-            .map_err(CallError::Broken)?;
+            .map_err(CallError::Lost)?;
         loop {
             let next = tokio::time::timeout_at(deadline.into(), self.recv()).await;
             let message = match next {
                 Err(_) => {
                     let why = format!("the ACP agent did not answer {method} in time");
-                    return Err(CallError::Broken(self.fail(&why)));
+                    return Err(CallError::Lost(self.fail(&why)));
                 }
-                Ok(Err(why)) => return Err(CallError::Broken(why)),
+                Ok(Err(why)) => return Err(CallError::Lost(why)),
                 Ok(Ok(m)) => m,
             };
             match message {
                 FromAgent::Response { id: got, result } if got == id => {
-                    return result.map_err(CallError::Agent);
+                    return result.map_err(CallError::Rpc);
                 }
                 FromAgent::Response { .. }
                 | FromAgent::Notification { .. }
@@ -308,7 +304,7 @@ impl Host {
                 FromAgent::Request { id, method, .. } => {
                     let text = format!("{method} is not served while the session is opening");
                     let line = wire::error_response(&id, -32601, &text);
-                    self.send(line, deadline).await.map_err(CallError::Broken)?;
+                    self.send(line, deadline).await.map_err(CallError::Lost)?;
                 }
             }
         }

@@ -101,10 +101,10 @@ async fn open_session(
                     host.agent_session = Some(link.agent_session_id.clone());
                     return Ok(());
                 }
-                Err(CallError::Agent(e)) => {
+                Err(CallError::Rpc(e)) => {
                     tracing::warn!(event = "acp_session_load_refused", session_id = %input.session_id, code = e.code, message = %e.message);
                 }
-                Err(CallError::Broken(why)) => return Err(why),
+                Err(CallError::Lost(why)) => return Err(why),
             }
         }
     }
@@ -153,7 +153,7 @@ async fn new_session(
     let params = json!({"cwd": cwd, "mcpServers": []});
     let first = host.call("session/new", &params, deadline).await;
     let answer = match (first, method) {
-        (Err(CallError::Agent(e)), Some(method)) if e.code == AUTH_REQUIRED => {
+        (Err(CallError::Rpc(e)), Some(method)) if e.code == AUTH_REQUIRED => {
             let auth_params = json!({"methodId": method.id});
             if let Err(e) = host.call("authenticate", &auth_params, deadline).await {
                 return Err(super::reason::explain(host, &e, "authenticate").await);

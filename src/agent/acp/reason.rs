@@ -17,7 +17,7 @@ const STDERR_QUOTED: usize = 512;
 /// [`CallError::describe`], and for an error answer the agent's last stderr line.
 pub async fn explain(host: &Host, e: &CallError, method: &str) -> String {
     let why = e.describe(method);
-    if !matches!(e, CallError::Agent(_)) {
+    if !matches!(e, CallError::Rpc(_)) {
         // A broken connection's description already names the exit and that line.
         return why;
     }

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::agent::ExtraKind;
+use crate::agent::{ExtraKind, Kind, Role};
 
 /// What one daemon update becomes.
 #[derive(Debug)]
@@ -206,21 +206,21 @@ pub fn tool_result(id: &str, output: &str) -> Value {
 /// `session/load`'s replay.
 pub fn row_frame(session_id: &str, row: &Value) -> Option<Vec<u8>> {
     let s = |k: &str| row.get(k).and_then(Value::as_str).unwrap_or_default();
-    Some(match (s("role"), s("kind")) {
-        (_, "tool_call") => update_frame(
+    Some(match (Role::parse(s("role")), Kind::parse(s("kind"))) {
+        (_, Some(Kind::ToolCall)) => update_frame(
             session_id,
             tool_call(s("tool_call_id"), s("tool_name"), row.get("tool_input")),
         ),
-        (_, "tool_result") => {
+        (_, Some(Kind::ToolResult)) => {
             update_frame(session_id, tool_result(s("tool_call_id"), s("content")))
         }
-        (_, "interruption_marker") => chunk_frame(
+        (_, Some(Kind::InterruptionMarker)) => chunk_frame(
             session_id,
             "agent_message_chunk",
             &format!("[{}]", s("content")),
         ),
-        ("user", _) => chunk_frame(session_id, "user_message_chunk", s("content")),
-        ("assistant", _) => chunk_frame(session_id, "agent_message_chunk", s("content")),
+        (Some(Role::User), _) => chunk_frame(session_id, "user_message_chunk", s("content")),
+        (Some(Role::Assistant), _) => chunk_frame(session_id, "agent_message_chunk", s("content")),
         _ => return None,
     })
 }

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::super::conn::{CallError, ClientPeer};
 use super::render::TOOL_PREVIEW;
 use super::Options;
+use crate::agent::{Kind, Role};
 use crate::shown::Shown;
 
 /// The chat's session.
@@ -218,17 +219,17 @@ pub async fn history(
 pub fn row_line(row: &Value) -> String {
     let s = |k: &str| row.get(k).and_then(Value::as_str).unwrap_or_default();
     let content: String = s("content").chars().take(2000).collect();
-    match (s("role"), s("kind")) {
-        (_, "tool_call") => format!("[tool {}]", Shown::line(s("tool_name"))),
-        (_, "tool_result") => format!(
+    match (Role::parse(s("role")), Kind::parse(s("kind"))) {
+        (_, Some(Kind::ToolCall)) => format!("[tool {}]", Shown::line(s("tool_name"))),
+        (_, Some(Kind::ToolResult)) => format!(
             "[result {}: {}]",
             Shown::line(s("tool_name")),
             Shown::preview(&content, TOOL_PREVIEW)
         ),
-        (_, "interruption_marker") => format!("[{content}]"),
-        ("user", _) => format!("you: {content}"),
-        ("assistant", _) => format!("agent: {content}"),
-        (role, _) => format!("{role}: {content}"),
+        (_, Some(Kind::InterruptionMarker)) => format!("[{content}]"),
+        (Some(Role::User), _) => format!("you: {content}"),
+        (Some(Role::Assistant), _) => format!("agent: {content}"),
+        _ => format!("{}: {content}", s("role")),
     }
 }
 
