@@ -205,10 +205,13 @@ mod tests {
         lines: Arc<Mutex<Vec<String>>>,
         fail: Arc<AtomicBool>,
         gate: Arc<Mutex<()>>,
+        /// Writes begun (counted before the gate).
+        entered: Arc<AtomicU64>,
     }
 
     impl Write for Sink {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.entered.fetch_add(1, Ordering::SeqCst);
             let _open = self.gate.lock().unwrap_or_else(|p| p.into_inner());
             if self.fail.load(Ordering::SeqCst) {
                 return Err(io::Error::from(io::ErrorKind::BrokenPipe));
@@ -229,19 +232,33 @@ mod tests {
         let sink = Sink::default();
         let gate = sink.gate.lock().unwrap();
         let (mut w, stats) = QueueWriter::spawn(sink.clone(), Notice::Json).unwrap();
-        // The thread takes at most one line before blocking on the gate.
+        // The thread holds a first line, blocked on the gate, before the
+        // flood (a thread that started late would otherwise report a first
+        // drop count before the flood ends, and a second after it).
+        w.write_all(b"first\n").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while sink.entered.load(Ordering::SeqCst) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the thread never wrote"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         for i in 0..QUEUE_LINES + 100 {
             w.write_all(format!("line {i}\n").as_bytes()).unwrap();
         }
-        assert!(stats.dropped() >= 99, "dropped {}", stats.dropped());
+        // The queue takes QUEUE_LINES; the rest is dropped.
         let dropped = stats.dropped();
+        assert_eq!(dropped, 100);
         drop(gate);
         flush(&stats, Duration::from_secs(5));
         assert_eq!(stats.pending(), 0);
         w.write_all(b"after\n").unwrap();
         flush(&stats, Duration::from_secs(5));
         let lines = sink.lines.lock().unwrap().clone();
-        assert_eq!(lines.len() as u64, (QUEUE_LINES as u64 + 100 - dropped) + 2);
+        // first, the notice, the queued lines, after.
+        assert_eq!(lines.len() as u64, QUEUE_LINES as u64 + 3);
+        assert_eq!(lines[0], "first\n");
         let notice = lines
             .iter()
             .find(|l| l.contains("log_lines_dropped"))
