@@ -80,6 +80,17 @@ impl Request {
 
     /// Decodes params (§1.3): omitted → `{}`, an array → `-32602`, unknown fields ignored.
     pub fn params<'a, T: Deserialize<'a>>(&'a self) -> Result<T, RpcError> {
+        if self.raw_params().is_none() {
+            // Absent params are `{}`, read without a parser (most requests
+            // of methods without members carry none). A struct that needs a
+            // member fails here and again below, where the error names it.
+            let empty = serde::de::value::MapDeserializer::<'_, _, serde::de::value::Error>::new(
+                std::iter::empty::<(&str, ())>(),
+            );
+            if let Ok(params) = T::deserialize(empty) {
+                return Ok(params);
+            }
+        }
         let text = self.raw_params().unwrap_or("{}");
         if text.starts_with('[') {
             return Err(RpcError::invalid_params(
@@ -243,5 +254,42 @@ mod tests {
             IdText::Inline { .. }
         ));
         assert!(matches!(IdText::new(&"9".repeat(39)), IdText::Heap(_)));
+    }
+
+    /// Absent params read as `{}` on the fast path, and a member they lack
+    /// is named by the same message as when `{}` is sent.
+    #[test]
+    fn absent_params_are_an_empty_object() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Optional {
+            limit: Option<u32>,
+        }
+        #[derive(Deserialize, Debug)]
+        struct Required {
+            #[allow(dead_code)]
+            session_id: String,
+        }
+        let spec = crate::methods::lookup("status", false).unwrap();
+        let absent = Request::with_params_range(
+            r#"{"method":"status"}"#.into(),
+            None,
+            spec,
+            true,
+            Dialect::Camel,
+        );
+        let frame = r#"{"method":"status","params":{}}"#;
+        let at = frame.find("{}").unwrap();
+        let empty =
+            Request::with_params_range(frame.into(), Some(at..at + 2), spec, true, Dialect::Camel);
+        assert_eq!(
+            absent.params::<Optional>().unwrap(),
+            Optional { limit: None }
+        );
+        let message = |r: &Request| match r.params::<Required>() {
+            Err(e) => format!("{e:?}"),
+            Ok(_) => "accepted".into(),
+        };
+        assert_eq!(message(&absent), message(&empty));
+        assert!(message(&absent).contains("missing field `session_id`"));
     }
 }
