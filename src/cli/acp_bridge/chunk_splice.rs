@@ -20,14 +20,32 @@ const BEFORE_KIND: &[u8] = br#"","type":""#;
 const BEFORE_TEXT: &[u8] = br#"","text":"#;
 const CLOSING: &[u8] = b"}}";
 
-/// The ACP frame of a daemon chunk line, if the line is a text chunk in
-/// the daemon's own form.
-pub fn splice(line: &[u8]) -> Option<Vec<u8>> {
+/// Appends the ACP frame of a daemon chunk line to `frame` (the editor's
+/// batch, so a chunk costs no allocation of its own) and says `true`, if
+/// the line is a text chunk in the daemon's own form; else appends nothing.
+pub fn splice_into(line: &[u8], frame: &mut Vec<u8>) -> bool {
+    match parts(line) {
+        Some((id, kind, text)) => {
+            frame.extend_from_slice(OPENING);
+            frame.extend_from_slice(id);
+            frame.extend_from_slice(br#"","update":{"sessionUpdate":""#);
+            frame.extend_from_slice(kind);
+            frame.extend_from_slice(br#"","content":{"type":"text","text":"#);
+            frame.extend_from_slice(text);
+            frame.extend_from_slice(b"}}}}");
+            true
+        }
+        None => false,
+    }
+}
+
+/// The session id, the kind and the text (a JSON string) of a chunk line.
+fn parts(line: &[u8]) -> Option<(&[u8], &'static [u8], &[u8])> {
     let rest = line.strip_prefix(OPENING)?;
     let id_end = rest.iter().position(|b| *b == b'"' || *b == b'\\')?;
     let (id, rest) = rest.split_at(id_end);
     let rest = rest.strip_prefix(BEFORE_KIND)?;
-    let kind: &[u8] = if rest.starts_with(b"agent_message_chunk\"") {
+    let kind: &'static [u8] = if rest.starts_with(b"agent_message_chunk\"") {
         b"agent_message_chunk"
     } else if rest.starts_with(b"agent_thought_chunk\"") {
         b"agent_thought_chunk"
@@ -40,15 +58,7 @@ pub fn splice(line: &[u8]) -> Option<Vec<u8>> {
     if !is_one_json_string(text) {
         return None;
     }
-    let mut frame = Vec::with_capacity(text.len() + id.len() + 140);
-    frame.extend_from_slice(OPENING);
-    frame.extend_from_slice(id);
-    frame.extend_from_slice(br#"","update":{"sessionUpdate":""#);
-    frame.extend_from_slice(kind);
-    frame.extend_from_slice(br#"","content":{"type":"text","text":"#);
-    frame.extend_from_slice(text);
-    frame.extend_from_slice(b"}}}}");
-    Some(frame)
+    Some((id, kind, text))
 }
 
 /// `s` is exactly one JSON string literal: quotes at both ends, every
@@ -79,6 +89,11 @@ mod tests {
     use crate::dialect::Dialect;
     use crate::jsonrpc::notification_frame;
     use crate::session::update::{Event, Update};
+
+    fn splice(line: &[u8]) -> Option<Vec<u8>> {
+        let mut frame = Vec::new();
+        splice_into(line, &mut frame).then_some(frame)
+    }
 
     /// The line the daemon writes, by the daemon's own serializer.
     fn daemon_line(sid: &str, thought: bool, text: &str) -> Vec<u8> {

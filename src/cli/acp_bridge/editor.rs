@@ -8,11 +8,12 @@
 //! alone). [`Out::send`] waits for room, so the bridge stops reading the
 //! daemon's socket and the daemon's own bounded queue holds the turn back.
 //!
-//! Frames are gathered into batches of up to [`BATCH_BYTES`] before they
-//! enter the queue: the writer runs on another thread, and waking it once a
-//! frame cost more than mapping the frame (a turn streams a frame per
-//! chunk). The bridge's loop calls [`Out::flush`] before it waits, so a
-//! frame never waits in a batch while the loop is idle.
+//! Frames are written straight into a batch of up to [`BATCH_BYTES`], which
+//! enters the queue as one item and leaves it as one write: a turn streams
+//! a frame per chunk, and a queue item, a writer wake-up or a write per
+//! frame cost more than mapping the frame. The bridge's loop calls
+//! [`Out::flush`] before it waits, so a frame never waits in a batch while
+//! the loop is idle.
 
 use std::sync::Arc;
 
@@ -28,9 +29,6 @@ pub const OUT_BUDGET: usize = 4 * 1024 * 1024;
 
 /// Bytes of frames gathered before they enter the queue as one item.
 pub const BATCH_BYTES: usize = 64 * 1024;
-
-/// Bytes the writer gathers into one write.
-const WRITE_BYTES: usize = 256 * 1024;
 
 /// The editor's frames, bounded at 8 MiB a line like the daemon's.
 pub type EditorIn = FramedRead<tokio::io::Stdin, FrameCodec>;
@@ -99,12 +97,29 @@ impl Out {
     /// Adds one frame (`line` without its `\n`) to the batch; a full batch
     /// is queued, waiting for room.
     pub async fn send_line(&mut self, line: Vec<u8>) -> Result<(), Gone> {
-        self.batch.extend_from_slice(&line);
+        self.send_with(|batch| {
+            batch.extend_from_slice(&line);
+            true
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Lets `write` append one frame (without its `\n`) to the batch, in
+    /// place; `write` says whether it did (appending nothing when it did
+    /// not). A full batch is queued, waiting for room.
+    pub async fn send_with(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> bool,
+    ) -> Result<bool, Gone> {
+        if !write(&mut self.batch) {
+            return Ok(false);
+        }
         self.batch.push(b'\n');
         if self.batch.len() >= BATCH_BYTES {
             self.flush().await?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Bytes gathered and not yet queued.
@@ -153,33 +168,17 @@ impl Out {
     }
 }
 
-/// The writer: each batch of waiting frames in one write, the room given
-/// back once it is written.
+/// The writer: each batch in one write, its room given back once written.
 async fn write_all<W: AsyncWrite + Unpin>(
     mut w: W,
     mut rx: mpsc::UnboundedReceiver<(Vec<u8>, OwnedSemaphorePermit)>,
 ) {
-    let mut buf = Vec::with_capacity(WRITE_BYTES);
-    let mut permits = Vec::new();
-    while let Some((line, permit)) = rx.recv().await {
-        buf.extend_from_slice(&line);
-        permits.push(permit);
-        while buf.len() < WRITE_BYTES {
-            match rx.try_recv() {
-                Ok((line, permit)) => {
-                    buf.extend_from_slice(&line);
-                    permits.push(permit);
-                }
-                Err(_) => break,
-            }
-        }
-        if w.write_all(&buf).await.is_err() || w.flush().await.is_err() {
+    while let Some((batch, _room)) = rx.recv().await {
+        if w.write_all(&batch).await.is_err() || w.flush().await.is_err() {
             // The editor closed stdout: nothing more can be said to it.
             rx.close();
             return;
         }
-        buf.clear();
-        permits.clear();
     }
 }
 

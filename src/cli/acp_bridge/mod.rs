@@ -227,28 +227,16 @@ impl Bridge {
     /// One message of the daemon's.
     async fn on_daemon(&mut self, msg: FromDaemon) -> Result<(), Gone> {
         match msg {
-            FromDaemon::Update(line) => match to_acp::map_update(&line) {
-                Mapped::Frame(f) => self.out.send_line(f).await,
-                Mapped::ToolCall {
-                    frame,
-                    session_id,
-                    tool_call_id,
-                } => {
-                    self.last_tool.insert(session_id, tool_call_id);
-                    self.out.send_line(frame).await
+            FromDaemon::Update(line) => {
+                let spliced = self
+                    .out
+                    .send_with(|batch| chunk_splice::splice_into(line.as_bytes(), batch))
+                    .await?;
+                if spliced {
+                    return Ok(());
                 }
-                Mapped::Approval(a) => {
-                    let tool = self.last_tool.get(&a.session_id).cloned();
-                    let params =
-                        to_daemon::permission_params(&a, tool.as_deref().unwrap_or(&a.request_id));
-                    let asked = Asked::Permission {
-                        sid: a.session_id,
-                        request_id: a.request_id,
-                    };
-                    self.ask("session/request_permission", params, asked).await
-                }
-                Mapped::Nothing => Ok(()),
-            },
+                self.on_update(&line).await
+            }
             FromDaemon::Answer { id, outcome } => match self.pending.remove(&id) {
                 Some(p) => self.answered(p, outcome).await,
                 None => Ok(()),
@@ -275,6 +263,33 @@ impl Bridge {
             }
             FromDaemon::Other => Ok(()),
             FromDaemon::Closed(why) => self.lost(&why).await,
+        }
+    }
+
+    /// An update that is not a plain text chunk (or not in the daemon's
+    /// usual form): mapped by decoding.
+    async fn on_update(&mut self, line: &str) -> Result<(), Gone> {
+        match to_acp::map_update(line) {
+            Mapped::Frame(f) => self.out.send_line(f).await,
+            Mapped::ToolCall {
+                frame,
+                session_id,
+                tool_call_id,
+            } => {
+                self.last_tool.insert(session_id, tool_call_id);
+                self.out.send_line(frame).await
+            }
+            Mapped::Approval(a) => {
+                let tool = self.last_tool.get(&a.session_id).cloned();
+                let params =
+                    to_daemon::permission_params(&a, tool.as_deref().unwrap_or(&a.request_id));
+                let asked = Asked::Permission {
+                    sid: a.session_id,
+                    request_id: a.request_id,
+                };
+                self.ask("session/request_permission", params, asked).await
+            }
+            Mapped::Nothing => Ok(()),
         }
     }
 

@@ -1,10 +1,10 @@
 //! The daemon's `session/update`s and transcript rows as ACP
 //! `session/update` notifications (docs/clients.md has the table).
 //!
-//! Chunks, the bulk of a turn, are spliced without decoding
-//! (`chunk_splice`), or else decoded into borrowed fields and written
-//! straight back (no JSON tree); every other update is rare and goes
-//! through a `Value`.
+//! Chunks, the bulk of a turn, are spliced without decoding by the bridge's
+//! loop (`chunk_splice`) before they reach this mapping; one in another form
+//! is decoded here into borrowed fields and written straight back (no JSON
+//! tree); every other update is rare and goes through a `Value`.
 
 use std::borrow::Cow;
 
@@ -116,9 +116,6 @@ pub fn update_frame(session_id: &str, update: Value) -> Vec<u8> {
 
 /// Maps one daemon `session/update` line.
 pub fn map_update(line: &str) -> Mapped {
-    if let Some(frame) = super::chunk_splice::splice(line.as_bytes()) {
-        return Mapped::Frame(frame);
-    }
     if let Ok(c) = serde_json::from_str::<ChunkLine>(line) {
         let kind = match &*c.params.kind {
             "agent_message_chunk" => Some("agent_message_chunk"),
