@@ -12,6 +12,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tower::Service;
@@ -21,7 +23,7 @@ use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::memory;
-use crate::request::{Hold, Request};
+use crate::request::{Hold, Request, Slot};
 
 connection_layer! {
     /// Adds the in-flight bound of one connection.
@@ -32,17 +34,27 @@ connection_layer! {
     Limit { conn: Conn }
 }
 
-/// Holds a slot until the request's future completes or is dropped.
+/// A request's slot in its connection's bound and its bytes in the
+/// daemon's memory budget, given back once.
 #[derive(Debug)]
-pub struct Slot {
+pub struct InFlightSlot {
     conn: Conn,
     bytes: usize,
-    _charge: memory::Charge,
+    released: AtomicBool,
 }
 
-impl Drop for Slot {
+impl Slot for InFlightSlot {
+    fn release(&self) {
+        if !self.released.swap(true, Ordering::AcqRel) {
+            self.conn.in_flight.release(self.bytes);
+            memory::budget().sub(self.bytes);
+        }
+    }
+}
+
+impl Drop for InFlightSlot {
     fn drop(&mut self) {
-        self.conn.in_flight.release(self.bytes);
+        self.release();
     }
 }
 
@@ -92,11 +104,13 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
         });
         match admitted {
             Ok(charge) => {
-                req.hold = Hold::new(Slot {
+                // The slot gives the charged bytes back itself, with its place.
+                charge.hand_over();
+                req.hold = Hold::new(Arc::new(InFlightSlot {
                     conn: self.conn.clone(),
                     bytes,
-                    _charge: charge,
-                });
+                    released: AtomicBool::new(false),
+                }));
                 LimitFuture {
                     slot: Some(ReleaseOnDrop(req.hold.clone())),
                     inner: Gate::Pass {

@@ -182,6 +182,16 @@ impl Charge {
     }
 }
 
+impl Charge {
+    /// Stops counting down on drop: the caller gives the bytes back itself
+    /// with [`Budget::sub`] (a slot that releases them with its other counts).
+    pub fn hand_over(self) -> usize {
+        let n = self.n;
+        std::mem::forget(self);
+        n
+    }
+}
+
 impl Drop for Charge {
     fn drop(&mut self) {
         self.budget.sub(self.n);

@@ -122,33 +122,35 @@ pub fn is_null(raw: &RawValue) -> bool {
     kind(raw) == JsonKind::Null
 }
 
-/// What a request holds while it is in flight (its slot in the
-/// connection's bound, `layers/limit.rs`), type-erased: dropped when the
-/// request's future ends, or earlier through [`Hold::release`] by a handler
-/// that writes its own answer. Either way the slot is free before the
-/// answer's bytes can reach the client, so a client that sends its next
+/// A request's place in a bound (its slot in the connection's in-flight
+/// bound, `layers/limit.rs`): given back by the first [`Slot::release`],
+/// and at the latest when the last holder drops it.
+pub trait Slot: Send + Sync + std::fmt::Debug {
+    /// Gives the place back; later calls do nothing.
+    fn release(&self);
+}
+
+/// What a request holds while it is in flight, type-erased: released when
+/// the request's future ends, or earlier through [`Hold::release`] by a
+/// handler that writes its own answer. Either way the slot is free before
+/// the answer's bytes can reach the client, so a client that sends its next
 /// request the moment it reads an answer is never refused for a slot that
-/// answer still held.
-#[derive(Clone, Default)]
-pub struct Hold(Arc<std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>>);
+/// answer still held. One allocation per admitted request, none for the
+/// empty hold a request starts with.
+#[derive(Clone, Default, Debug)]
+pub struct Hold(Option<Arc<dyn Slot>>);
 
 impl Hold {
-    /// A hold of `guard` (whose drop gives the slot back).
-    pub fn new(guard: impl std::any::Any + Send) -> Self {
-        Self(Arc::new(std::sync::Mutex::new(Some(Box::new(guard)))))
+    /// A hold of `slot`.
+    pub fn new(slot: Arc<dyn Slot>) -> Self {
+        Self(Some(slot))
     }
 
     /// Gives the slot back now; later calls (and clones) do nothing.
     pub fn release(&self) {
-        let guard = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
-        drop(guard);
-    }
-}
-
-impl std::fmt::Debug for Hold {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let held = self.0.lock().map(|g| g.is_some()).unwrap_or(false);
-        f.debug_struct("Hold").field("held", &held).finish()
+        if let Some(slot) = &self.0 {
+            slot.release();
+        }
     }
 }
 

@@ -963,3 +963,29 @@ fn idle_sessions_are_reclaimed_and_busy_ones_kept() {
     let t = c.until_answer(&running);
     assert_eq!(t.result()["stop_reason"], "cancelled");
 }
+
+/// `status` on one connection, asked again and again, follows what it
+/// shows: sessions going live and ending (from this connection or
+/// another), other clients, and the clock. Each connection keeps its last
+/// `status` result while nothing in it changed; a stale copy fails here.
+#[test]
+fn repeated_status_follows_sessions_clients_and_uptime() {
+    let (env, mut c) = echo_client();
+    let shown = |c: &mut Client| {
+        let s = c.status();
+        (s["active_sessions"].clone(), s["session_ids"].clone())
+    };
+    assert_eq!(shown(&mut c), (json!(0), json!([])));
+    c.new_session("s-b", "chat");
+    assert_eq!(shown(&mut c), (json!(1), json!(["s-b"])));
+    let mut other = env.client();
+    other.new_session("s-a", "acp");
+    assert_eq!(shown(&mut c), (json!(2), json!(["s-a", "s-b"])));
+    assert_eq!(c.status()["connections"], 2);
+    other.ok("session/close", json!({"session_id": "s-a"}));
+    assert_eq!(shown(&mut c), (json!(1), json!(["s-b"])));
+    let before = c.status()["uptime_secs"].as_u64().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let after = c.status()["uptime_secs"].as_u64().unwrap();
+    assert!(after > before, "uptime_secs stayed at {before}");
+}

@@ -148,7 +148,17 @@ fn classify_request<'a>(env: Envelope<'a>, method: &'a RawValue) -> Classified<'
             return invalid("params must be an object or an array");
         }
     }
-    match serde_json::from_str::<Cow<'a, str>>(method.get()) {
+    let text = method.get();
+    // Almost every method name has no escape: its text between the quotes is the name.
+    let plain = text.strip_prefix('"').and_then(|t| t.strip_suffix('"'));
+    if let Some(name) = plain.filter(|t| !t.contains('\\')) {
+        return Classified::Request {
+            id: env.id,
+            method: Cow::Borrowed(name),
+            params: env.params,
+        };
+    }
+    match serde_json::from_str::<Cow<'a, str>>(text) {
         Ok(method) => Classified::Request {
             id: env.id,
             method,

@@ -83,6 +83,9 @@ pub struct Sessions {
     /// Per-id lifecycle locks.
     pub locks: SessionLocks,
     next_incarnation: AtomicU64,
+    /// Bumped whenever a session goes live or stops being live: what a
+    /// cached `status` answer was rendered at.
+    changes: AtomicU64,
     /// The SQLite store.
     pub store: Arc<Store>,
     /// The processes of `backend = "acp"` agents, one per live session.
@@ -96,6 +99,7 @@ impl Sessions {
             live: Mutex::default(),
             locks: SessionLocks::default(),
             next_incarnation: AtomicU64::new(1),
+            changes: AtomicU64::new(0),
             acp_hosts: AcpHosts::new(store.clone()),
             store,
         }
@@ -137,7 +141,15 @@ impl Sessions {
 
     /// Makes `session` the live session of its id (the caller holds its lock).
     pub fn insert(&self, session: Arc<Session>) {
-        self.table().insert(session.id.clone(), session);
+        let mut t = self.table();
+        t.insert(session.id.clone(), session);
+        self.changes.fetch_add(1, Ordering::Release);
+    }
+
+    /// How many times the set of live sessions has changed: equal counts
+    /// mean equal sets. Read it before reading the sessions.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
     }
 
     /// Removes the live session of `id` if it is still incarnation `incarnation`.
@@ -145,7 +157,10 @@ impl Sessions {
         let removed = {
             let mut t = self.table();
             match t.get(id) {
-                Some(s) if s.incarnation == incarnation => t.remove(id),
+                Some(s) if s.incarnation == incarnation => {
+                    self.changes.fetch_add(1, Ordering::Release);
+                    t.remove(id)
+                }
                 _ => None,
             }
         };

@@ -24,7 +24,7 @@ impl Daemon {
         let ok = store["status"] == "ok";
         json!({
             "status": if ok { "ok" } else { "degraded" },
-            "uptime_secs": self.started.elapsed().as_secs(),
+            "uptime_secs": self.uptime.secs(),
             "connections": self.connections(),
             "live_sessions": self.sessions.count(),
             "session_store": store,

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -20,8 +19,10 @@ use crate::store::Store;
 mod health;
 mod pairing_code;
 mod status_template;
+mod uptime;
 pub use pairing_code::{new_code, PairingCode};
 pub use status_template::StatusTemplate;
+pub use uptime::Uptime;
 
 /// Resolved locations (§2.1, §2.2), as `status` reports them.
 #[derive(Debug, Clone)]
@@ -45,7 +46,8 @@ pub struct Flags {
 /// Shared by every connection of one daemon.
 #[derive(Debug)]
 pub struct Daemon {
-    pub started: Instant,
+    /// Since when the daemon runs (`status`, `/health`).
+    pub uptime: Uptime,
     pub paths: Paths,
     /// `--ephemeral`.
     pub ephemeral: bool,
@@ -106,7 +108,7 @@ impl Daemon {
         ));
         let status = StatusTemplate::new(&paths, flags.ephemeral);
         Arc::new(Self {
-            started: Instant::now(),
+            uptime: Uptime::start(),
             paths,
             ephemeral: flags.ephemeral,
             test_faults: flags.test_faults,
