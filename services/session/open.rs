@@ -4,19 +4,15 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::{payload, session_id};
+use super::payload;
 use crate::conn_state::Conn;
 use crate::error::{Forbidden, RpcError};
-use crate::files;
-use crate::files::attach::{check_entries, FileEntry};
+use crate::files::attach::FileEntry;
 use crate::jsonrpc::Payload;
-use crate::request::{Request, Responder};
-use crate::session::lifecycle;
+use crate::request::Request;
 use crate::session::open::{open, NewArgs};
-use crate::session::turn::run_prompt;
-use crate::session::update::turn_failed;
 use crate::session::ChatMode;
-use crate::state::Daemon;
+use crate::state::{Daemon, PromptArgs};
 
 #[derive(Deserialize)]
 struct NewParams {
@@ -70,82 +66,20 @@ struct PromptParams<'a> {
     attachments: Option<Vec<FileEntry<'a>>>,
 }
 
+/// `session/prompt`'s params, decoded for the daemon's prompt verb.
+fn decode_prompt(req: &Request) -> Result<PromptArgs<'_>, RpcError> {
+    let p: PromptParams<'_> = req.params()?;
+    Ok(PromptArgs {
+        session_id: p.session_id,
+        prompt: p.prompt,
+        attachments: p.attachments.unwrap_or_default(),
+    })
+}
+
 pub(super) async fn prompt(
     daemon: Arc<Daemon>,
     conn: Conn,
-    mut req: Request,
+    req: Request,
 ) -> Result<Payload, RpcError> {
-    let notification = !req.expects_reply;
-    let p: PromptParams<'_> = req.params()?;
-    let principal = req.binding()?.principal.clone();
-    let attachments = p.attachments.unwrap_or_default();
-    check_entries(&attachments, conn.transport, &principal)?;
-    let id = session_id(p.session_id)?;
-    let mut prompt = p
-        .prompt
-        .ok_or_else(|| RpcError::invalid_params("prompt is required"))?;
-    if prompt.is_empty() && attachments.is_empty() {
-        return Err(RpcError::invalid_params(
-            "prompt may be empty only with attachments",
-        ));
-    }
-    let resolved = lifecycle::resolve_for_prompt(&daemon.sessions, &conn, &principal, &id).await;
-    let session = match resolved {
-        Ok(s) => s,
-        Err(e) => {
-            // Rejected after the ownership check: a notification still hears how it ended (§3.5).
-            if notification
-                && !matches!(
-                    e,
-                    RpcError::NotOwned | RpcError::SessionNotFound { data: None, .. }
-                )
-            {
-                turn_failed(&conn, &id, &e, "").await;
-            }
-            return Err(e);
-        }
-    };
-    // 1a. Attachments are stored before the prompt joins the queue; their markers follow it.
-    if !attachments.is_empty() {
-        let (handles, binding) = (daemon.file_handles(), req.binding()?);
-        let method = req.method.name;
-        let stored =
-            files::store_attachments(handles, &conn, binding, &session, attachments, method).await;
-        match stored {
-            Ok(markers) => {
-                for marker in markers {
-                    if !prompt.is_empty() {
-                        prompt.push('\n');
-                    }
-                    prompt.push_str(&marker);
-                }
-            }
-            Err(e) => {
-                if notification {
-                    turn_failed(&conn, &id, &e, "").await;
-                }
-                return Err(e);
-            }
-        }
-    }
-    let responder = Responder::of(&req, &conn.outbound);
-    req.release_frame();
-    let answered = run_prompt(
-        &daemon.sessions,
-        &daemon.config,
-        session,
-        conn.clone(),
-        prompt,
-        responder,
-    )
-    .await;
-    if notification && !answered.turn_complete_sent {
-        if let Err(e) = &answered.result {
-            turn_failed(&conn, &id, e, &answered.content).await;
-        }
-    }
-    match answered.answered {
-        Some(proof) => Ok(Payload::answered(proof)),
-        None => answered.result.and_then(|r| payload(&r)),
-    }
+    daemon.prompt(&conn, req, decode_prompt).await
 }

@@ -18,9 +18,11 @@ use crate::store::Store;
 
 mod health;
 mod pairing_code;
+mod prompt;
 mod status_template;
 mod uptime;
 pub use pairing_code::{new_code, PairingCode};
+pub use prompt::{DecodePrompt, PromptArgs};
 pub use status_template::StatusTemplate;
 pub use uptime::Uptime;
 
