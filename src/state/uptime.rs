@@ -6,7 +6,9 @@
 //! while `CLOCK_MONOTONIC_COARSE` reads the kernel's last tick (a few
 //! milliseconds old), which is all a count of seconds needs.
 
-use std::time::{Duration, Instant};
+#[cfg(target_os = "linux")]
+use std::time::Duration;
+use std::time::Instant;
 
 /// When the daemon started, and how long ago that was.
 #[derive(Debug)]
@@ -51,6 +53,7 @@ fn coarse_now() -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// The coarse count follows the precise clock within its tick.
     #[test]
