@@ -65,7 +65,7 @@ impl Status {
         let StatusParams {} = req.params()?;
         let principal = &req.binding()?.principal;
         let d = &self.daemon;
-        // The session count is read before the sessions: a change in between
+        // The change count is read before the sessions: a change in between
         // is seen again on the next call, never missed.
         let at = Moment {
             uptime_secs: d.uptime.secs(),
