@@ -39,7 +39,10 @@ connection_layer! {
 #[derive(Debug)]
 pub struct InFlightSlot {
     conn: Conn,
+    /// Its bytes in the connection's bound.
     bytes: usize,
+    /// Its bytes in the daemon's memory budget.
+    charged: usize,
     released: AtomicBool,
 }
 
@@ -47,7 +50,7 @@ impl Slot for InFlightSlot {
     fn release(&self) {
         if !self.released.swap(true, Ordering::AcqRel) {
             self.conn.in_flight.release(self.bytes);
-            memory::budget().sub(self.bytes);
+            memory::budget().sub(self.charged);
         }
     }
 }
@@ -104,11 +107,11 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
         });
         match admitted {
             Ok(charge) => {
-                // The slot gives the charged bytes back itself, with its place.
-                charge.hand_over();
                 req.hold = Hold::new(Arc::new(InFlightSlot {
                     conn: self.conn.clone(),
                     bytes,
+                    // The slot gives the charged bytes back itself, with its place.
+                    charged: charge.hand_over(),
                     released: AtomicBool::new(false),
                 }));
                 LimitFuture {

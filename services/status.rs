@@ -27,6 +27,9 @@ pub struct Status {
     last: Option<Rendered>,
 }
 
+/// The largest result a connection keeps (a few dozen session ids).
+const KEEP_AT_MOST: usize = 4096;
+
 /// A result and what it was rendered from.
 #[derive(Debug)]
 struct Rendered {
@@ -89,7 +92,9 @@ impl Status {
                     at.connections,
                 );
                 let payload = copy(&result);
-                self.last = Some(Rendered {
+                // A long list of session ids (an admin's) is not kept: the
+                // memory would stay with the connection, outside the budget.
+                self.last = (result.len() <= KEEP_AT_MOST).then(|| Rendered {
                     at,
                     principal: principal.clone(),
                     result,

@@ -1,6 +1,7 @@
 //! `session/*` (§8.3–§8.12): one service for the family, one file per
-//! concern. Handlers decode and check params here; the lifecycle and the
-//! turns live in `crate::session`.
+//! concern. Handlers decode params here and call one domain verb; the
+//! lifecycle and the turns live in `crate::session`, and `session/prompt`'s
+//! checks in `Daemon::prompt` (`crate::state`), which also stores its files.
 
 use std::sync::Arc;
 

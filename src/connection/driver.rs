@@ -181,10 +181,13 @@ impl<W: Wire> Driver<'_, W> {
         moved
     }
 
-    /// Dispatches inbound frames while there is room.
+    /// Dispatches inbound frames while there is room, a batch's worth at
+    /// most per call (early writes empty the buffer as it goes, so the
+    /// answers made are counted): then the queue and the signals get a turn.
     fn take_inbound(&mut self, cx: &mut Context<'_>) -> Result<bool, ConnectionEnd> {
         let mut moved = false;
-        while self.reading && self.out.len() < OUT_HIGH_WATER {
+        let mut made = 0;
+        while self.reading && self.out.len() < OUT_HIGH_WATER && made < OUT_HIGH_WATER {
             let frame = match self.wire.poll_inbound(cx) {
                 Poll::Pending => break,
                 Poll::Ready(Inbound::Frame(frame)) => frame,
@@ -195,6 +198,7 @@ impl<W: Wire> Driver<'_, W> {
                 Poll::Ready(Inbound::Gone) => return Err(ConnectionEnd::Gone),
             };
             moved = true;
+            let before = self.out.len();
             match frame {
                 Frame::Line(frame) => {
                     if let Some(answer) =
@@ -209,6 +213,7 @@ impl<W: Wire> Driver<'_, W> {
                     self.push(&error_frame(&r.reply(), None));
                 }
             }
+            made += self.out.len() - before;
             if self.out.len() >= EARLY_WRITE {
                 // The answers so far go out while the rest are made: a
                 // pipelining client reads them (and sends again) on another

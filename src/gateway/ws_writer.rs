@@ -1,6 +1,7 @@
 //! The write side of a WebSocket connection. The connection driver
 //! (`connection::driver`) writes its output exactly as on the local endpoint
-//! — same queue budget, same 30 s stall rule, one batch per write — into
+//! — same queue budget, same 30 s stall rule, writes of a batch's answers
+//! every 8 KiB (`EARLY_WRITE`) — into
 //! [`WsWriter`], a byte sink that turns the queue's NDJSON back into
 //! WebSocket messages: each `\n`-terminated frame becomes one text message
 //! without its `\n`. Frames are compact JSON, so a `\n` byte only ever ends
