@@ -180,9 +180,7 @@ impl Charge {
     pub fn bytes(&self) -> usize {
         self.n
     }
-}
 
-impl Charge {
     /// Stops counting down on drop: the caller gives the bytes back itself
     /// with [`Budget::sub`] (a slot that releases them with its other counts).
     pub fn hand_over(self) -> usize {
