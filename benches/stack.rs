@@ -4,7 +4,8 @@
 //! Unix connection driver does (`dispatch_now`, answers appended to one
 //! output buffer).
 //!
-//! - `stack/status`: one `status` frame, dispatched and answered;
+//! - `stack/status`: one `status` frame, dispatched and answered into an
+//!   output buffer;
 //! - `stack/status_batch_64`: 64 pipelined `status` frames decoded from one
 //!   read buffer and answered into one output buffer (one driver batch);
 //! - `stack/unknown_method`: a `-32601` answer, the cheapest full trip.
@@ -26,6 +27,7 @@ use zeroclaw::config::ConfigStore;
 use zeroclaw::conn_state::{Conn, ConnCtx, PeerInfo, Transport};
 use zeroclaw::connection::{build_stack, dispatch_now, Stack};
 use zeroclaw::faults::Faults;
+use zeroclaw::jsonrpc::AnswerFrame;
 use zeroclaw::state::{Daemon, Flags, Paths};
 use zeroclaw::store::Store;
 
@@ -99,9 +101,7 @@ impl Fixture {
             stack,
             tasks: TaskTracker::new(),
         };
-        let answer = f
-            .dispatch(INITIALIZE.to_owned())
-            .expect("initialize answers at once");
+        let answer = f.answer(INITIALIZE).expect("initialize answers at once");
         assert!(
             answer.starts_with(br#"{"jsonrpc":"2.0","result":"#),
             "{}",
@@ -110,10 +110,15 @@ impl Fixture {
         f
     }
 
-    fn dispatch(&mut self, frame: String) -> Option<Vec<u8>> {
+    fn dispatch(&mut self, frame: String) -> Option<AnswerFrame> {
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
         dispatch_now(&mut self.stack, &self.conn, &self.tasks, frame, &mut cx)
+    }
+
+    /// The whole frame answering `frame`, as bytes of its own.
+    fn answer(&mut self, frame: &str) -> Option<Vec<u8>> {
+        self.dispatch(frame.to_owned()).map(AnswerFrame::into_vec)
     }
 }
 
@@ -125,24 +130,25 @@ fn stack(c: &mut Criterion) {
     let _guard = rt.enter();
     let mut f = rt.block_on(Fixture::new());
 
-    let status = f
-        .dispatch(STATUS.to_owned())
-        .expect("status answers at once");
+    let status = f.answer(STATUS).expect("status answers at once");
     assert!(status.starts_with(br#"{"jsonrpc":"2.0","result":{"server_version":"#));
     assert!(status.ends_with(b",\"id\":17}\n"));
-    let unknown = f
-        .dispatch(UNKNOWN.to_owned())
-        .expect("an error answers at once");
+    let unknown = f.answer(UNKNOWN).expect("an error answers at once");
     assert!(unknown.starts_with(br#"{"jsonrpc":"2.0","error":{"code":-32601"#));
 
     let mut g = c.benchmark_group("stack");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("status", |b| {
-        b.iter(|| black_box(f.dispatch(black_box(STATUS).to_owned())))
-    });
-    g.bench_function("unknown_method", |b| {
-        b.iter(|| black_box(f.dispatch(black_box(UNKNOWN).to_owned())))
-    });
+    // One answer written into an output buffer, as the driver writes it.
+    let mut one = BytesMut::with_capacity(4096);
+    let mut answer_one = |f: &mut Fixture, frame: &str| {
+        one.clear();
+        if let Some(answer) = f.dispatch(black_box(frame).to_owned()) {
+            answer.write_to(&mut one);
+        }
+        black_box(one.len())
+    };
+    g.bench_function("status", |b| b.iter(|| answer_one(&mut f, STATUS)));
+    g.bench_function("unknown_method", |b| b.iter(|| answer_one(&mut f, UNKNOWN)));
 
     const BATCH: usize = 64;
     let mut input = Vec::new();
@@ -162,7 +168,7 @@ fn stack(c: &mut Criterion) {
             out.clear();
             while let Ok(Some(Frame::Line(frame))) = codec.decode(&mut rbuf) {
                 if let Some(answer) = f.dispatch(frame) {
-                    out.extend_from_slice(&answer);
+                    answer.write_to(&mut out);
                 }
             }
             black_box(out.len())

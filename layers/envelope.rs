@@ -18,11 +18,11 @@ use tower::Service;
 use super::Reply;
 use crate::conn_state::Conn;
 use crate::error::{InternalReason, RpcError};
-use crate::jsonrpc::{classify, error_frame, Classified, Payload};
+use crate::jsonrpc::{classify, error_frame, AnswerFrame, Classified, IdText, Payload};
 use crate::limits::MAX_FRAME_BYTES;
 use crate::methods;
 use crate::peer::PeerReply;
-use crate::request::{IdText, Request};
+use crate::request::Request;
 
 connection_layer! {
     /// Adds the envelope handling of one connection.
@@ -38,12 +38,12 @@ pin_project_lite::pin_project! {
     #[project = EnvelopeProj]
     pub enum EnvelopeFuture<F> {
         Call { #[pin] fut: F, id: Option<IdText> },
-        Done { frame: Option<Vec<u8>> },
+        Done { frame: Option<AnswerFrame> },
     }
 }
 
 impl<F: Future<Output = Reply>> Future for EnvelopeFuture<F> {
-    type Output = Result<Option<Vec<u8>>, Infallible>;
+    type Output = Result<Option<AnswerFrame>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project() {
@@ -51,7 +51,7 @@ impl<F: Future<Output = Reply>> Future for EnvelopeFuture<F> {
                 let reply = std::task::ready!(fut.poll(cx));
                 let frame = match reply {
                     Ok(p) if p.is_answered() => None,
-                    reply => id.take().map(|id| response_frame(reply, id.as_str())),
+                    reply => id.take().map(|id| response_frame(reply, id)),
                 };
                 Poll::Ready(Ok(frame))
             }
@@ -67,20 +67,23 @@ fn span_of(frame: &str, part: &str) -> std::ops::Range<usize> {
 }
 
 /// The response frame for `reply`, or `response_too_large` if it would exceed the frame limit.
-fn response_frame(reply: Reply, id: &str) -> Vec<u8> {
+fn response_frame(reply: Reply, id: IdText) -> AnswerFrame {
     match reply {
         Ok(payload) => {
-            let frame = payload.into_frame(id);
-            if frame.len() - 1 > MAX_FRAME_BYTES {
-                let e = RpcError::internal(
-                    format!("Response exceeds {MAX_FRAME_BYTES} bytes"),
-                    Some(InternalReason::ResponseTooLarge),
-                );
-                return error_frame(&e, Some(id));
+            let frame = AnswerFrame::Parts(payload, id);
+            if frame.len() - 1 <= MAX_FRAME_BYTES {
+                return frame;
             }
-            frame
+            let AnswerFrame::Parts(_, id) = frame else {
+                return frame;
+            };
+            let e = RpcError::internal(
+                format!("Response exceeds {MAX_FRAME_BYTES} bytes"),
+                Some(InternalReason::ResponseTooLarge),
+            );
+            AnswerFrame::Whole(error_frame(&e, Some(id.as_str())))
         }
-        Err(e) => error_frame(&e, Some(id)),
+        Err(e) => AnswerFrame::Whole(error_frame(&e, Some(id.as_str()))),
     }
 }
 
@@ -112,7 +115,7 @@ impl<S> Envelope<S> {
 }
 
 impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> for Envelope<S> {
-    type Response = Option<Vec<u8>>;
+    type Response = Option<AnswerFrame>;
     type Error = Infallible;
     type Future = EnvelopeFuture<S::Future>;
 
@@ -136,7 +139,8 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> 
                     ),
                     None => {
                         let reply = id.map(|id| {
-                            error_frame(&RpcError::method_not_found(&method), Some(id.get()))
+                            let e = RpcError::method_not_found(&method);
+                            AnswerFrame::Whole(error_frame(&e, Some(id.get())))
                         });
                         return EnvelopeFuture::Done { frame: reply };
                     }
@@ -149,8 +153,9 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> 
                     _ => "invalid_envelope",
                 };
                 self.rejected(frame.len(), reason);
+                let frame = error_frame(&error, id.map(RawValue::get));
                 return EnvelopeFuture::Done {
-                    frame: Some(error_frame(&error, id.map(RawValue::get))),
+                    frame: Some(AnswerFrame::Whole(frame)),
                 };
             }
             Classified::Drop { reason } => {

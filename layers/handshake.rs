@@ -6,7 +6,7 @@
 use tower::Service;
 
 use super::Gate;
-use crate::conn_state::Conn;
+use crate::conn_state::{BindingCopy, Conn};
 use crate::error::{AuthReason, RpcError};
 use crate::jsonrpc::Payload;
 use crate::methods::Access;
@@ -17,8 +17,8 @@ connection_layer! {
     HandshakeLayer;
     /// The gate of `conn`.
     new;
-    /// The handshake gate.
-    Handshake { conn: Conn }
+    /// The handshake gate, with its copy of the connection's binding.
+    Handshake { conn: Conn, binding: BindingCopy }
 }
 
 impl<S> Service<Request> for Handshake<S>
@@ -29,8 +29,8 @@ where
 
     fn call(&mut self, mut req: Request) -> Self::Future {
         if req.method.access != Access::Handshake {
-            match self.conn.binding() {
-                Some(b) => req.binding = Some(b),
+            match self.conn.current_binding(&mut self.binding) {
+                Some(b) => req.binding = Some(b.clone()),
                 None => return Gate::reject(RpcError::Auth(AuthReason::NotInitialized)),
             }
         }
@@ -51,7 +51,7 @@ mod tests {
         let conn = conn();
         let (svc, mut handle) = mock_inner();
         let mut gate = tower::ServiceBuilder::new()
-            .layer(HandshakeLayer::new(conn.clone()))
+            .layer(HandshakeLayer::new(conn.clone(), BindingCopy::default()))
             .service(svc);
         handle.allow(10);
 
@@ -86,7 +86,7 @@ mod tests {
     async fn readiness_is_the_inner_services() {
         let (svc, mut handle) = mock_inner();
         let mut gate = tower::ServiceBuilder::new()
-            .layer(HandshakeLayer::new(conn()))
+            .layer(HandshakeLayer::new(conn(), BindingCopy::default()))
             .service(svc);
         handle.allow(0);
         let waker = futures_util::task::noop_waker();

@@ -12,18 +12,16 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tower::Service;
 
 use super::{Gate, Reply};
-use crate::conn_state::Conn;
+use crate::conn_state::{Conn, Hold};
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
 use crate::memory;
-use crate::request::{Hold, Request, Slot};
+use crate::request::Request;
 
 connection_layer! {
     /// Adds the in-flight bound of one connection.
@@ -34,41 +32,17 @@ connection_layer! {
     Limit { conn: Conn }
 }
 
-/// A request's slot in its connection's bound and its bytes in the
-/// daemon's memory budget, given back once.
+/// Gives a request's [`Hold`] back when its future ends or is dropped (the
+/// handler may have given it back earlier, before writing its own answer).
 #[derive(Debug)]
-pub struct InFlightSlot {
+pub struct ReleaseOnDrop {
     conn: Conn,
-    /// Its bytes in the connection's bound.
-    bytes: usize,
-    /// Its bytes in the daemon's memory budget.
-    charged: usize,
-    released: AtomicBool,
+    hold: Hold,
 }
-
-impl Slot for InFlightSlot {
-    fn release(&self) {
-        if !self.released.swap(true, Ordering::AcqRel) {
-            self.conn.in_flight.release(self.bytes);
-            memory::budget().sub(self.charged);
-        }
-    }
-}
-
-impl Drop for InFlightSlot {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
-
-/// Releases a request's [`Hold`] when its future ends or is dropped (the
-/// handler may have released it earlier, before writing its own answer).
-#[derive(Debug)]
-pub struct ReleaseOnDrop(Hold);
 
 impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
-        self.0.release();
+        self.hold.release(&self.conn.in_flight);
     }
 }
 
@@ -99,23 +73,27 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
         let bytes = req.frame_len();
         // The daemon-wide budget after the connection's own bound: a frame
         // the connection may hold can still be one too many for the daemon.
-        let admitted = self.conn.in_flight.try_acquire(bytes).and_then(|()| {
-            memory::budget().try_charge(bytes).map_err(|over| {
-                self.conn.in_flight.release(bytes);
-                over.into()
-            })
+        let admitted = self.conn.in_flight.try_acquire(bytes).and_then(|place| {
+            match memory::budget().try_charge(bytes) {
+                // The hold gives the charged bytes back itself, with its place.
+                Ok(charge) => {
+                    charge.hand_over();
+                    Ok(Hold::admitted(place))
+                }
+                Err(over) => {
+                    self.conn.in_flight.release(place);
+                    Err(over.into())
+                }
+            }
         });
         match admitted {
-            Ok(charge) => {
-                req.hold = Hold::new(Arc::new(InFlightSlot {
-                    conn: self.conn.clone(),
-                    bytes,
-                    // The slot gives the charged bytes back itself, with its place.
-                    charged: charge.hand_over(),
-                    released: AtomicBool::new(false),
-                }));
+            Ok(hold) => {
+                req.hold = hold;
                 LimitFuture {
-                    slot: Some(ReleaseOnDrop(req.hold.clone())),
+                    slot: Some(ReleaseOnDrop {
+                        conn: self.conn.clone(),
+                        hold,
+                    }),
                     inner: Gate::Pass {
                         fut: self.inner.call(req),
                     },

@@ -4,11 +4,13 @@
 //! (`crate::state::StatusTemplate`); an answer writes the few that change
 //! between them. `status` is what load balancers and health checks call in
 //! a loop: it should cost almost nothing, so each connection keeps its last
-//! result and copies it while nothing it shows has changed (the second of
-//! uptime, the set of live sessions, the connection count, the principal).
+//! result and shares it with each answer while nothing it shows has changed
+//! (the second of uptime, the set of live sessions, the connection count,
+//! the principal): the answer's only copy is into the output buffer.
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::Deserialize;
 
 use super::RouteFuture;
@@ -35,7 +37,7 @@ const KEEP_AT_MOST: usize = 4096;
 struct Rendered {
     at: Moment,
     principal: Arc<Principal>,
-    result: Vec<u8>,
+    result: Bytes,
 }
 
 /// What changes a result besides the principal.
@@ -75,11 +77,9 @@ impl Status {
             session_changes: d.sessions.changes(),
             connections: d.connections(),
         };
-        let copy =
-            |result: &[u8]| Payload::from_writer(result.len(), |buf| buf.extend_from_slice(result));
         match &self.last {
             Some(last) if last.at == at && Arc::ptr_eq(&last.principal, principal) => {
-                Ok(copy(&last.result))
+                Ok(Payload::shared(last.result.clone()))
             }
             _ => {
                 let session_ids = d.sessions.visible_ids(principal);
@@ -91,7 +91,8 @@ impl Status {
                     &session_ids,
                     at.connections,
                 );
-                let payload = copy(&result);
+                let result = Bytes::from(result);
+                let payload = Payload::shared(result.clone());
                 // A long list of session ids (an admin's) is not kept: the
                 // memory would stay with the connection, outside the budget.
                 self.last = (result.len() <= KEEP_AT_MOST).then(|| Rendered {

@@ -11,11 +11,11 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::authz::Binding;
+use crate::conn_state::{Conn, Hold};
 use crate::dialect::Dialect;
 use crate::error::RpcError;
-use crate::jsonrpc::{error_frame, kind, AnsweredInOrder, JsonKind, Payload};
+use crate::jsonrpc::{error_frame, kind, AnsweredInOrder, IdText, JsonKind, Payload};
 use crate::methods::MethodSpec;
-use crate::outbound::Outbound;
 
 /// One valid request or notification on its way through the stack.
 #[derive(Debug)]
@@ -122,38 +122,6 @@ pub fn is_null(raw: &RawValue) -> bool {
     kind(raw) == JsonKind::Null
 }
 
-/// A request's place in a bound (its slot in the connection's in-flight
-/// bound, `layers/limit.rs`): given back by the first [`Slot::release`],
-/// and at the latest when the last holder drops it.
-pub trait Slot: Send + Sync + std::fmt::Debug {
-    /// Gives the place back; later calls do nothing.
-    fn release(&self);
-}
-
-/// What a request holds while it is in flight, type-erased: released when
-/// the request's future ends, or earlier through [`Hold::release`] by a
-/// handler that writes its own answer. Either way the slot is free before
-/// the answer's bytes can reach the client, so a client that sends its next
-/// request the moment it reads an answer is never refused for a slot that
-/// answer still held. One allocation per admitted request, none for the
-/// empty hold a request starts with.
-#[derive(Clone, Default, Debug)]
-pub struct Hold(Option<Arc<dyn Slot>>);
-
-impl Hold {
-    /// A hold of `slot`.
-    pub fn new(slot: Arc<dyn Slot>) -> Self {
-        Self(Some(slot))
-    }
-
-    /// Gives the slot back now; later calls (and clones) do nothing.
-    pub fn release(&self) {
-        if let Some(slot) = &self.0 {
-            slot.release();
-        }
-    }
-}
-
 /// The answer of a request that a domain task sends itself, in order with
 /// the frames it queued before (`session/prompt`: the turn's updates and
 /// `turn_complete` precede its answer, and the next turn cannot start before
@@ -163,18 +131,18 @@ impl Hold {
 pub struct Responder {
     id: IdText,
     hold: Hold,
-    outbound: Outbound,
+    conn: Conn,
 }
 
 impl Responder {
-    /// The responder of `req` on the connection whose queue is `outbound`;
-    /// `None` for a notification (never answered).
-    pub fn of(req: &Request, outbound: &Outbound) -> Option<Self> {
+    /// The responder of `req` on `conn`; `None` for a notification (never
+    /// answered).
+    pub fn of(req: &Request, conn: &Conn) -> Option<Self> {
         let id = req.id.clone()?;
         Some(Self {
             id,
-            hold: req.hold.clone(),
-            outbound: outbound.clone(),
+            hold: req.hold,
+            conn: conn.clone(),
         })
     }
 
@@ -193,70 +161,16 @@ impl Responder {
             Ok(r) => Payload::new(r, dialect)?.into_frame(self.id.as_str()),
             Err(e) => error_frame(e, Some(self.id.as_str())),
         };
-        self.hold.release();
+        self.hold.release(&self.conn.in_flight);
         // A connection that closed first reads no answer: done all the same.
-        let _ = self.outbound.send_or_cancelled(frame, cancel).await;
+        let _ = self.conn.outbound.send_or_cancelled(frame, cancel).await;
         Ok(AnsweredInOrder::queued())
-    }
-}
-
-/// A request id as the exact JSON text received, stored inline when short
-/// (almost always) so answering costs no allocation.
-#[derive(Debug, Clone)]
-pub enum IdText {
-    Inline { len: u8, bytes: [u8; 38] },
-    Heap(Box<str>),
-}
-
-impl IdText {
-    /// Copies the raw JSON text of an id.
-    pub fn new(raw: &str) -> Self {
-        let mut bytes = [0u8; 38];
-        match bytes.get_mut(..raw.len()) {
-            Some(slot) => {
-                slot.copy_from_slice(raw.as_bytes());
-                Self::Inline {
-                    len: raw.len() as u8,
-                    bytes,
-                }
-            }
-            None => Self::Heap(raw.into()),
-        }
-    }
-
-    /// The JSON text.
-    pub fn as_str(&self) -> &str {
-        match self {
-            // The inline bytes are a copy of a `&str` prefix of exactly `len` bytes.
-            Self::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..*len as usize]).unwrap_or("null")
-            }
-            Self::Heap(s) => s,
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn id_text_round_trips_short_and_long() {
-        for s in [
-            "1",
-            "\"zc-out-0\"",
-            "null",
-            &"9".repeat(38),
-            &"7".repeat(200),
-        ] {
-            assert_eq!(IdText::new(s).as_str(), s);
-        }
-        assert!(matches!(
-            IdText::new(&"9".repeat(38)),
-            IdText::Inline { .. }
-        ));
-        assert!(matches!(IdText::new(&"9".repeat(39)), IdText::Heap(_)));
-    }
 
     /// Absent params read as `{}` on the fast path, and a member they lack
     /// is named by the same message as when `{}` is sent.

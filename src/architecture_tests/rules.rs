@@ -40,8 +40,10 @@ pub(super) const RANKS: &[(&str, u32)] = &[
     ("peer", 8),
     // domain: who is calling, sessions, files, the daemon's handles
     ("authz", 9),
-    ("request", 10),
-    ("conn_state", 11),
+    // A request carries its place in its connection's bound, and a
+    // responder its connection: the request stands on the connection.
+    ("conn_state", 10),
+    ("request", 11),
     ("live_config", 12),
     ("session", 13),
     ("files", 14),

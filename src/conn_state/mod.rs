@@ -1,7 +1,7 @@
 //! What one connection knows about itself, shared by its reader, its writer,
 //! its in-flight requests and the sessions it is the channel of.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
@@ -13,7 +13,7 @@ use crate::outbound::Outbound;
 use crate::peer::PeerRequests;
 
 mod in_flight;
-pub use in_flight::InFlight;
+pub use in_flight::{Hold, InFlight};
 
 /// Which transport carries the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +58,8 @@ pub struct ConnCtx {
     /// it can answer nothing more on this connection.
     pub input_closed: CancellationToken,
     binding: Mutex<Option<Arc<Binding>>>,
+    /// Bumped under the binding's lock at each change of it.
+    binding_changes: AtomicU64,
     dialect: AtomicU8,
     elicitation: AtomicBool,
 }
@@ -81,6 +83,7 @@ impl ConnCtx {
             input_closed: closed.child_token(),
             closed,
             binding: Mutex::new(None),
+            binding_changes: AtomicU64::new(0),
             dialect: AtomicU8::new(Dialect::Camel.as_u8()),
             elicitation: AtomicBool::new(false),
         }
@@ -94,9 +97,24 @@ impl ConnCtx {
             .clone()
     }
 
+    /// The binding as `copy` last read it, read again only if it changed
+    /// since: one atomic load per request instead of a lock.
+    pub fn current_binding<'c>(&self, copy: &'c mut BindingCopy) -> Option<&'c Arc<Binding>> {
+        // The count is read before the binding: a change in between is
+        // seen again on the next call, never missed.
+        let changes = self.binding_changes.load(Ordering::Acquire);
+        if changes != copy.changes {
+            copy.binding = self.binding();
+            copy.changes = changes;
+        }
+        copy.binding.as_ref()
+    }
+
     /// Replaces (or, with `None`, drops) the binding.
     pub fn set_binding(&self, binding: Option<Arc<Binding>>) {
-        *self.binding.lock().unwrap_or_else(|p| p.into_inner()) = binding;
+        let mut b = self.binding.lock().unwrap_or_else(|p| p.into_inner());
+        *b = binding;
+        self.binding_changes.fetch_add(1, Ordering::Release);
     }
 
     /// `binding` under the current policy (§6.5 steps 1–2): unchanged when
@@ -151,6 +169,7 @@ impl ConnCtx {
         let mut b = self.binding.lock().unwrap_or_else(|p| p.into_inner());
         if b.as_ref().is_some_and(|cur| Arc::ptr_eq(cur, expected)) {
             *b = new;
+            self.binding_changes.fetch_add(1, Ordering::Release);
         }
     }
 
@@ -180,6 +199,13 @@ impl ConnCtx {
             .map(|b| b.principal.id.clone())
             .unwrap_or_else(|| "-".to_owned())
     }
+}
+
+/// One reader's copy of a connection's binding ([`ConnCtx::current_binding`]).
+#[derive(Debug, Clone, Default)]
+pub struct BindingCopy {
+    changes: u64,
+    binding: Option<Arc<Binding>>,
 }
 
 /// Shorthand for the shared handle.

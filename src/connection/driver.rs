@@ -23,6 +23,7 @@
 //! only then closes ([`ConnectionEnd::Finished`]). If output makes no progress for
 //! [`WRITE_STALL`] the connection is dropped ([`ConnectionEnd::Stalled`]).
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -38,7 +39,7 @@ use super::wire::{Inbound, Wire};
 use super::{build_stack, dispatch_now, Stack};
 use crate::codec::Frame;
 use crate::conn_state::Conn;
-use crate::jsonrpc::error_frame;
+use crate::jsonrpc::{error_frame, AnswerFrame};
 use crate::limits::WRITE_STALL;
 use crate::outbound::WriteQueue;
 use crate::state::Daemon;
@@ -204,7 +205,7 @@ impl<W: Wire> Driver<'_, W> {
                     if let Some(answer) =
                         dispatch_now(&mut self.stack, &self.conn, &self.tasks, frame, cx)
                     {
-                        self.push(&answer);
+                        self.push_answer(answer);
                     }
                 }
                 Frame::Rejected(r) => {
@@ -249,14 +250,31 @@ impl<W: Wire> Driver<'_, W> {
     }
 
     fn push(&mut self, frame: &[u8]) {
-        if self.out.is_empty() {
+        self.append(|out| out.extend_from_slice(frame));
+    }
+
+    fn push_answer(&mut self, answer: AnswerFrame) {
+        self.append(|out| answer.write_to(out));
+    }
+
+    /// Appends one frame, written by `write`, to the output buffer.
+    fn append(&mut self, write: impl FnOnce(&mut BytesMut)) {
+        let start = self.out.len();
+        if start == 0 {
             // The stall clock starts when output begins to wait.
             self.last_progress = Instant::now();
         }
+        write(&mut self.out);
         // Every frame to a client passes here: no configured secret leaves
         // the daemon in an answer, a notification or a request (issue #23).
-        self.out
-            .extend_from_slice(&crate::logging::secrets::mask_json(frame));
+        let masked = match crate::logging::secrets::mask_json(&self.out[start..]) {
+            Cow::Owned(masked) => Some(masked),
+            Cow::Borrowed(_) => None,
+        };
+        if let Some(masked) = masked {
+            self.out.truncate(start);
+            self.out.extend_from_slice(&masked);
+        }
     }
 
     /// Nothing moved: wait, unless output has waited too long. The timer is

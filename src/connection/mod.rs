@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceBuilder};
 
-use crate::conn_state::{Conn, ConnCtx, PeerInfo, Transport};
+use crate::conn_state::{BindingCopy, Conn, ConnCtx, PeerInfo, Transport};
+use crate::jsonrpc::AnswerFrame;
 use crate::layers::{
     authz::AuthzLayer, envelope::EnvelopeLayer, handshake::HandshakeLayer, limit::LimitLayer,
 };
@@ -50,7 +51,7 @@ pub fn build_stack(daemon: &Arc<Daemon>, conn: &Conn) -> Stack {
         .layer(EnvelopeLayer::new(conn.clone(), daemon.test_faults))
         .layer(TraceLayer::new(conn.clone()))
         .layer(LocalityLayer::new(conn.transport))
-        .layer(HandshakeLayer::new(conn.clone()))
+        .layer(HandshakeLayer::new(conn.clone(), BindingCopy::default()))
         .layer(LimitLayer::new(conn.clone()))
         .layer(AuthzLayer::new(conn.clone(), daemon.authz.clone()))
         .service(Router::new(daemon, conn))
@@ -65,7 +66,7 @@ pub fn dispatch_now(
     tasks: &TaskTracker,
     frame: String,
     cx: &mut Context<'_>,
-) -> Option<Vec<u8>> {
+) -> Option<AnswerFrame> {
     // Every layer is always ready (load is shed, not queued).
     let _ = stack.poll_ready(cx);
     let mut fut = stack.call(frame);
@@ -76,7 +77,7 @@ pub fn dispatch_now(
             let out = conn.outbound.clone();
             tasks.spawn(async move {
                 if let Ok(Some(frame)) = fut.await {
-                    let _ = out.send(frame).await;
+                    let _ = out.send(frame.into_vec()).await;
                 }
             });
             None

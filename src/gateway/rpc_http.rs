@@ -26,6 +26,7 @@ use super::http_json::{bytes_response, json_response};
 use super::Shared;
 use crate::conn_state::{PeerInfo, Transport};
 use crate::connection::{build_stack, new_conn, Stack};
+use crate::jsonrpc::AnswerFrame;
 use crate::limits::MAX_FRAME_BYTES;
 
 /// The most requests one `POST /rpc` array may carry.
@@ -119,7 +120,7 @@ fn bearer(headers: &HeaderMap) -> Option<String> {
 async fn call(stack: &mut Stack, frame: String) -> Option<Vec<u8>> {
     std::future::poll_fn(|cx| stack.poll_ready(cx)).await.ok()?;
     match stack.call(frame).await {
-        Ok(answer) => answer,
+        Ok(answer) => answer.map(AnswerFrame::into_vec),
         Err(never) => match never {},
     }
 }

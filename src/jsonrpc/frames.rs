@@ -1,8 +1,13 @@
 //! Outbound frames: the bytes the daemon writes, in the member order of the
 //! spec's examples. A result is serialized straight behind its frame
-//! prefix, so finishing a response with its id costs no copy.
+//! prefix, so finishing a response with its id costs no copy; a result
+//! shared by many answers (`status`) is written once, straight into the
+//! connection's output buffer ([`AnswerFrame`]).
 
+use bytes::{BufMut, Bytes, BytesMut};
 use serde::Serialize;
+
+use super::IdText;
 
 use crate::bounded::bound_text;
 use crate::dialect::{write_json, Dialect};
@@ -19,7 +24,10 @@ pub struct Payload(Framed);
 
 #[derive(Debug)]
 enum Framed {
+    /// The frame's prefix and the result.
     Result(Vec<u8>),
+    /// The result alone, shared with other answers.
+    Shared(Bytes),
     Answered(AnsweredInOrder),
 }
 
@@ -56,6 +64,12 @@ impl Payload {
         Self(Framed::Result(buf))
     }
 
+    /// A result serialized once and shared by the answers that repeat it:
+    /// answering copies it once, into the output buffer.
+    pub fn shared(result: Bytes) -> Self {
+        Self(Framed::Shared(result))
+    }
+
     /// The request was answered through its responder.
     pub fn answered(proof: AnsweredInOrder) -> Self {
         Self(Framed::Answered(proof))
@@ -79,18 +93,37 @@ impl Payload {
     pub fn into_frame(self, id: &str) -> Vec<u8> {
         let mut buf = match self.0 {
             Framed::Result(buf) => buf,
+            Framed::Shared(result) => {
+                let mut buf = Vec::with_capacity(shared_len(&result) + id.len() + 8);
+                buf.extend_from_slice(RESULT_PREFIX);
+                buf.extend_from_slice(&result);
+                buf
+            }
             Framed::Answered(_) => return Vec::new(),
         };
-        buf.extend_from_slice(b",\"id\":");
-        buf.extend_from_slice(id.as_bytes());
-        buf.extend_from_slice(b"}\n");
+        finish_frame(&mut buf, id);
         buf
+    }
+
+    /// Appends the response frame for request `id` to `out` (nothing for
+    /// [`Payload::answered`]).
+    pub fn write_frame(&self, id: &str, out: &mut BytesMut) {
+        match &self.0 {
+            Framed::Result(buf) => out.extend_from_slice(buf),
+            Framed::Shared(result) => {
+                out.extend_from_slice(RESULT_PREFIX);
+                out.extend_from_slice(result);
+            }
+            Framed::Answered(_) => return,
+        }
+        finish_frame(out, id);
     }
 
     /// Bytes of the frame this payload becomes, without the id.
     pub fn len(&self) -> usize {
         match &self.0 {
             Framed::Result(buf) => buf.len(),
+            Framed::Shared(result) => shared_len(result),
             Framed::Answered(_) => 0,
         }
     }
@@ -98,6 +131,58 @@ impl Payload {
     /// Whether no frame is left to write ([`Payload::answered`]).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Bytes of the frame a shared `result` becomes, without the id.
+fn shared_len(result: &[u8]) -> usize {
+    RESULT_PREFIX.len() + result.len()
+}
+
+/// Ends a response frame after its result: the id, the brace, the newline.
+fn finish_frame(buf: &mut impl BufMut, id: &str) {
+    buf.put_slice(b",\"id\":");
+    buf.put_slice(id.as_bytes());
+    buf.put_slice(b"}\n");
+}
+
+/// What the stack answers one frame with: a whole frame (an error, a
+/// rejection), or a result and the id that finishes it, written straight
+/// into the connection's output buffer without a frame of its own.
+#[derive(Debug)]
+pub enum AnswerFrame {
+    Whole(Vec<u8>),
+    Parts(Payload, IdText),
+}
+
+impl AnswerFrame {
+    /// Bytes of the frame, `\n` included.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Whole(frame) => frame.len(),
+            Self::Parts(payload, id) => payload.len() + id.as_str().len() + 8,
+        }
+    }
+
+    /// Whether the frame is empty (never: every answer has bytes).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends the frame to `out`.
+    pub fn write_to(self, out: &mut BytesMut) {
+        match self {
+            Self::Whole(frame) => out.extend_from_slice(&frame),
+            Self::Parts(payload, id) => payload.write_frame(id.as_str(), out),
+        }
+    }
+
+    /// The frame as bytes of its own (for a queue).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Self::Whole(frame) => frame,
+            Self::Parts(payload, id) => payload.into_frame(id.as_str()),
+        }
     }
 }
 

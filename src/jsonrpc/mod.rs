@@ -290,7 +290,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
 }
 
 mod frames;
-pub use frames::{error_frame, notification_frame, request_frame, AnsweredInOrder, Payload};
+mod id;
+pub use frames::{
+    error_frame, notification_frame, request_frame, AnswerFrame, AnsweredInOrder, Payload,
+};
+pub use id::IdText;
 
 /// What a method (or a gate in front of it) answers: a result payload or
 /// the error its frame carries.

@@ -103,7 +103,7 @@ impl Daemon {
                 }
             }
         }
-        let responder = Responder::of(&req, &conn.outbound);
+        let responder = Responder::of(&req, conn);
         req.release_frame();
         let answered = run_prompt(
             &self.sessions,

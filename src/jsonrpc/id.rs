@@ -1,0 +1,61 @@
+//! A request's id kept as the exact JSON text received (§3.3: echoed byte
+//! for byte), inline when short so answering costs no allocation.
+
+/// A request id as the exact JSON text received, stored inline when short
+/// (almost always) so answering costs no allocation.
+#[derive(Debug, Clone)]
+pub enum IdText {
+    Inline { len: u8, bytes: [u8; 38] },
+    Heap(Box<str>),
+}
+
+impl IdText {
+    /// Copies the raw JSON text of an id.
+    pub fn new(raw: &str) -> Self {
+        let mut bytes = [0u8; 38];
+        match bytes.get_mut(..raw.len()) {
+            Some(slot) => {
+                slot.copy_from_slice(raw.as_bytes());
+                Self::Inline {
+                    len: raw.len() as u8,
+                    bytes,
+                }
+            }
+            None => Self::Heap(raw.into()),
+        }
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            // The inline bytes are a copy of a `&str` prefix of exactly `len` bytes.
+            Self::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..*len as usize]).unwrap_or("null")
+            }
+            Self::Heap(s) => s,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_text_round_trips_short_and_long() {
+        for s in [
+            "1",
+            "\"zc-out-0\"",
+            "null",
+            &"9".repeat(38),
+            &"7".repeat(200),
+        ] {
+            assert_eq!(IdText::new(s).as_str(), s);
+        }
+        assert!(matches!(
+            IdText::new(&"9".repeat(38)),
+            IdText::Inline { .. }
+        ));
+        assert!(matches!(IdText::new(&"9".repeat(39)), IdText::Heap(_)));
+    }
+}
