@@ -98,12 +98,15 @@ impl<S> Envelope<S> {
         );
     }
 
-    fn route_response(&self, id: &RawValue, outcome: Result<&RawValue, &RawValue>) {
+    fn route_response(&self, id: &str, outcome: Result<&str, &str>) {
+        // The text was read as JSON already: owning it cannot fail.
+        let owned = |raw: &str| RawValue::from_string(raw.to_owned());
         let reply = match outcome {
-            Ok(r) => PeerReply::Result(r.to_owned()),
-            Err(e) => PeerReply::Error(e.to_owned()),
+            Ok(r) => owned(r).map(PeerReply::Result),
+            Err(e) => owned(e).map(PeerReply::Error),
         };
-        if !self.conn.peer_requests.resolve(id, reply) {
+        let resolved = reply.is_ok_and(|reply| self.conn.peer_requests.resolve(id, reply));
+        if !resolved {
             tracing::info!(
                 event = "response_dropped",
                 peer = %self.conn.peer.label,
@@ -133,14 +136,14 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> 
             Classified::Request { id, method, params } => {
                 match methods::lookup(&method, self.test_faults) {
                     Some(spec) => (
-                        id.map(|i| IdText::new(i.get())),
+                        id.map(IdText::new),
                         spec,
-                        params.map(|p| span_of(&frame, p.get())),
+                        params.map(|p| span_of(&frame, p)),
                     ),
                     None => {
                         let reply = id.map(|id| {
                             let e = RpcError::method_not_found(&method);
-                            AnswerFrame::Whole(error_frame(&e, Some(id.get())))
+                            AnswerFrame::Whole(error_frame(&e, Some(id)))
                         });
                         return EnvelopeFuture::Done { frame: reply };
                     }
@@ -153,7 +156,7 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> 
                     _ => "invalid_envelope",
                 };
                 self.rejected(frame.len(), reason);
-                let frame = error_frame(&error, id.map(RawValue::get));
+                let frame = error_frame(&error, id);
                 return EnvelopeFuture::Done {
                     frame: Some(AnswerFrame::Whole(frame)),
                 };

@@ -92,8 +92,8 @@ impl PeerRequests {
     /// Resolves the pending request `id` names. `false` when nothing matches
     /// (unknown, answered, timed out, numeric or null ids): the caller logs
     /// `response_dropped` and never answers.
-    pub fn resolve(&self, id: &RawValue, reply: PeerReply) -> bool {
-        let Some(seq) = parse_out_id(id.get()) else {
+    pub fn resolve(&self, id: &str, reply: PeerReply) -> bool {
+        let Some(seq) = parse_out_id(id) else {
             return false;
         };
         let Some(tx) = self.lock().waiting.remove(&seq) else {
@@ -191,18 +191,9 @@ mod tests {
             .unwrap_err();
         assert_eq!(err, PeerError::TooManyPending);
         let null = RawValue::from_string("null".into()).unwrap();
-        assert!(peer.resolve(
-            &RawValue::from_string(r#""zc-out-3""#.into()).unwrap(),
-            PeerReply::Result(null.clone())
-        ));
-        assert!(!peer.resolve(
-            &RawValue::from_string(r#""zc-out-3""#.into()).unwrap(),
-            PeerReply::Result(null.clone())
-        ));
-        assert!(!peer.resolve(
-            &RawValue::from_string("3".into()).unwrap(),
-            PeerReply::Result(null)
-        ));
+        assert!(peer.resolve(r#""zc-out-3""#, PeerReply::Result(null.clone())));
+        assert!(!peer.resolve(r#""zc-out-3""#, PeerReply::Result(null.clone())));
+        assert!(!peer.resolve("3", PeerReply::Result(null)));
         peer.close();
         let mut results = Vec::new();
         for t in tasks {

@@ -119,7 +119,7 @@ impl Request {
 
 /// Whether `raw` is JSON `null` (§1.3: a null parameter is absent).
 pub fn is_null(raw: &RawValue) -> bool {
-    kind(raw) == JsonKind::Null
+    kind(raw.get()) == JsonKind::Null
 }
 
 /// The answer of a request that a domain task sends itself, in order with

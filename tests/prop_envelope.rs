@@ -244,7 +244,7 @@ proptest! {
         prop_assert_eq!(&got, &as_text(model(&value)), "frame: {}", frame);
         // An answered frame becomes one JSON line with the same id text.
         if let Classified::Reply { id, error } = classify(&frame) {
-            let out = error_frame(&error, id.map(|i| i.get()));
+            let out = error_frame(&error, id);
             let line = std::str::from_utf8(&out).unwrap().strip_suffix('\n').unwrap();
             prop_assert!(!line.contains('\n'));
             let v: Value = serde_json::from_str(line).unwrap();
@@ -300,7 +300,7 @@ proptest! {
             Class::Reply { code: -32600, reason: "invalid_envelope", id: Some(raw.clone()) }
         );
         if let Classified::Reply { id, error } = classify(&bad) {
-            let out = error_frame(&error, id.map(|i| i.get()));
+            let out = error_frame(&error, id);
             let tail = format!(",\"id\":{raw}}}\n");
             prop_assert!(out.ends_with(tail.as_bytes()));
         }

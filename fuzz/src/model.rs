@@ -174,11 +174,11 @@ pub fn model(v: &Value) -> Class<Value> {
 pub fn observe(c: &Classified<'_>) -> Class {
     match c {
         Classified::Request { id, method, .. } => Class::Request {
-            id: id.map(|i| i.get().to_owned()),
+            id: id.map(str::to_owned),
             method: method.to_string(),
         },
         Classified::Response { id, outcome } => Class::Response {
-            id: id.get().to_owned(),
+            id: (*id).to_owned(),
             ok: outcome.is_ok(),
         },
         Classified::Reply { id, error } => {
@@ -188,7 +188,7 @@ pub fn observe(c: &Classified<'_>) -> Class {
                 RpcError::InvalidEnvelope(_) => (-32600, "invalid_envelope"),
                 other => panic!("classify answered an unexpected error: {other:?}"),
             };
-            reply(code, reason, id.map(|i| i.get().to_owned()))
+            reply(code, reason, id.map(str::to_owned))
         }
         Classified::Drop { .. } => Class::Drop,
     }

@@ -2,9 +2,10 @@
 //! classified by shape, and the writing of outbound frames.
 //!
 //! Parsing borrows from the frame: `id`, `params`, `result` and `error` stay
-//! [`RawValue`]s, so an id is echoed as the exact JSON text received (a
+//! raw JSON text, so an id is echoed as the exact JSON text received (a
 //! string with its escapes, a number with all its digits) and params are
-//! decoded once, by the method that owns them.
+//! decoded once, by the method that owns them. A plain frame (a `status`
+//! call) is read without a parser ([`plain`]); any other by serde_json.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -19,23 +20,24 @@ use crate::limits::MAX_ID_BYTES;
 /// The detail of `-32600` for an id over [`MAX_ID_BYTES`].
 const ID_TOO_LONG: &str = "id longer than 4096 bytes";
 
-/// What one frame is, once parsed and validated.
+/// What one frame is, once parsed and validated. Values are their raw
+/// JSON text, as received.
 #[derive(Debug)]
 pub enum Classified<'a> {
     /// A valid request (`id` present) or notification (`id` absent).
     Request {
-        id: Option<&'a RawValue>,
+        id: Option<&'a str>,
         method: Cow<'a, str>,
-        params: Option<&'a RawValue>,
+        params: Option<&'a str>,
     },
     /// A valid response: `Ok(result)` or `Err(error object)`.
     Response {
-        id: &'a RawValue,
-        outcome: Result<&'a RawValue, &'a RawValue>,
+        id: &'a str,
+        outcome: Result<&'a str, &'a str>,
     },
     /// An invalid frame that is answered with `error` and this id (`None` = `null`).
     Reply {
-        id: Option<&'a RawValue>,
+        id: Option<&'a str>,
         error: RpcError,
     },
     /// A malformed response: logged without its contents, never answered.
@@ -53,9 +55,9 @@ pub enum JsonKind {
     Null,
 }
 
-/// The JSON type of `raw`.
-pub fn kind(raw: &RawValue) -> JsonKind {
-    match raw.get().as_bytes().first() {
+/// The JSON type of the raw JSON text `raw`.
+pub fn kind(raw: &str) -> JsonKind {
+    match raw.as_bytes().first() {
         Some(b'{') => JsonKind::Object,
         Some(b'[') => JsonKind::Array,
         Some(b'"') => JsonKind::String,
@@ -65,7 +67,7 @@ pub fn kind(raw: &RawValue) -> JsonKind {
     }
 }
 
-fn is_valid_id(raw: &RawValue) -> bool {
+fn is_valid_id(raw: &str) -> bool {
     matches!(
         kind(raw),
         JsonKind::String | JsonKind::Number | JsonKind::Null
@@ -74,10 +76,21 @@ fn is_valid_id(raw: &RawValue) -> bool {
 
 /// Parses and classifies one frame (the table of §3.3).
 pub fn classify(frame: &str) -> Classified<'_> {
-    let env: Envelope<'_> = match serde_json::from_str(frame) {
-        Ok(env) => env,
-        Err(e) => return classify_non_object(frame, e),
-    };
+    match plain::plain_envelope(frame) {
+        Some(env) => classify_envelope(env),
+        None => classify_parsed(frame),
+    }
+}
+
+/// [`classify`] by serde_json.
+fn classify_parsed(frame: &str) -> Classified<'_> {
+    match serde_json::from_str(frame) {
+        Ok(env) => classify_envelope(env),
+        Err(e) => classify_non_object(frame, e),
+    }
+}
+
+fn classify_envelope(env: Envelope<'_>) -> Classified<'_> {
     match env.method {
         Some(method) => classify_request(env, method),
         None if env.result.is_some() || env.error.is_some() => classify_response(env),
@@ -117,14 +130,14 @@ fn ambiguous(detail: &'static str) -> Classified<'static> {
     }
 }
 
-fn classify_request<'a>(env: Envelope<'a>, method: &'a RawValue) -> Classified<'a> {
+fn classify_request<'a>(env: Envelope<'a>, method: &'a str) -> Classified<'a> {
     if kind(method) != JsonKind::String {
         return ambiguous("method must be a string");
     }
     if env.result.is_some() || env.error.is_some() {
         return ambiguous("a request must not carry result or error");
     }
-    if env.id.is_some_and(|id| id.get().len() > MAX_ID_BYTES) {
+    if env.id.is_some_and(|id| id.len() > MAX_ID_BYTES) {
         // Echoing it could exceed the frame limit (§3.1): answered with a
         // null id, as a request whose id cannot be used (docs/decisions.md).
         return Classified::Reply {
@@ -148,7 +161,7 @@ fn classify_request<'a>(env: Envelope<'a>, method: &'a RawValue) -> Classified<'
             return invalid("params must be an object or an array");
         }
     }
-    let text = method.get();
+    let text = method;
     // Almost every method name has no escape: its text between the quotes is the name.
     let plain = text.strip_prefix('"').and_then(|t| t.strip_suffix('"'));
     if let Some(name) = plain.filter(|t| !t.contains('\\')) {
@@ -209,18 +222,18 @@ fn classify_response(env: Envelope<'_>) -> Classified<'_> {
     }
 }
 
-fn is_jsonrpc_2(v: Option<&RawValue>) -> bool {
+fn is_jsonrpc_2(v: Option<&str>) -> bool {
     match v {
-        Some(v) if v.get() == "\"2.0\"" => true,
+        Some("\"2.0\"") => true,
         Some(v) if kind(v) == JsonKind::String => {
-            serde_json::from_str::<Cow<'_, str>>(v.get()).is_ok_and(|s| s == "2.0")
+            serde_json::from_str::<Cow<'_, str>>(v).is_ok_and(|s| s == "2.0")
         }
         _ => false,
     }
 }
 
 /// `{"code": <integer>, "message": <string>, "data"?: <any>}`.
-fn is_error_object(raw: &RawValue) -> bool {
+fn is_error_object(raw: &str) -> bool {
     #[derive(Deserialize)]
     struct ErrorObject<'a> {
         #[allow(dead_code)]
@@ -229,18 +242,19 @@ fn is_error_object(raw: &RawValue) -> bool {
         #[serde(borrow)]
         message: Cow<'a, str>,
     }
-    kind(raw) == JsonKind::Object && serde_json::from_str::<ErrorObject<'_>>(raw.get()).is_ok()
+    kind(raw) == JsonKind::Object && serde_json::from_str::<ErrorObject<'_>>(raw).is_ok()
 }
 
-/// The members of a frame that matter; all others are ignored (§3.2 rule 4).
-#[derive(Default)]
+/// The members of a frame that matter, as raw JSON text; all others are
+/// ignored (§3.2 rule 4).
+#[derive(Debug, Default)]
 struct Envelope<'a> {
-    jsonrpc: Option<&'a RawValue>,
-    method: Option<&'a RawValue>,
-    id: Option<&'a RawValue>,
-    params: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
-    error: Option<&'a RawValue>,
+    jsonrpc: Option<&'a str>,
+    method: Option<&'a str>,
+    id: Option<&'a str>,
+    params: Option<&'a str>,
+    result: Option<&'a str>,
+    error: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -280,7 +294,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
                             continue;
                         }
                     };
-                    *slot = Some(map.next_value::<&'de RawValue>()?);
+                    *slot = Some(map.next_value::<&'de RawValue>()?.get());
                 }
                 Ok(env)
             }
@@ -291,6 +305,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
 
 mod frames;
 mod id;
+mod plain;
 pub use frames::{
     error_frame, notification_frame, request_frame, AnswerFrame, AnsweredInOrder, Payload,
 };
@@ -307,7 +322,7 @@ mod tests {
     fn reply(frame: &str) -> (Option<String>, i32, Option<String>) {
         match classify(frame) {
             Classified::Reply { id, error } => (
-                id.map(|i| i.get().to_owned()),
+                id.map(|i| i.to_owned()),
                 error.code(),
                 error.data().map(|d| serde_json::to_string(&d).unwrap()),
             ),
@@ -319,9 +334,9 @@ mod tests {
     fn valid_request_and_notification() {
         match classify(r#"{"jsonrpc":"2.0","method":"status","params":{},"id":1}"#) {
             Classified::Request { id, method, params } => {
-                assert_eq!(id.unwrap().get(), "1");
+                assert_eq!(id.unwrap(), "1");
                 assert_eq!(method, "status");
-                assert_eq!(params.unwrap().get(), "{}");
+                assert_eq!(params.unwrap(), "{}");
             }
             other => panic!("{other:?}"),
         }
@@ -346,7 +361,7 @@ mod tests {
         ] {
             let frame = format!(r#"{{"jsonrpc":"2.0","method":"x","id":{id}}}"#);
             match classify(&frame) {
-                Classified::Request { id: Some(got), .. } => assert_eq!(got.get(), id),
+                Classified::Request { id: Some(got), .. } => assert_eq!(got, id),
                 other => panic!("{other:?}"),
             }
         }
@@ -414,7 +429,7 @@ mod tests {
     #[test]
     fn responses_valid_and_dropped() {
         assert!(
-            matches!(classify(r#"{"jsonrpc":"2.0","result":null,"id":"zc-out-0"}"#), Classified::Response { outcome: Ok(r), .. } if r.get() == "null")
+            matches!(classify(r#"{"jsonrpc":"2.0","result":null,"id":"zc-out-0"}"#), Classified::Response { outcome: Ok(r), .. } if r == "null")
         );
         assert!(matches!(
             classify(r#"{"jsonrpc":"2.0","error":{"code":1,"message":"m"},"id":3}"#),
