@@ -12,7 +12,7 @@
 
 use std::io;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 
@@ -68,8 +68,11 @@ impl Rejection {
 #[derive(Debug)]
 pub struct FrameCodec {
     lines: LinesCodec,
+    max: usize,
     /// Mirrors the inner codec: after an oversized frame it discards up to the next `\n`.
     discarding: bool,
+    /// The inner codec has looked at the start of an unfinished line.
+    partial: bool,
 }
 
 impl Default for FrameCodec {
@@ -87,13 +90,36 @@ impl FrameCodec {
     pub fn with_max(max: usize) -> Self {
         Self {
             lines: LinesCodec::new_with_max_length(max),
+            max,
             discarding: false,
+            partial: false,
         }
+    }
+
+    /// A whole, bounded, UTF-8 line at the start of `buf`, taken without
+    /// the inner codec (whose state is then untouched: it holds nothing of
+    /// an unfinished line). Anything else is left to it.
+    fn plain_line(&mut self, buf: &mut BytesMut) -> Option<Frame> {
+        if self.discarding || self.partial {
+            return None;
+        }
+        let window = buf.get(..buf.len().min(self.max.saturating_add(1)))?;
+        let end = memchr::memchr(b'\n', window)?;
+        let line = window.get(..end)?;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let text = String::from(std::str::from_utf8(line).ok()?);
+        buf.advance(end + 1);
+        Some(Frame::Line(text))
     }
 
     /// Decodes one frame. With `eof`, the bytes after the last `\n` form a
     /// final, unterminated frame (called only once `decode` found nothing).
     fn decode_with(&mut self, buf: &mut BytesMut, eof: bool) -> io::Result<Option<Frame>> {
+        if !eof {
+            if let Some(frame) = self.plain_line(buf) {
+                return Ok(Some(frame));
+            }
+        }
         // Bytes of an oversized frame's tail that this call discards first.
         // While discarding, the buffer only ever holds the new bytes.
         let (discard, discard_ends) = match (
@@ -113,6 +139,7 @@ impl FrameCodec {
         if discard_ends {
             self.discarding = false;
         }
+        self.partial = matches!(decoded, Ok(None)) && !eof;
         Ok(match decoded {
             Ok(line) => line.map(Frame::Line),
             // Decoding does no I/O: its only errors are the bound and UTF-8.
