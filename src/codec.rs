@@ -1,6 +1,7 @@
 //! Framing (§3.1): a bounded [`LinesCodec`] turns the byte stream into
 //! frames of at most 8 MiB, enforced while reading without buffering past
-//! the limit.
+//! the limit. A whole line within the bound is taken straight from the read
+//! buffer (the common case, without the inner codec's shared split).
 //!
 //! An oversized or non-UTF-8 frame is not a stream error: the codec yields
 //! it as a [`Frame::Rejected`] item, so the frames already buffered behind
