@@ -23,7 +23,7 @@ pub struct InFlight {
     /// Bit `i` set: place `i` is held.
     held: AtomicU64,
     bytes: AtomicUsize,
-    /// How many times each place was given back.
+    /// How many times each place was given back, modulo 2^57.
     uses: [AtomicU64; MAX_IN_FLIGHT_REQUESTS],
 }
 
@@ -57,7 +57,8 @@ impl Hold {
     }
 
     /// Gives the place and its bytes in the budget back, the first time only.
-    pub fn release(&self, in_flight: &InFlight) {
+    /// `in_flight` must be the table of the connection that admitted it.
+    pub(crate) fn release(&self, in_flight: &InFlight) {
         if let Some(place) = self.0 {
             if in_flight.release(place) {
                 crate::memory::budget().sub(place.bytes());

@@ -127,15 +127,13 @@ struct Driver<'w, W> {
 
 impl<W: Wire> Driver<'_, W> {
     fn poll(&mut self, cx: &mut Context<'_>, sig: &mut Signals<'_, '_>) -> Poll<ConnectionEnd> {
-        // Once a poll: a signal that fires during the rounds wakes the task,
-        // and the next poll sees it before doing anything else.
-        if sig.closed.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(ConnectionEnd::Closed);
-        }
-        if self.reading && sig.shutdown.as_mut().poll(cx).is_ready() {
-            self.end_of_input();
-        }
         for _ in 0..ROUNDS_PER_POLL {
+            if sig.closed.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(ConnectionEnd::Closed);
+            }
+            if self.reading && sig.shutdown.as_mut().poll(cx).is_ready() {
+                self.end_of_input();
+            }
             let mut moved = self.take_queued(cx);
             match self.take_inbound(cx) {
                 Ok(m) => moved |= m,
