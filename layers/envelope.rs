@@ -69,20 +69,15 @@ fn span_of(frame: &str, part: &str) -> std::ops::Range<usize> {
 /// The response frame for `reply`, or `response_too_large` if it would exceed the frame limit.
 fn response_frame(reply: Reply, id: IdText) -> AnswerFrame {
     match reply {
-        Ok(payload) => {
-            let frame = AnswerFrame::Parts(payload, id);
-            if frame.len() - 1 <= MAX_FRAME_BYTES {
-                return frame;
-            }
-            let AnswerFrame::Parts(_, id) = frame else {
-                return frame;
-            };
+        // The frame's length without its `\n` is what the limit bounds.
+        Ok(payload) if payload.frame_len(id.as_str()) - 1 > MAX_FRAME_BYTES => {
             let e = RpcError::internal(
                 format!("Response exceeds {MAX_FRAME_BYTES} bytes"),
                 Some(InternalReason::ResponseTooLarge),
             );
             AnswerFrame::Whole(error_frame(&e, Some(id.as_str())))
         }
+        Ok(payload) => AnswerFrame::Parts(payload, id),
         Err(e) => AnswerFrame::Whole(error_frame(&e, Some(id.as_str()))),
     }
 }

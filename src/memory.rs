@@ -182,7 +182,8 @@ impl Charge {
     }
 
     /// Stops counting down on drop: the caller gives the bytes back itself
-    /// with [`Budget::sub`] (a slot that releases them with its other counts).
+    /// with [`Budget::sub`] (a request's in-flight hold gives them back with
+    /// its place).
     pub fn hand_over(self) -> usize {
         let n = self.n;
         std::mem::forget(self);

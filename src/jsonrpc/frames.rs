@@ -15,6 +15,10 @@ use crate::error::RpcError;
 use crate::limits::MAX_ERROR_MESSAGE_BYTES;
 
 const RESULT_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","result":"#;
+/// Between a response's result (or error) and its id.
+const ID_HEAD: &[u8] = b",\"id\":";
+/// After the id.
+const FRAME_END: &[u8] = b"}\n";
 
 /// A serialized `result`, already framed up to the id: finishing it costs
 /// no copy. Or the proof that the request was answered in order by a task of
@@ -94,7 +98,7 @@ impl Payload {
         let mut buf = match self.0 {
             Framed::Result(buf) => buf,
             Framed::Shared(result) => {
-                let mut buf = Vec::with_capacity(shared_len(&result) + id.len() + 8);
+                let mut buf = Vec::with_capacity(shared_len(&result) + tail_len(id));
                 buf.extend_from_slice(RESULT_PREFIX);
                 buf.extend_from_slice(&result);
                 buf
@@ -119,6 +123,11 @@ impl Payload {
         finish_frame(out, id);
     }
 
+    /// Bytes of the response frame for request `id`, `\n` included.
+    pub fn frame_len(&self, id: &str) -> usize {
+        self.len() + tail_len(id)
+    }
+
     /// Bytes of the frame this payload becomes, without the id.
     pub fn len(&self) -> usize {
         match &self.0 {
@@ -139,11 +148,16 @@ fn shared_len(result: &[u8]) -> usize {
     RESULT_PREFIX.len() + result.len()
 }
 
+/// Bytes [`finish_frame`] adds for `id`.
+fn tail_len(id: &str) -> usize {
+    ID_HEAD.len() + id.len() + FRAME_END.len()
+}
+
 /// Ends a response frame after its result: the id, the brace, the newline.
 fn finish_frame(buf: &mut impl BufMut, id: &str) {
-    buf.put_slice(b",\"id\":");
+    buf.put_slice(ID_HEAD);
     buf.put_slice(id.as_bytes());
-    buf.put_slice(b"}\n");
+    buf.put_slice(FRAME_END);
 }
 
 /// What the stack answers one frame with: a whole frame (an error, a
@@ -160,7 +174,7 @@ impl AnswerFrame {
     pub fn len(&self) -> usize {
         match self {
             Self::Whole(frame) => frame.len(),
-            Self::Parts(payload, id) => payload.len() + id.as_str().len() + 8,
+            Self::Parts(payload, id) => payload.frame_len(id.as_str()),
         }
     }
 
@@ -207,9 +221,7 @@ pub fn error_frame(error: &RpcError, id: Option<&str>) -> Vec<u8> {
     buf.extend_from_slice(br#"{"jsonrpc":"2.0","error":"#);
     // Serializing plain strings and numbers into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut buf, &body);
-    buf.extend_from_slice(b",\"id\":");
-    buf.extend_from_slice(id.unwrap_or("null").as_bytes());
-    buf.extend_from_slice(b"}\n");
+    finish_frame(&mut buf, id.unwrap_or("null"));
     buf
 }
 
