@@ -39,7 +39,10 @@ fn approval_and_choice_are_answered() {
     t.line("::approve rm {\"f\":1}");
     t.wait_for("approve rm {\"f\":1}? [a]llow once");
     t.wait_for(" s left): ");
-    t.line("a");
+    // One write: the answer and its Enter reach the editor together (the
+    // editor used to leave the Enter in its buffer while it waited on the
+    // countdown's redraws, and the prompt hung until the next key).
+    t.type_text("a\r");
     t.wait_for("[result rm: {\"f\":1}]\n> ");
     t.line("::choose Color? | red | blue");
     t.wait_for("  2) blue\nChoice: ");

@@ -223,7 +223,7 @@ impl Source {
 
 /// One line from the editor, showing `prompt`.
 fn read_line(ed: &mut Box<Editor>, prompt: &str, purpose: Purpose) -> Line {
-    use rustyline::error::ReadlineError;
+    use rustyline::error::{ReadlineError, Signal};
     loop {
         match ed.readline(prompt) {
             Ok(text) if text.len() > MAX_LINE_BYTES => return Line::TooLong(text.len()),
@@ -236,7 +236,10 @@ fn read_line(ed: &mut Box<Editor>, prompt: &str, purpose: Purpose) -> Line {
             Err(ReadlineError::Interrupted) => return Line::Interrupted,
             Err(ReadlineError::Eof) => return Line::Eof,
             // A resize mid-read: read on, the editor redraws.
-            Err(ReadlineError::WindowResized) => continue,
+            Err(ReadlineError::Signal(Signal::Resize)) => continue,
+            // SIGINT from outside (`kill -INT`), as Ctrl-C.
+            #[cfg(unix)]
+            Err(ReadlineError::Signal(Signal::Interrupt)) => return Line::Interrupted,
             // Invalid UTF-8 typed or pasted (the caller drops the rest).
             Err(ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
                 return Line::NotUtf8;
@@ -249,9 +252,8 @@ fn read_line(ed: &mut Box<Editor>, prompt: &str, purpose: Purpose) -> Line {
 impl Source {
     /// Drops what is typed but not yet read: the kernel's queue and the
     /// bytes the editor read ahead (a new editor, with the history copied
-    /// over). The old editor is dropped before the new one is made:
-    /// rustyline keeps the SIGWINCH pipe in a global, and an old editor
-    /// dropped later closes the new one's (whose reader then spins on it).
+    /// over). The old editor is dropped before the new one is made: one
+    /// owner of the terminal at a time.
     fn drop_pending_input(&mut self) {
         super::typeahead::drop_queued();
         let Source::Editor(old) = self else {
