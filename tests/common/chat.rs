@@ -5,6 +5,7 @@
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -17,12 +18,14 @@ pub struct Chat {
     stdin: Option<ChildStdin>,
     pub stdout: Arc<Mutex<Vec<u8>>>,
     pub stderr: Arc<Mutex<Vec<u8>>>,
+    /// The threads collecting stdout and stderr: each ends at its pipe's end.
+    readers: [JoinHandle<()>; 2],
 }
 
-fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+fn collect(mut r: impl Read + Send + 'static) -> (Arc<Mutex<Vec<u8>>>, JoinHandle<()>) {
     let buf = Arc::new(Mutex::new(Vec::new()));
     let b2 = buf.clone();
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         let mut chunk = [0u8; 65536];
         while let Ok(n) = r.read(&mut chunk) {
             if n == 0 {
@@ -31,7 +34,7 @@ fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
             b2.lock().unwrap().extend_from_slice(&chunk[..n]);
         }
     });
-    buf
+    (buf, reader)
 }
 
 /// `zeroclaw chat ARGS…` for daemon `d`, through pipes.
@@ -51,13 +54,14 @@ impl Chat {
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawning zeroclaw chat");
         let stdin = child.stdin.take();
-        let stdout = collect(child.stdout.take().expect("stdout"));
-        let stderr = collect(child.stderr.take().expect("stderr"));
+        let (stdout, out_reader) = collect(child.stdout.take().expect("stdout"));
+        let (stderr, err_reader) = collect(child.stderr.take().expect("stderr"));
         Chat {
             child,
             stdin,
             stdout,
             stderr,
+            readers: [out_reader, err_reader],
         }
     }
 
@@ -123,16 +127,24 @@ impl Chat {
         unsafe { libc::kill(self.child.id() as i32, sig) };
     }
 
-    /// Closes stdin and waits for the exit.
+    /// Closes stdin and waits for the exit, then for the readers to reach
+    /// the end of both pipes: what it printed last is then all collected
+    /// (under Wine a usage error's last words came after the exit was seen).
+    /// Bounded: a process it started may hold the pipes open.
     pub fn finish(&mut self) -> ExitStatus {
         self.close_stdin();
-        wait_timeout(&mut self.child, EXIT_TIMEOUT).unwrap_or_else(|| {
+        let status = wait_timeout(&mut self.child, EXIT_TIMEOUT).unwrap_or_else(|| {
             panic!(
                 "chat did not exit\nstdout:\n{}\nstderr:\n{}",
                 self.out(),
                 self.err()
             )
-        })
+        });
+        let deadline = Instant::now() + RECV_TIMEOUT;
+        while !self.readers.iter().all(JoinHandle::is_finished) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        status
     }
 
     /// The session id its start notice names.

@@ -257,7 +257,10 @@ impl Render {
 }
 
 /// A notice about the client itself (reconnects, refused input), on
-/// stderr; one line, sanitized (it may quote the daemon).
+/// stderr; one line, sanitized (it may quote the daemon), in one write:
+/// stderr is unbuffered, and a reader (a log, a test) sees the whole line
+/// or none of it.
 pub fn notice(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "zeroclaw chat: {}", Shown::line(msg));
+    let line = format!("zeroclaw chat: {}\n", Shown::line(msg));
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
