@@ -1,6 +1,9 @@
 //! In-process costs of the protocol core (no socket, no runtime):
 //! - `classify`: parsing and classifying one frame (a `status` request, an
-//!   `initialize` request, a response to a daemon request, invalid frames);
+//!   `initialize` request, a response to a daemon request, invalid frames),
+//!   and, as the same-run reference, `serde_status_request`: serde_json
+//!   reading the `status` request into the borrowed struct `e2e_load`'s
+//!   baseline servers use (what a minimal server pays for the same frame);
 //! - `frame_codec`: the bounded line codec splitting a buffer of many frames;
 //! - `write`: building outbound frames with `Payload` and `error_frame`.
 
@@ -49,7 +52,25 @@ fn classify_frames(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(frame.len() as u64));
         g.bench_function(name, |b| b.iter(|| black_box(classify(black_box(frame)))));
     }
+    g.throughput(Throughput::Bytes(STATUS.len() as u64));
+    g.bench_function("serde_status_request", |b| {
+        b.iter(|| black_box(serde_json::from_str::<MinimalRequest<'_>>(black_box(STATUS)).ok()))
+    });
     g.finish();
+}
+
+/// The envelope members a minimal server reads (`benches/e2e_load/baseline.rs`).
+#[derive(serde::Deserialize)]
+#[allow(dead_code)]
+struct MinimalRequest<'a> {
+    #[serde(borrow)]
+    jsonrpc: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow)]
+    params: Option<&'a serde_json::value::RawValue>,
 }
 
 fn frame_codec(c: &mut Criterion) {
