@@ -18,6 +18,10 @@ use zeroclaw::dialect::Dialect;
 use zeroclaw::error::{LimitName, RpcError};
 use zeroclaw::jsonrpc::{classify, error_frame, Classified, Payload};
 
+#[path = "e2e_load/minimal_request.rs"]
+mod minimal_request;
+use minimal_request::MinimalRequest;
+
 const STATUS: &str = r#"{"jsonrpc":"2.0","method":"status","id":17}"#;
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"elicitation":{"form":{}}},"authProvider":"native"},"id":"init-1"}"#;
 const RESPONSE: &str =
@@ -57,20 +61,6 @@ fn classify_frames(c: &mut Criterion) {
         b.iter(|| black_box(serde_json::from_str::<MinimalRequest<'_>>(black_box(STATUS)).ok()))
     });
     g.finish();
-}
-
-/// The envelope members a minimal server reads (`benches/e2e_load/baseline.rs`).
-#[derive(serde::Deserialize)]
-#[allow(dead_code)]
-struct MinimalRequest<'a> {
-    #[serde(borrow)]
-    jsonrpc: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow)]
-    method: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    id: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow)]
-    params: Option<&'a serde_json::value::RawValue>,
 }
 
 fn frame_codec(c: &mut Criterion) {

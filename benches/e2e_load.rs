@@ -55,6 +55,9 @@ mod baseline;
 #[cfg(unix)]
 #[path = "e2e_load/load.rs"]
 mod load;
+#[cfg(unix)]
+#[path = "e2e_load/minimal_request.rs"]
+mod minimal_request;
 
 fn main() {
     #[cfg(unix)]

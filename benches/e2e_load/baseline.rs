@@ -1,20 +1,18 @@
 //! The e2e_load baseline: a minimal raw NDJSON JSON-RPC server, this same
 //! executable re-run as `e2e_load __baseline-server <dir> empty|status|frozen`.
 
-use std::borrow::Cow;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, StreamExt};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use crate::common::{ScratchDir, Server};
+use crate::minimal_request::MinimalRequest;
 
 /// The argument that runs this executable as the baseline server.
 pub const BASELINE_ARG: &str = "__baseline-server";
@@ -154,20 +152,6 @@ pub fn baseline_server(dir: &Path, mode: Mode) {
     });
 }
 
-/// The envelope members a minimal server looks at; `id` is echoed verbatim.
-#[derive(Deserialize)]
-struct BaselineRequest<'a> {
-    #[serde(borrow)]
-    jsonrpc: Option<&'a RawValue>,
-    #[serde(borrow)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    #[allow(dead_code)]
-    params: Option<&'a RawValue>,
-}
-
 const BASELINE_MAX_FRAME: usize = 8 * 1024 * 1024;
 const PARSE_ERROR: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32700,\"message\":\"Parse error\"},\"id\":null}\n";
@@ -248,7 +232,7 @@ fn answer_frame(
     if line.trim().is_empty() {
         return true;
     }
-    match serde_json::from_str::<BaselineRequest<'_>>(&line) {
+    match serde_json::from_str::<MinimalRequest<'_>>(&line) {
         Ok(req) => {
             let Some(id) = req.id else { return true }; // a notification
             let valid = req.jsonrpc.is_some_and(|v| v.get() == "\"2.0\"");
