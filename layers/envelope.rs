@@ -70,7 +70,7 @@ fn span_of(frame: &str, part: &str) -> std::ops::Range<usize> {
 fn response_frame(reply: Reply, id: IdText) -> AnswerFrame {
     match reply {
         // The frame's length without its `\n` is what the limit bounds.
-        Ok(payload) if payload.frame_len(id.as_str()) - 1 > MAX_FRAME_BYTES => {
+        Ok(payload) if payload.frame_len(id.as_bytes()) - 1 > MAX_FRAME_BYTES => {
             let e = RpcError::internal(
                 format!("Response exceeds {MAX_FRAME_BYTES} bytes"),
                 Some(InternalReason::ResponseTooLarge),
@@ -124,7 +124,9 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> 
     }
 
     fn call(&mut self, frame: String) -> Self::Future {
-        if frame.trim().is_empty() {
+        // Blank lines are skipped; a frame that opens an object is not one
+        // (the common case, decided without walking the text).
+        if !frame.starts_with('{') && frame.trim().is_empty() {
             return EnvelopeFuture::Done { frame: None };
         }
         let (id, spec, params) = match classify(&frame) {

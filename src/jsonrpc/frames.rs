@@ -98,20 +98,20 @@ impl Payload {
         let mut buf = match self.0 {
             Framed::Result(buf) => buf,
             Framed::Shared(result) => {
-                let mut buf = Vec::with_capacity(shared_len(&result) + tail_len(id));
+                let mut buf = Vec::with_capacity(shared_len(&result) + tail_len(id.as_bytes()));
                 buf.extend_from_slice(RESULT_PREFIX);
                 buf.extend_from_slice(&result);
                 buf
             }
             Framed::Answered(_) => return Vec::new(),
         };
-        finish_frame(&mut buf, id);
+        finish_frame(&mut buf, id.as_bytes());
         buf
     }
 
     /// Appends the response frame for request `id` to `out` (nothing for
     /// [`Payload::answered`]).
-    pub fn write_frame(&self, id: &str, out: &mut BytesMut) {
+    pub fn write_frame(&self, id: &[u8], out: &mut BytesMut) {
         match &self.0 {
             Framed::Result(buf) => out.extend_from_slice(buf),
             Framed::Shared(result) => {
@@ -124,7 +124,7 @@ impl Payload {
     }
 
     /// Bytes of the response frame for request `id`, `\n` included.
-    pub fn frame_len(&self, id: &str) -> usize {
+    pub fn frame_len(&self, id: &[u8]) -> usize {
         self.len() + tail_len(id)
     }
 
@@ -149,14 +149,14 @@ fn shared_len(result: &[u8]) -> usize {
 }
 
 /// Bytes [`finish_frame`] adds for `id`.
-fn tail_len(id: &str) -> usize {
+fn tail_len(id: &[u8]) -> usize {
     ID_HEAD.len() + id.len() + FRAME_END.len()
 }
 
 /// Ends a response frame after its result: the id, the brace, the newline.
-fn finish_frame(buf: &mut impl BufMut, id: &str) {
+fn finish_frame(buf: &mut impl BufMut, id: &[u8]) {
     buf.put_slice(ID_HEAD);
-    buf.put_slice(id.as_bytes());
+    buf.put_slice(id);
     buf.put_slice(FRAME_END);
 }
 
@@ -174,7 +174,7 @@ impl AnswerFrame {
     pub fn len(&self) -> usize {
         match self {
             Self::Whole(frame) => frame.len(),
-            Self::Parts(payload, id) => payload.frame_len(id.as_str()),
+            Self::Parts(payload, id) => payload.frame_len(id.as_bytes()),
         }
     }
 
@@ -187,7 +187,7 @@ impl AnswerFrame {
     pub fn write_to(self, out: &mut BytesMut) {
         match self {
             Self::Whole(frame) => out.extend_from_slice(&frame),
-            Self::Parts(payload, id) => payload.write_frame(id.as_str(), out),
+            Self::Parts(payload, id) => payload.write_frame(id.as_bytes(), out),
         }
     }
 
@@ -221,7 +221,7 @@ pub fn error_frame(error: &RpcError, id: Option<&str>) -> Vec<u8> {
     buf.extend_from_slice(br#"{"jsonrpc":"2.0","error":"#);
     // Serializing plain strings and numbers into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut buf, &body);
-    finish_frame(&mut buf, id.unwrap_or("null"));
+    finish_frame(&mut buf, id.unwrap_or("null").as_bytes());
     buf
 }
 

@@ -25,6 +25,15 @@ impl IdText {
         }
     }
 
+    /// The JSON text's bytes, as they are echoed (no UTF-8 check: they
+    /// were copied from a `&str`).
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Self::Inline { len, bytes } => bytes.get(..*len as usize).unwrap_or(b"null"),
+            Self::Heap(s) => s.as_bytes(),
+        }
+    }
+
     /// The JSON text.
     pub fn as_str(&self) -> &str {
         match self {
@@ -51,6 +60,7 @@ mod tests {
             &"7".repeat(200),
         ] {
             assert_eq!(IdText::new(s).as_str(), s);
+            assert_eq!(IdText::new(s).as_bytes(), s.as_bytes());
         }
         assert!(matches!(
             IdText::new(&"9".repeat(38)),

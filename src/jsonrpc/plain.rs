@@ -9,6 +9,14 @@
 
 use super::Envelope;
 
+/// How almost every client begins a request: the version, then the method.
+/// A frame that begins so is read from its method's string on, with the
+/// two members before it taken as they are (the same members, values and
+/// order the scanner would find byte by byte).
+const CANONICAL_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
+/// Where the version's text (`"2.0"`, quotes included) lies in that head.
+const CANONICAL_VERSION: std::ops::Range<usize> = 11..16;
+
 /// The members of `frame` if it is a plain object, else `None`.
 pub(super) fn plain_envelope(frame: &str) -> Option<Envelope<'_>> {
     let mut s = Scanner {
@@ -16,35 +24,38 @@ pub(super) fn plain_envelope(frame: &str) -> Option<Envelope<'_>> {
         at: 0,
     };
     let mut env = Envelope::default();
-    s.skip_ws();
-    s.expect(b'{')?;
-    s.skip_ws();
-    if s.peek() == Some(b'}') {
-        s.at += 1;
+    let mut more = if s.text.starts_with(CANONICAL_HEAD) {
+        env.jsonrpc = Some(frame.get(CANONICAL_VERSION)?);
+        // At the method string's opening quote.
+        s.at = CANONICAL_HEAD.len() - 1;
+        env.method = Some(frame.get(s.value()?)?);
+        s.after_member()?
     } else {
-        loop {
-            let name = s.name()?;
-            s.skip_ws();
-            s.expect(b':')?;
-            s.skip_ws();
-            let value = s.value()?;
-            let value = frame.get(value)?;
-            match name {
-                b"jsonrpc" => env.jsonrpc = Some(value),
-                b"method" => env.method = Some(value),
-                b"id" => env.id = Some(value),
-                b"params" => env.params = Some(value),
-                b"result" => env.result = Some(value),
-                b"error" => env.error = Some(value),
-                _ => {}
-            }
-            s.skip_ws();
-            match s.next()? {
-                b',' => s.skip_ws(),
-                b'}' => break,
-                _ => return None,
-            }
+        s.skip_ws();
+        s.expect(b'{')?;
+        s.skip_ws();
+        let empty = s.peek() == Some(b'}');
+        if empty {
+            s.at += 1;
         }
+        !empty
+    };
+    while more {
+        let name = s.name()?;
+        s.skip_ws();
+        s.expect(b':')?;
+        s.skip_ws();
+        let value = frame.get(s.value()?)?;
+        match name {
+            b"jsonrpc" => env.jsonrpc = Some(value),
+            b"method" => env.method = Some(value),
+            b"id" => env.id = Some(value),
+            b"params" => env.params = Some(value),
+            b"result" => env.result = Some(value),
+            b"error" => env.error = Some(value),
+            _ => {}
+        }
+        more = s.after_member()?;
     }
     s.skip_ws();
     (s.at == s.text.len()).then_some(env)
@@ -68,6 +79,20 @@ impl<'a> Scanner<'a> {
 
     fn expect(&mut self, want: u8) -> Option<()> {
         (self.next()? == want).then_some(())
+    }
+
+    /// What follows a member's value: `Some(true)` after a `,` (another
+    /// member comes), `Some(false)` after the closing `}`.
+    fn after_member(&mut self) -> Option<bool> {
+        self.skip_ws();
+        match self.next()? {
+            b',' => {
+                self.skip_ws();
+                Some(true)
+            }
+            b'}' => Some(false),
+            _ => None,
+        }
     }
 
     /// JSON's four whitespace bytes.
@@ -185,6 +210,10 @@ mod tests {
         r#"{"jsonrpc":"2.0","method":"s","params":3,"id":null}"#,
         r#"{}"#,
         "{\r\n}",
+        r#"{"jsonrpc":"2.0","method":"status"}"#,
+        r#"{"jsonrpc":"2.0","method":"","id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"a","jsonrpc":"1.0","method":"b","id":2}"#,
+        r#"{"jsonrpc":"2.0","method":"x" , "id" : 3 }"#,
     ];
 
     /// Frames it leaves to serde_json (some valid, some not).
@@ -210,6 +239,10 @@ mod tests {
         r#"{"jsonrpc":"2.0","method":"x","id":1"#,
         r#"{"jsonrpc":"2.0","method":"x","id""#,
         r#"{"#,
+        r#"{"jsonrpc":"2.0","method":"#,
+        r#"{"jsonrpc":"2.0","method":"st\"atus","id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"status","id":1,}"#,
+        r#"{"jsonrpc":"2.0","method":"status"}x"#,
         r#"[]"#,
         r#""x""#,
         "",
