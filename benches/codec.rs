@@ -159,24 +159,24 @@ fn write_frames(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("write");
     g.bench_function("payload_empty_object", |b| {
-        b.iter(|| black_box(Payload::empty_object().into_frame(black_box("17"))))
+        b.iter(|| black_box(Payload::empty_object().into_frame(black_box(&b"17"[..]))))
     });
     g.bench_function("payload_status_result", |b| {
         b.iter(|| {
             let p = Payload::new(black_box(&status), Dialect::Camel).expect("serializable");
-            black_box(p.into_frame(black_box("17")))
+            black_box(p.into_frame(black_box(&b"17"[..])))
         })
     });
     g.bench_function("payload_initialize_result_camel", |b| {
         b.iter(|| {
             let p = Payload::new(black_box(&init), Dialect::Camel).expect("serializable");
-            black_box(p.into_frame(black_box("\"init-1\"")))
+            black_box(p.into_frame(black_box(&b"\"init-1\""[..])))
         })
     });
     g.bench_function("payload_initialize_result_snake", |b| {
         b.iter(|| {
             let p = Payload::new(black_box(&init), Dialect::Snake).expect("serializable");
-            black_box(p.into_frame(black_box("\"init-1\"")))
+            black_box(p.into_frame(black_box(&b"\"init-1\""[..])))
         })
     });
     g.bench_function("error_frame_method_not_found", |b| {

@@ -158,7 +158,7 @@ impl Responder {
         cancel: &CancellationToken,
     ) -> Result<AnsweredInOrder, RpcError> {
         let frame = match result {
-            Ok(r) => Payload::new(r, dialect)?.into_frame(self.id.as_str()),
+            Ok(r) => Payload::new(r, dialect)?.into_frame(self.id.as_bytes()),
             Err(e) => error_frame(e, Some(self.id.as_str())),
         };
         self.hold.release(&self.conn.in_flight);

@@ -94,18 +94,18 @@ impl Payload {
 
     /// The response frame for request `id` (raw JSON text), `\n` included;
     /// empty for [`Payload::answered`] (already on its way).
-    pub fn into_frame(self, id: &str) -> Vec<u8> {
+    pub fn into_frame(self, id: &[u8]) -> Vec<u8> {
         let mut buf = match self.0 {
             Framed::Result(buf) => buf,
             Framed::Shared(result) => {
-                let mut buf = Vec::with_capacity(shared_len(&result) + tail_len(id.as_bytes()));
+                let mut buf = Vec::with_capacity(shared_len(&result) + tail_len(id));
                 buf.extend_from_slice(RESULT_PREFIX);
                 buf.extend_from_slice(&result);
                 buf
             }
             Framed::Answered(_) => return Vec::new(),
         };
-        finish_frame(&mut buf, id.as_bytes());
+        finish_frame(&mut buf, id);
         buf
     }
 
@@ -195,7 +195,7 @@ impl AnswerFrame {
     pub fn into_vec(self) -> Vec<u8> {
         match self {
             Self::Whole(frame) => frame,
-            Self::Parts(payload, id) => payload.into_frame(id.as_str()),
+            Self::Parts(payload, id) => payload.into_frame(id.as_bytes()),
         }
     }
 }

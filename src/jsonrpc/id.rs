@@ -25,8 +25,9 @@ impl IdText {
         }
     }
 
-    /// The JSON text's bytes, as they are echoed (no UTF-8 check: they
-    /// were copied from a `&str`).
+    /// The JSON text's bytes, as they are echoed: no UTF-8 check, since
+    /// [`IdText::new`] copied them from a `&str`. `null` if the inline
+    /// length were out of range, which `new` never makes.
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             Self::Inline { len, bytes } => bytes.get(..*len as usize).unwrap_or(b"null"),
@@ -34,15 +35,9 @@ impl IdText {
         }
     }
 
-    /// The JSON text.
+    /// The JSON text (`null` where [`IdText::as_bytes`] is).
     pub fn as_str(&self) -> &str {
-        match self {
-            // The inline bytes are a copy of a `&str` prefix of exactly `len` bytes.
-            Self::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..*len as usize]).unwrap_or("null")
-            }
-            Self::Heap(s) => s,
-        }
+        std::str::from_utf8(self.as_bytes()).unwrap_or("null")
     }
 }
 

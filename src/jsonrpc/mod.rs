@@ -459,7 +459,7 @@ mod tests {
             String::from_utf8(f).unwrap(),
             "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32600,\"message\":\"Frame exceeds 8388608 bytes\",\"data\":{\"reason\":\"frame_too_large\",\"max_frame_bytes\":8388608}},\"id\":null}\n"
         );
-        let p = Payload::empty_object().into_frame("\"a\"");
+        let p = Payload::empty_object().into_frame(b"\"a\"");
         assert_eq!(p, b"{\"jsonrpc\":\"2.0\",\"result\":{},\"id\":\"a\"}\n");
     }
 }

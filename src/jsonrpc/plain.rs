@@ -214,6 +214,10 @@ mod tests {
         r#"{"jsonrpc":"2.0","method":"","id":1}"#,
         r#"{"jsonrpc":"2.0","method":"a","jsonrpc":"1.0","method":"b","id":2}"#,
         r#"{"jsonrpc":"2.0","method":"x" , "id" : 3 }"#,
+        // The same members through the generic path (not the canonical head).
+        r#" {"jsonrpc":"2.0","method":"status","id":17}"#,
+        r#"{"method":"status","jsonrpc":"2.0","id":17}"#,
+        r#"{"id":17,"jsonrpc":"2.0","method":"status"}"#,
     ];
 
     /// Frames it leaves to serde_json (some valid, some not).
@@ -248,6 +252,11 @@ mod tests {
         "",
         "   ",
     ];
+
+    #[test]
+    fn the_canonical_version_span_is_the_version_in_the_head() {
+        assert_eq!(CANONICAL_HEAD.get(CANONICAL_VERSION), Some(&b"\"2.0\""[..]));
+    }
 
     #[test]
     fn plain_frames_read_as_serde_json_reads_them() {

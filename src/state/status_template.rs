@@ -100,7 +100,7 @@ mod tests {
         let frame = Payload::from_writer(t.capacity(), |buf| {
             t.write(buf, 12, "shared-operator", &["a".into()], 3)
         })
-        .into_frame("2");
+        .into_frame(b"2");
         let v: serde_json::Value = serde_json::from_slice(&frame).unwrap();
         let r = &v["result"];
         let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
