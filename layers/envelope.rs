@@ -124,9 +124,7 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> 
     }
 
     fn call(&mut self, frame: String) -> Self::Future {
-        // Blank lines are skipped. A frame that opens an object (nearly
-        // every one) is not blank, so it needs no whitespace check.
-        if !frame.starts_with('{') && frame.trim().is_empty() {
+        if frame.trim().is_empty() {
             return EnvelopeFuture::Done { frame: None };
         }
         let (id, spec, params) = match classify(&frame) {
