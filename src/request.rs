@@ -17,9 +17,28 @@ use crate::error::RpcError;
 use crate::jsonrpc::{error_frame, kind, AnsweredInOrder, IdText, JsonKind, Payload};
 use crate::methods::MethodSpec;
 
-/// One valid request or notification on its way through the stack.
+/// One valid request or notification on its way through the stack: a
+/// pointer to its [`RequestParts`], so that each layer hands down eight
+/// bytes instead of copying the whole request.
 #[derive(Debug)]
-pub struct Request {
+pub struct Request(Box<RequestParts>);
+
+impl std::ops::Deref for Request {
+    type Target = RequestParts;
+    fn deref(&self) -> &RequestParts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Request {
+    fn deref_mut(&mut self) -> &mut RequestParts {
+        &mut self.0
+    }
+}
+
+/// What a [`Request`] holds.
+#[derive(Debug)]
+pub struct RequestParts {
     frame: String,
     params: Option<Range<usize>>,
     /// The method's table row.
@@ -47,7 +66,7 @@ impl Request {
         expects_reply: bool,
         dialect: Dialect,
     ) -> Self {
-        Self {
+        Self(Box::new(RequestParts {
             frame,
             params,
             method,
@@ -56,9 +75,11 @@ impl Request {
             binding: None,
             dialect,
             hold: Hold::default(),
-        }
+        }))
     }
+}
 
+impl RequestParts {
     /// Bytes of the frame (counted by the in-flight limit).
     pub fn frame_len(&self) -> usize {
         self.frame.len()
