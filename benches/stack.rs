@@ -8,7 +8,13 @@
 //!   output buffer;
 //! - `stack/status_batch_64`: 64 pipelined `status` frames decoded from one
 //!   read buffer and answered into one output buffer (one driver batch);
-//! - `stack/unknown_method`: a `-32601` answer, the cheapest full trip.
+//! - `stack/unknown_method`: a `-32601` answer, the cheapest full trip;
+//! - `stack/frozen_batch_64`, the same-run reference for the batch: the same
+//!   64 frames through the same codec, each answered as `e2e_load`'s
+//!   `baseline-frozen` server answers it (serde_json reads the envelope, the
+//!   daemon's own `status` result, rendered once, is copied behind the
+//!   frame's id). Its ratio to `status_batch_64` is the in-process form of
+//!   the end-to-end goal (docs/performance.md).
 //!
 //! What is left between these figures and the end-to-end `e2e_load` ones is
 //! the socket, the runtime and the client.
@@ -30,6 +36,10 @@ use zeroclaw::faults::Faults;
 use zeroclaw::jsonrpc::AnswerFrame;
 use zeroclaw::state::{Daemon, Flags, Paths};
 use zeroclaw::store::Store;
+
+#[path = "e2e_load/minimal_request.rs"]
+mod minimal_request;
+use minimal_request::MinimalRequest;
 
 const INITIALIZE: &str =
     r#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":1},"id":0}"#;
@@ -174,7 +184,39 @@ fn stack(c: &mut Criterion) {
             black_box(out.len())
         })
     });
+
+    // The reference: the daemon's own result, rendered once, copied per answer.
+    let prefix = br#"{"jsonrpc":"2.0","result":"#;
+    let tail = b",\"id\":17}\n";
+    let frozen = status[prefix.len()..status.len() - tail.len()].to_vec();
+    g.bench_function("frozen_batch_64", |b| {
+        b.iter(|| {
+            rbuf.extend_from_slice(&input);
+            out.clear();
+            while let Ok(Some(Frame::Line(frame))) = codec.decode(&mut rbuf) {
+                answer_frozen(&frame, &frozen, &mut out);
+            }
+            black_box(out.len())
+        })
+    });
     g.finish();
+}
+
+/// What `baseline-frozen` does with one frame (benches/e2e_load/baseline.rs).
+fn answer_frozen(frame: &str, result: &[u8], out: &mut BytesMut) {
+    let Ok(req) = serde_json::from_str::<MinimalRequest<'_>>(frame) else {
+        return;
+    };
+    let (Some(id), Some("status")) = (req.id, req.method.as_deref()) else {
+        return;
+    };
+    if req.jsonrpc.is_some_and(|v| v.get() == "\"2.0\"") {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","result":"#);
+        out.extend_from_slice(result);
+        out.extend_from_slice(b",\"id\":");
+        out.extend_from_slice(id.get().as_bytes());
+        out.extend_from_slice(b"}\n");
+    }
 }
 
 criterion_group!(benches, stack);

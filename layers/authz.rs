@@ -10,11 +10,10 @@ use std::sync::Arc;
 
 use tower::Service;
 
-use super::Gate;
+use super::{Inner, ReplyFuture};
 use crate::authz::{require_grant, AuthzState};
 use crate::conn_state::Conn;
 use crate::error::{AuthReason, Forbidden, RpcError};
-use crate::jsonrpc::Payload;
 use crate::methods::Access;
 use crate::request::Request;
 
@@ -27,30 +26,28 @@ connection_layer! {
     Authz { conn: Conn, state: Arc<AuthzState> }
 }
 
-impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request> for Authz<S> {
-    gate_service_head!(Gate<S::Future>);
+impl<S: Inner> Service<Request> for Authz<S> {
+    gate_service_head!();
 
     fn call(&mut self, mut req: Request) -> Self::Future {
         let access = req.method.access;
         if access == Access::Handshake {
-            return Gate::Pass {
-                fut: self.inner.call(req),
-            };
+            return self.inner.call(req);
         }
         let Some(bound) = req.binding.as_ref() else {
-            return Gate::reject(RpcError::Auth(AuthReason::NotInitialized));
+            return ReplyFuture::reject(RpcError::Auth(AuthReason::NotInitialized));
         };
         // A binding of the current policy generation passes as it is (the
         // common case: no clone); an older one is re-resolved.
         let renewed = match self.conn.refresh_binding_if_stale(&self.state, bound) {
             Ok(renewed) => renewed,
-            Err(e) => return Gate::reject(e),
+            Err(e) => return ReplyFuture::reject(e),
         };
         if let Some(b) = renewed {
             req.binding = Some(b);
         }
         let Some(binding) = req.binding.as_ref() else {
-            return Gate::reject(RpcError::Auth(AuthReason::NotInitialized));
+            return ReplyFuture::reject(RpcError::Auth(AuthReason::NotInitialized));
         };
         let principal = &binding.principal;
         let denied = match access {
@@ -75,11 +72,9 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
                 resource,
                 verb,
             );
-            return Gate::reject(RpcError::Forbidden(why));
+            return ReplyFuture::reject(RpcError::Forbidden(why));
         }
-        Gate::Pass {
-            fut: self.inner.call(req),
-        }
+        self.inner.call(req)
     }
 }
 
@@ -88,6 +83,7 @@ mod tests {
     use super::*;
     use crate::authz::{Binding, Credential, Policy, Principal};
     use crate::config::{AgentSelector, Config, Grant, GrantSet, Resource, Verb};
+    use crate::jsonrpc::Payload;
 
     fn policy(trust_daemon_uid: bool) -> Policy {
         let mut c: Config = Config::from_toml_str("schema_version = 1").unwrap();

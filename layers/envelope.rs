@@ -15,10 +15,10 @@ use std::task::{Context, Poll};
 use serde_json::value::RawValue;
 use tower::Service;
 
-use super::Reply;
+use super::{Inner, Reply, ReplyFuture};
 use crate::conn_state::Conn;
 use crate::error::{InternalReason, RpcError};
-use crate::jsonrpc::{classify, error_frame, AnswerFrame, Classified, IdText, Payload};
+use crate::jsonrpc::{classify, error_frame, AnswerFrame, Classified, IdText};
 use crate::limits::MAX_FRAME_BYTES;
 use crate::methods;
 use crate::peer::PeerReply;
@@ -33,30 +33,39 @@ connection_layer! {
     Envelope { conn: Conn, test_faults: bool }
 }
 
-pin_project_lite::pin_project! {
-    /// Either the inner request's future and its id, or a frame decided at once.
-    #[project = EnvelopeProj]
-    pub enum EnvelopeFuture<F> {
-        Call { #[pin] fut: F, id: Option<IdText> },
-        Done { frame: Option<AnswerFrame> },
+/// The stack's future: the answer frame decided at once (or nothing to
+/// write), or the reply still to come and the id to answer it with.
+#[allow(missing_debug_implementations)]
+pub enum EnvelopeFuture {
+    Call {
+        fut: ReplyFuture,
+        id: Option<IdText>,
+    },
+    Done {
+        frame: Option<AnswerFrame>,
+    },
+}
+
+impl Future for EnvelopeFuture {
+    type Output = Result<Option<AnswerFrame>, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut *self {
+            Self::Call { fut, id } => {
+                let reply = std::task::ready!(Pin::new(fut).poll(cx));
+                Poll::Ready(Ok(answer(reply, id.take())))
+            }
+            Self::Done { frame } => Poll::Ready(Ok(frame.take())),
+        }
     }
 }
 
-impl<F: Future<Output = Reply>> Future for EnvelopeFuture<F> {
-    type Output = Result<Option<AnswerFrame>, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            EnvelopeProj::Call { fut, id } => {
-                let reply = std::task::ready!(fut.poll(cx));
-                let frame = match reply {
-                    Ok(p) if p.is_answered() => None,
-                    reply => id.take().map(|id| response_frame(reply, id)),
-                };
-                Poll::Ready(Ok(frame))
-            }
-            EnvelopeProj::Done { frame } => Poll::Ready(Ok(frame.take())),
-        }
+/// The frame answering `reply`: none for a notification (no `id`) or a
+/// request its handler answered itself.
+fn answer(reply: Reply, id: Option<IdText>) -> Option<AnswerFrame> {
+    match reply {
+        Ok(p) if p.is_answered() => None,
+        reply => id.map(|id| response_frame(reply, id)),
     }
 }
 
@@ -112,10 +121,10 @@ impl<S> Envelope<S> {
     }
 }
 
-impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> for Envelope<S> {
+impl<S: Inner> Service<String> for Envelope<S> {
     type Response = Option<AnswerFrame>;
     type Error = Infallible;
-    type Future = EnvelopeFuture<S::Future>;
+    type Future = EnvelopeFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         // The gates below never fail readiness; a failure would only mean
@@ -169,9 +178,11 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<String> 
         let mut req =
             Request::with_params_range(frame, params, spec, expects_reply, self.conn.dialect());
         req.id = id.clone();
-        EnvelopeFuture::Call {
-            fut: self.inner.call(req),
-            id,
+        match self.inner.call(req) {
+            ReplyFuture::Ready(Some(reply)) => EnvelopeFuture::Done {
+                frame: answer(reply, id),
+            },
+            fut => EnvelopeFuture::Call { fut, id },
         }
     }
 }

@@ -5,10 +5,9 @@
 
 use tower::Service;
 
-use super::Gate;
+use super::{Inner, ReplyFuture};
 use crate::conn_state::{BindingCopy, Conn};
 use crate::error::{AuthReason, RpcError};
-use crate::jsonrpc::Payload;
 use crate::methods::Access;
 use crate::request::Request;
 
@@ -21,28 +20,24 @@ connection_layer! {
     Handshake { conn: Conn, binding: BindingCopy }
 }
 
-impl<S> Service<Request> for Handshake<S>
-where
-    S: Service<Request, Response = Payload, Error = RpcError>,
-{
-    gate_service_head!(Gate<S::Future>);
+impl<S: Inner> Service<Request> for Handshake<S> {
+    gate_service_head!();
 
     fn call(&mut self, mut req: Request) -> Self::Future {
         if req.method.access != Access::Handshake {
             match self.conn.current_binding(&mut self.binding) {
                 Some(b) => req.binding = Some(b.clone()),
-                None => return Gate::reject(RpcError::Auth(AuthReason::NotInitialized)),
+                None => return ReplyFuture::reject(RpcError::Auth(AuthReason::NotInitialized)),
             }
         }
-        Gate::Pass {
-            fut: self.inner.call(req),
-        }
+        self.inner.call(req)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jsonrpc::Payload;
     use crate::layers::testing::{bind, conn, mock_inner, request};
     use std::task::{Context, Poll};
 

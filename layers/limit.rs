@@ -10,16 +10,10 @@
 //! also charged to the daemon-wide memory budget (`crate::memory`): over it,
 //! the request is answered `-32004` `{"limit":"memory"}`.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use tower::Service;
 
-use super::{Gate, Reply};
+use super::{Inner, ReplyFuture};
 use crate::conn_state::{Conn, Hold};
-use crate::error::RpcError;
-use crate::jsonrpc::Payload;
 use crate::memory;
 use crate::request::Request;
 
@@ -35,7 +29,7 @@ connection_layer! {
 /// Gives a request's [`Hold`] back when its future ends or is dropped (the
 /// handler may have given it back earlier, before writing its own answer).
 #[derive(Debug)]
-pub struct ReleaseOnDrop {
+struct ReleaseOnDrop {
     conn: Conn,
     hold: Hold,
 }
@@ -46,30 +40,10 @@ impl Drop for ReleaseOnDrop {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// The inner future, holding its slot.
-    pub struct LimitFuture<F> {
-        #[pin]
-        inner: Gate<F>,
-        slot: Option<ReleaseOnDrop>,
-    }
-}
+impl<S: Inner> Service<Request> for Limit<S> {
+    gate_service_head!();
 
-impl<F: Future<Output = Reply>> Future for LimitFuture<F> {
-    type Output = Reply;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
-        let this = self.project();
-        let out = std::task::ready!(this.inner.poll(cx));
-        // Before the envelope makes the answer's frame, so before it is written.
-        this.slot.take();
-        Poll::Ready(out)
-    }
-}
-
-impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request> for Limit<S> {
-    gate_service_head!(LimitFuture<S::Future>);
-
-    fn call(&mut self, mut req: Request) -> Self::Future {
+    fn call(&mut self, mut req: Request) -> ReplyFuture {
         let bytes = req.frame_len();
         // The daemon-wide budget after the connection's own bound: a frame
         // the connection may hold can still be one too many for the daemon.
@@ -86,27 +60,34 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
                 }
             }
         });
-        match admitted {
-            Ok(hold) => {
-                req.hold = hold;
-                LimitFuture {
-                    slot: Some(ReleaseOnDrop {
-                        conn: self.conn.clone(),
-                        hold,
-                    }),
-                    inner: Gate::Pass {
-                        fut: self.inner.call(req),
-                    },
-                }
-            }
+        let hold = match admitted {
+            Ok(hold) => hold,
             Err(e) => {
                 if !req.expects_reply {
                     tracing::info!(event = "notification_dropped", peer = %self.conn.peer.label, method = req.method.name, reason = "in_flight_limit");
                 }
-                LimitFuture {
-                    slot: None,
-                    inner: Gate::reject(e),
-                }
+                return ReplyFuture::reject(e);
+            }
+        };
+        req.hold = hold;
+        // Given back before the envelope makes the answer's frame, so before
+        // it can be written: at once for a reply that is ready, when the
+        // future ends (or is dropped) for one that waits.
+        match self.inner.call(req) {
+            ReplyFuture::Pending(fut) => {
+                let slot = ReleaseOnDrop {
+                    conn: self.conn.clone(),
+                    hold,
+                };
+                ReplyFuture::boxed(async move {
+                    let reply = fut.await;
+                    drop(slot);
+                    reply
+                })
+            }
+            ready => {
+                hold.release(&self.conn.in_flight);
+                ready
             }
         }
     }
@@ -115,9 +96,11 @@ impl<S: Service<Request, Response = Payload, Error = RpcError>> Service<Request>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::RpcError;
+    use crate::jsonrpc::Payload;
     use crate::layers::testing::{conn, mock_inner, request};
     use crate::limits::MAX_IN_FLIGHT_REQUESTS;
-    use tower::ServiceExt;
+    use tower::{Layer, ServiceExt};
 
     #[tokio::test]
     async fn the_65th_request_is_shed_at_once_and_slots_come_back() {
@@ -151,5 +134,45 @@ mod tests {
         assert_eq!(conn.in_flight.requests(), 63);
         drop(held);
         assert_eq!(conn.in_flight.requests(), 0);
+    }
+
+    /// Answers at once, noting how many places were held while it ran.
+    struct AtOnce {
+        conn: Conn,
+        held_inside: Vec<usize>,
+    }
+
+    impl Service<Request> for AtOnce {
+        type Response = Payload;
+        type Error = RpcError;
+        type Future = ReplyFuture;
+
+        fn poll_ready(
+            &mut self,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), RpcError>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: Request) -> ReplyFuture {
+            assert!(req.hold != Hold::default(), "the handler gets the place");
+            self.held_inside.push(self.conn.in_flight.requests());
+            ReplyFuture::ready(Ok(Payload::empty_object()))
+        }
+    }
+
+    #[test]
+    fn a_ready_reply_holds_its_place_while_handled_and_gives_it_back_before_it_returns() {
+        let conn = conn();
+        let mut limit = LimitLayer::new(conn.clone()).layer(AtOnce {
+            conn: conn.clone(),
+            held_inside: Vec::new(),
+        });
+        for _ in 0..3 {
+            let reply = limit.call(request("status"));
+            assert!(matches!(reply, ReplyFuture::Ready(Some(Ok(_)))));
+            assert_eq!(conn.in_flight.requests(), 0);
+        }
+        assert_eq!(limit.inner.held_inside, [1, 1, 1]);
     }
 }

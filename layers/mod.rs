@@ -2,14 +2,15 @@
 //!
 //! Order (outermost first), as [`crate::connection::build_stack`] assembles it:
 //! envelope → trace → transport → handshake → limit → authz → router.
-//! Every layer below the envelope maps [`Request`] to [`Reply`]; the envelope
-//! layer turns a frame into a request and a reply into a frame.
+//! Every layer below the envelope maps a [`Request`] to a [`ReplyFuture`]
+//! (the [`Inner`] it wraps does the same); the envelope layer turns a frame
+//! into a request and a reply into a frame.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use tower::Service;
 
 use crate::error::RpcError;
+use crate::jsonrpc::Payload;
+use crate::request::Request;
 
 /// Declares a per-connection layer: `$layer { fields }` with `new(fields)`,
 /// its [`tower::Layer`] impl, and the `$svc<S> { inner, fields }` service
@@ -55,13 +56,13 @@ macro_rules! connection_layer {
     };
 }
 
-/// The head of a gate's `Service<Request>` impl: a [`Reply`] with future
-/// `$fut`, ready when its inner service is (a gate never waits on its own).
+/// The head of a gate's `Service<Request>` impl: a [`ReplyFuture`], ready
+/// when its inner service is (a gate never waits on its own).
 macro_rules! gate_service_head {
-    ($fut:ty) => {
+    () => {
         type Response = $crate::jsonrpc::Payload;
         type Error = $crate::error::RpcError;
-        type Future = $fut;
+        type Future = $crate::jsonrpc::ReplyFuture;
 
         fn poll_ready(
             &mut self,
@@ -81,36 +82,18 @@ pub mod transport;
 
 /// What a method (or a gate in front of it) answers; defined with the
 /// frames so the services below the layers can name it too.
-pub use crate::jsonrpc::Reply;
+pub use crate::jsonrpc::{Reply, ReplyFuture};
 
-pin_project_lite::pin_project! {
-    /// A gate's future: either its inner service's future, or a rejection
-    /// decided in `call` without reaching the inner service.
-    #[project = GateProj]
-    pub enum Gate<F> {
-        Pass { #[pin] fut: F },
-        Reject { error: Option<RpcError> },
-    }
+/// The service a gate wraps: a request in, a reply now or later out. Every
+/// layer below the envelope is one, and so is the router.
+pub trait Inner:
+    Service<Request, Response = Payload, Error = RpcError, Future = ReplyFuture>
+{
 }
 
-impl<F> Gate<F> {
-    /// A rejection.
-    pub fn reject(error: RpcError) -> Self {
-        Gate::Reject { error: Some(error) }
-    }
-}
-
-impl<F: Future<Output = Reply>> Future for Gate<F> {
-    type Output = Reply;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
-        match self.project() {
-            GateProj::Pass { fut } => fut.poll(cx),
-            GateProj::Reject { error } => Poll::Ready(Err(error
-                .take()
-                .unwrap_or_else(|| RpcError::internal("gate polled after completion", None)))),
-        }
-    }
+impl<T> Inner for T where
+    T: Service<Request, Response = Payload, Error = RpcError, Future = ReplyFuture>
+{
 }
 
 #[cfg(test)]
@@ -119,13 +102,12 @@ pub(crate) mod testing {
     use std::sync::Arc;
 
     use tokio_util::sync::CancellationToken;
-    use tower::ServiceExt;
 
     use crate::authz::{Binding, Credential, Principal};
     use crate::conn_state::{Conn, ConnCtx, PeerInfo, Transport};
     use crate::dialect::Dialect;
     use crate::error::RpcError;
-    use crate::jsonrpc::Payload;
+    use crate::jsonrpc::{Payload, ReplyFuture};
     use crate::request::Request;
 
     /// A connection with a write queue nobody drains.
@@ -156,18 +138,36 @@ pub(crate) mod testing {
         Request::with_params_range(String::from("{}"), Some(0..2), spec, true, Dialect::Camel)
     }
 
-    /// A tower-test mock as an inner service of the layers.
-    #[allow(clippy::type_complexity)]
-    pub fn mock_inner() -> (
-        tower::util::MapErr<
-            tower_test::mock::Mock<Request, Payload>,
-            fn(Box<dyn std::error::Error + Send + Sync>) -> RpcError,
-        >,
-        tower_test::mock::Handle<Request, Payload>,
-    ) {
+    /// A tower-test mock as an inner service of the layers: every request
+    /// it takes is answered later, by the test, through its handle.
+    pub fn mock_inner() -> (MockInner, tower_test::mock::Handle<Request, Payload>) {
         let (svc, handle) = tower_test::mock::pair::<Request, Payload>();
-        let f: fn(Box<dyn std::error::Error + Send + Sync>) -> RpcError =
-            |e| RpcError::internal(e.to_string(), None);
-        (svc.map_err(f), handle)
+        (MockInner(svc), handle)
+    }
+
+    /// [`mock_inner`]'s service.
+    pub struct MockInner(tower_test::mock::Mock<Request, Payload>);
+
+    impl tower::Service<Request> for MockInner {
+        type Response = Payload;
+        type Error = RpcError;
+        type Future = ReplyFuture;
+
+        fn poll_ready(
+            &mut self,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), RpcError>> {
+            self.0
+                .poll_ready(cx)
+                .map_err(|e| RpcError::internal(e.to_string(), None))
+        }
+
+        fn call(&mut self, req: Request) -> ReplyFuture {
+            let fut = self.0.call(req);
+            ReplyFuture::boxed(async move {
+                fut.await
+                    .map_err(|e| RpcError::internal(e.to_string(), None))
+            })
+        }
     }
 }

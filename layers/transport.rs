@@ -6,7 +6,7 @@
 
 use tower::Service;
 
-use super::Gate;
+use super::{Inner, ReplyFuture};
 use crate::conn_state::Transport;
 use crate::error::{Forbidden, RpcError};
 use crate::request::Request;
@@ -20,24 +20,20 @@ connection_layer! {
     Locality { transport: Transport }
 }
 
-impl<S: Service<Request, Response = crate::jsonrpc::Payload, Error = RpcError>> Service<Request>
-    for Locality<S>
-{
-    gate_service_head!(Gate<S::Future>);
+impl<S: Inner> Service<Request> for Locality<S> {
+    gate_service_head!();
 
     fn call(&mut self, req: Request) -> Self::Future {
         if req.method.local_only() && self.transport != Transport::Local {
-            return Gate::reject(RpcError::Forbidden(Forbidden::LocalOnly {
+            return ReplyFuture::reject(RpcError::Forbidden(Forbidden::LocalOnly {
                 method: req.method.name.to_owned(),
             }));
         }
         if req.method.needs_channel() && self.transport == Transport::Http {
-            return Gate::reject(RpcError::Forbidden(Forbidden::ChannelRequired {
+            return ReplyFuture::reject(RpcError::Forbidden(Forbidden::ChannelRequired {
                 method: req.method.name.to_owned(),
             }));
         }
-        Gate::Pass {
-            fut: self.inner.call(req),
-        }
+        self.inner.call(req)
     }
 }

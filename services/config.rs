@@ -10,11 +10,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::RouteFuture;
 use crate::config;
 use crate::conn_state::Conn;
 use crate::error::{ErrorData, RpcError};
 use crate::jsonrpc::Payload;
+use crate::jsonrpc::ReplyFuture;
 use crate::live_config::Writer;
 use crate::methods::ConfigMethod;
 use crate::request::Request;
@@ -157,13 +157,13 @@ async fn replace(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payloa
 }
 
 impl ConfigService {
-    pub(super) fn route(&mut self, req: Request, m: ConfigMethod) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: ConfigMethod) -> ReplyFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
         match m {
-            ConfigMethod::Get => RouteFuture::ready(get(&daemon, &req)),
-            ConfigMethod::Set => RouteFuture::boxed(set(daemon, conn, req)),
-            ConfigMethod::SetMany => RouteFuture::boxed(set_many(daemon, conn, req)),
-            ConfigMethod::Replace => RouteFuture::boxed(replace(daemon, conn, req)),
+            ConfigMethod::Get => ReplyFuture::ready(get(&daemon, &req)),
+            ConfigMethod::Set => ReplyFuture::boxed(set(daemon, conn, req)),
+            ConfigMethod::SetMany => ReplyFuture::boxed(set_many(daemon, conn, req)),
+            ConfigMethod::Replace => ReplyFuture::boxed(replace(daemon, conn, req)),
         }
     }
 }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::RouteFuture;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
+use crate::jsonrpc::ReplyFuture;
 use crate::methods::DebugMethod;
 use crate::request::Request;
 use crate::state::Daemon;
@@ -41,9 +41,9 @@ fn set_faults(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
 }
 
 impl DebugService {
-    pub(super) fn route(&mut self, req: Request, m: DebugMethod) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: DebugMethod) -> ReplyFuture {
         match m {
-            DebugMethod::SetFaults => RouteFuture::ready(set_faults(&self.daemon, &req)),
+            DebugMethod::SetFaults => ReplyFuture::ready(set_faults(&self.daemon, &req)),
         }
     }
 }

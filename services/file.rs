@@ -8,13 +8,13 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::RouteFuture;
 use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::files;
 use crate::files::attach::FileEntry;
 use crate::files::upload::Appended;
 use crate::jsonrpc::Payload;
+use crate::jsonrpc::ReplyFuture;
 use crate::limits::{UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES};
 use crate::methods::FileMethod;
 use crate::request::Request;
@@ -131,13 +131,13 @@ async fn commit(daemon: Arc<Daemon>, conn: Conn, req: Request) -> Result<Payload
 }
 
 impl FileService {
-    pub(super) fn route(&mut self, req: Request, m: FileMethod) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: FileMethod) -> ReplyFuture {
         let (d, c) = (self.daemon.clone(), self.conn.clone());
         match m {
-            FileMethod::Attach => RouteFuture::boxed(attach(d, c, req)),
-            FileMethod::UploadBegin => RouteFuture::ready(begin(&d, &c, &req)),
-            FileMethod::UploadChunk => RouteFuture::boxed(chunk(d, c, req)),
-            FileMethod::UploadCommit => RouteFuture::boxed(commit(d, c, req)),
+            FileMethod::Attach => ReplyFuture::boxed(attach(d, c, req)),
+            FileMethod::UploadBegin => ReplyFuture::ready(begin(&d, &c, &req)),
+            FileMethod::UploadChunk => ReplyFuture::boxed(chunk(d, c, req)),
+            FileMethod::UploadCommit => ReplyFuture::boxed(commit(d, c, req)),
         }
     }
 }

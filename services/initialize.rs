@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::RouteFuture;
 use crate::authz::{Binding, Credential};
 use crate::config::token_digest;
 use crate::conn_state::{Conn, Transport};
 use crate::dialect::Dialect;
 use crate::error::{AuthReason, RpcError};
 use crate::jsonrpc::Payload;
+use crate::jsonrpc::ReplyFuture;
 use crate::limits::{
     MAX_FRAME_BYTES, MAX_IN_FLIGHT_REQUESTS, MAX_STAGED_UPLOADS, UPLOAD_CHUNK_BYTES,
     UPLOAD_MAX_BYTES,
@@ -222,7 +222,7 @@ impl Initialize {
 }
 
 impl Initialize {
-    pub(super) fn route(&mut self, req: Request, m: InitializeMethod) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: InitializeMethod) -> ReplyFuture {
         let reply = match m {
             InitializeMethod::Initialize => self.answer(&req),
         };
@@ -230,7 +230,7 @@ impl Initialize {
             // Fail closed (§5.3): a failed re-initialize leaves the connection unbound.
             self.conn.set_binding(None);
         }
-        RouteFuture::ready(reply)
+        ReplyFuture::ready(reply)
     }
 }
 

@@ -4,15 +4,13 @@
 //! `route` matches exhaustively. Each handler decodes its method's params
 //! struct and calls one domain verb.
 //!
-//! Every service answers with a [`RouteFuture`]: methods that finish at
+//! Every service answers with a [`ReplyFuture`]: methods that finish at
 //! once (`status`, `config/get`) return it ready, so the connection loop
 //! answers them without spawning or allocating a future; the others box
 //! their future. Both shapes are `Unpin`, so the whole stack's future is.
 //! A panic inside a handler becomes `-32603` for that request only.
 
-use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -20,7 +18,7 @@ use tower::Service;
 
 use crate::conn_state::Conn;
 use crate::error::RpcError;
-use crate::jsonrpc::{Payload, Reply};
+use crate::jsonrpc::{panicked, Payload, ReplyFuture};
 use crate::methods::Method;
 use crate::request::Request;
 use crate::state::Daemon;
@@ -33,43 +31,6 @@ pub mod initialize;
 pub mod pairing;
 pub mod session;
 pub mod status;
-
-/// A method's answer: ready now, or a boxed future.
-#[allow(missing_debug_implementations)]
-pub enum RouteFuture {
-    Ready(Option<Reply>),
-    Pending(Pin<Box<dyn Future<Output = Reply> + Send>>),
-}
-
-impl RouteFuture {
-    /// An answer available now.
-    pub fn ready(reply: Reply) -> Self {
-        Self::Ready(Some(reply))
-    }
-
-    /// An answer that needs to wait.
-    pub fn boxed(fut: impl Future<Output = Reply> + Send + 'static) -> Self {
-        Self::Pending(Box::pin(fut))
-    }
-}
-
-fn panicked() -> RpcError {
-    RpcError::internal("internal error: the handler panicked", None)
-}
-
-impl Future for RouteFuture {
-    type Output = Reply;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
-        match &mut *self {
-            Self::Ready(r) => Poll::Ready(r.take().unwrap_or_else(|| Err(panicked()))),
-            Self::Pending(fut) => catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)))
-                .unwrap_or_else(|_| {
-                    tracing::error!(event = "handler_panicked");
-                    Poll::Ready(Err(panicked()))
-                }),
-        }
-    }
-}
 
 /// Method name → service.
 #[allow(missing_debug_implementations)]
@@ -102,7 +63,7 @@ impl Router {
     /// Every family has exactly one arm, and each family matches its own
     /// sub-enum exhaustively: a new row in the method table does not compile
     /// until it is routed, and cannot reach another family.
-    fn route(&mut self, req: Request) -> RouteFuture {
+    fn route(&mut self, req: Request) -> ReplyFuture {
         match req.method.id {
             Method::Initialize(m) => self.initialize.route(req, m),
             Method::Status(m) => self.status.route(req, m),
@@ -119,16 +80,16 @@ impl Router {
 impl Service<Request> for Router {
     type Response = Payload;
     type Error = RpcError;
-    type Future = RouteFuture;
+    type Future = ReplyFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request) -> RouteFuture {
+    fn call(&mut self, req: Request) -> ReplyFuture {
         catch_unwind(AssertUnwindSafe(|| self.route(req))).unwrap_or_else(|_| {
             tracing::error!(event = "handler_panicked");
-            RouteFuture::ready(Err(panicked()))
+            ReplyFuture::reject(panicked())
         })
     }
 }

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::RouteFuture;
 use crate::config::token_digest;
 use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
+use crate::jsonrpc::ReplyFuture;
 use crate::live_config::Writer;
 use crate::methods::PairingMethod;
 use crate::request::Request;
@@ -109,13 +109,13 @@ fn list(daemon: &Daemon, req: &Request) -> Result<Payload, RpcError> {
 }
 
 impl PairingService {
-    pub(super) fn route(&mut self, req: Request, m: PairingMethod) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: PairingMethod) -> ReplyFuture {
         let (daemon, conn) = (self.daemon.clone(), self.conn.clone());
         match m {
-            PairingMethod::List => RouteFuture::ready(list(&daemon, &req)),
-            PairingMethod::Create => RouteFuture::boxed(create(daemon, conn, req)),
-            PairingMethod::Revoke => RouteFuture::boxed(revoke(daemon, conn, req)),
-            PairingMethod::Code => RouteFuture::boxed(code(daemon, req)),
+            PairingMethod::List => ReplyFuture::ready(list(&daemon, &req)),
+            PairingMethod::Create => ReplyFuture::boxed(create(daemon, conn, req)),
+            PairingMethod::Revoke => ReplyFuture::boxed(revoke(daemon, conn, req)),
+            PairingMethod::Code => ReplyFuture::boxed(code(daemon, req)),
         }
     }
 }

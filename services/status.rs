@@ -13,10 +13,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::Deserialize;
 
-use super::RouteFuture;
 use crate::authz::Principal;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
+use crate::jsonrpc::ReplyFuture;
 use crate::methods::StatusMethod;
 use crate::request::Request;
 use crate::state::Daemon;
@@ -60,9 +60,9 @@ impl Status {
 struct StatusParams {}
 
 impl Status {
-    pub(super) fn route(&mut self, req: Request, m: StatusMethod) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: StatusMethod) -> ReplyFuture {
         match m {
-            StatusMethod::Status => RouteFuture::ready(self.answer(&req)),
+            StatusMethod::Status => ReplyFuture::ready(self.answer(&req)),
         }
     }
 

@@ -14,10 +14,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::RouteFuture;
 use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
+use crate::jsonrpc::ReplyFuture;
 use crate::logging::capture::Subscription;
 use crate::methods::AdditionsMethod;
 use crate::request::Request;
@@ -72,41 +72,41 @@ struct GitBranchParams {
 }
 
 impl AdditionsService {
-    pub(super) fn route(&mut self, req: Request, m: AdditionsMethod) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: AdditionsMethod) -> ReplyFuture {
         let daemon = self.daemon.clone();
         match m {
             AdditionsMethod::ConfigSections => {
-                RouteFuture::ready(params::decode(&req).and_then(|SectionsParams {}| {
+                ReplyFuture::ready(params::decode(&req).and_then(|SectionsParams {}| {
                     payload(&json!({"sections": sections::sections(&daemon.config.current())}))
                 }))
             }
-            AdditionsMethod::ConfigTemplates => RouteFuture::ready(
+            AdditionsMethod::ConfigTemplates => ReplyFuture::ready(
                 params::decode(&req).and_then(|TemplatesParams {}| payload(&sections::templates())),
             ),
             AdditionsMethod::ConfigList => {
-                RouteFuture::ready(config_list::list(&daemon, &req).and_then(|v| payload(&v)))
+                ReplyFuture::ready(config_list::list(&daemon, &req).and_then(|v| payload(&v)))
             }
             AdditionsMethod::ConfigMapKeys => {
-                RouteFuture::ready(config_list::map_keys(&daemon, &req).and_then(|v| payload(&v)))
+                ReplyFuture::ready(config_list::map_keys(&daemon, &req).and_then(|v| payload(&v)))
             }
-            AdditionsMethod::LogsSubscribe => RouteFuture::ready(
+            AdditionsMethod::LogsSubscribe => ReplyFuture::ready(
                 logs::subscribe(&daemon, &self.conn, &req, &mut self.logs)
                     .and_then(|v| payload(&v)),
             ),
             AdditionsMethod::LogsQuery => {
-                RouteFuture::ready(logs::query(&daemon, &self.conn, &req).and_then(|v| payload(&v)))
+                ReplyFuture::ready(logs::query(&daemon, &self.conn, &req).and_then(|v| payload(&v)))
             }
-            AdditionsMethod::Health => RouteFuture::boxed(async move {
+            AdditionsMethod::Health => ReplyFuture::boxed(async move {
                 let HealthParams {} = params::decode(&req)?;
                 payload(&daemon.health().await)
             }),
-            AdditionsMethod::AgentsStatus => RouteFuture::boxed(async move {
+            AdditionsMethod::AgentsStatus => ReplyFuture::boxed(async move {
                 let AgentsStatusParams {} = params::decode(&req)?;
                 let principal = req.binding()?.principal.clone();
                 let agents = agent_status(&daemon.sessions, &daemon.config, &principal).await?;
                 payload(&json!({ "agents": agents }))
             }),
-            AdditionsMethod::SessionGitBranch => RouteFuture::boxed(async move {
+            AdditionsMethod::SessionGitBranch => ReplyFuture::boxed(async move {
                 let p: GitBranchParams = params::decode(&req)?;
                 let id = p.session_id.required("session_id")?;
                 let principal = &req.binding()?.principal;

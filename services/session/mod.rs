@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use super::RouteFuture;
 use crate::conn_state::Conn;
 use crate::error::RpcError;
 use crate::jsonrpc::Payload;
+use crate::jsonrpc::ReplyFuture;
 use crate::methods::SessionMethod;
 use crate::request::Request;
 pub(crate) use crate::session::parse_session_id as session_id;
@@ -38,20 +38,20 @@ fn payload<T: serde::Serialize>(v: &T) -> Result<Payload, RpcError> {
 }
 
 impl SessionService {
-    pub(super) fn route(&mut self, req: Request, m: SessionMethod) -> RouteFuture {
+    pub(super) fn route(&mut self, req: Request, m: SessionMethod) -> ReplyFuture {
         let (d, c) = (self.daemon.clone(), self.conn.clone());
         match m {
-            SessionMethod::New => RouteFuture::boxed(open::new(d, c, req)),
-            SessionMethod::Prompt => RouteFuture::boxed(open::prompt(d, c, req)),
-            SessionMethod::Cancel => RouteFuture::ready(control::cancel(&d, &req)),
-            SessionMethod::Approve => RouteFuture::ready(control::approve(&d, &req)),
-            SessionMethod::Close => RouteFuture::boxed(control::close(d, c, req)),
-            SessionMethod::Kill => RouteFuture::boxed(control::kill(d, c, req)),
-            SessionMethod::Delete => RouteFuture::boxed(control::delete(d, c, req)),
-            SessionMethod::Attach => RouteFuture::boxed(attach::attach(d, c, req)),
-            SessionMethod::List => RouteFuture::boxed(read::list(d, req)),
-            SessionMethod::ListAcp => RouteFuture::boxed(read::list_acp(d, req)),
-            SessionMethod::Messages => RouteFuture::boxed(read::messages(d, req)),
+            SessionMethod::New => ReplyFuture::boxed(open::new(d, c, req)),
+            SessionMethod::Prompt => ReplyFuture::boxed(open::prompt(d, c, req)),
+            SessionMethod::Cancel => ReplyFuture::ready(control::cancel(&d, &req)),
+            SessionMethod::Approve => ReplyFuture::ready(control::approve(&d, &req)),
+            SessionMethod::Close => ReplyFuture::boxed(control::close(d, c, req)),
+            SessionMethod::Kill => ReplyFuture::boxed(control::kill(d, c, req)),
+            SessionMethod::Delete => ReplyFuture::boxed(control::delete(d, c, req)),
+            SessionMethod::Attach => ReplyFuture::boxed(attach::attach(d, c, req)),
+            SessionMethod::List => ReplyFuture::boxed(read::list(d, req)),
+            SessionMethod::ListAcp => ReplyFuture::boxed(read::list_acp(d, req)),
+            SessionMethod::Messages => ReplyFuture::boxed(read::messages(d, req)),
         }
     }
 }

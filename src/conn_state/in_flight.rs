@@ -46,7 +46,7 @@ impl Default for InFlight {
 /// its next request the moment it reads an answer is never refused for a
 /// place that answer still held. A plain value: copies share the one
 /// release.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Hold(Option<Place>);
 
 impl Hold {

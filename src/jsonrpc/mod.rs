@@ -306,10 +306,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
 mod frames;
 mod id;
 mod plain;
+mod reply_future;
 pub use frames::{
     error_frame, notification_frame, request_frame, AnswerFrame, AnsweredInOrder, Payload,
 };
 pub use id::IdText;
+pub use reply_future::{panicked, ReplyFuture};
 
 /// What a method (or a gate in front of it) answers: a result payload or
 /// the error its frame carries.
