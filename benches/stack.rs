@@ -11,9 +11,9 @@
 //! - `stack/unknown_method`: a `-32601` answer, the cheapest full trip;
 //! - `stack/frozen_batch_64`, the same-run reference for the batch: the same
 //!   64 frames through the same codec, each answered as `e2e_load`'s
-//!   `baseline-frozen` server answers it (serde_json reads the envelope, the
-//!   daemon's own `status` result, rendered once, is copied behind the
-//!   frame's id). Its ratio to `status_batch_64` is the in-process form of
+//!   `baseline-frozen` server answers it (serde_json reads the envelope, a
+//!   `status` result rendered once is copied behind the frame's id; here the
+//!   daemon's own, there a replica of the same members and size). Its ratio to `status_batch_64` is the in-process form of
 //!   the end-to-end goal (docs/performance.md).
 //!
 //! What is left between these figures and the end-to-end `e2e_load` ones is

@@ -13,7 +13,7 @@
 use tower::Service;
 
 use super::{Inner, ReplyFuture};
-use crate::conn_state::{Conn, Hold};
+use crate::conn_state::{Conn, Hold, InFlight};
 use crate::memory;
 use crate::request::Request;
 
@@ -71,13 +71,18 @@ impl<S: Inner> Service<Request> for Limit<S> {
         };
         req.hold = hold;
         // Given back before the envelope makes the answer's frame, so before
-        // it can be written: at once for a reply that is ready, when the
-        // future ends (or is dropped) for one that waits.
+        // it can be written: at once for a reply that is ready (or if the
+        // service below panics), when the future ends or is dropped for one
+        // that waits.
+        let done = ReleaseWhenDone {
+            in_flight: &self.conn.in_flight,
+            hold,
+        };
         match self.inner.call(req) {
             ReplyFuture::Pending(fut) => {
                 let slot = ReleaseOnDrop {
                     conn: self.conn.clone(),
-                    hold,
+                    hold: done.hand_over(),
                 };
                 ReplyFuture::boxed(async move {
                     let reply = fut.await;
@@ -85,11 +90,30 @@ impl<S: Inner> Service<Request> for Limit<S> {
                     reply
                 })
             }
-            ready => {
-                hold.release(&self.conn.in_flight);
-                ready
-            }
+            ready => ready,
         }
+    }
+}
+
+/// Gives a request's [`Hold`] back when `call` ends, the reply ready, or
+/// when the service below panics; a reply that waits takes it over.
+struct ReleaseWhenDone<'c> {
+    in_flight: &'c InFlight,
+    hold: Hold,
+}
+
+impl ReleaseWhenDone<'_> {
+    /// The hold, for the future that gives it back instead.
+    fn hand_over(self) -> Hold {
+        let hold = self.hold;
+        std::mem::forget(self);
+        hold
+    }
+}
+
+impl Drop for ReleaseWhenDone<'_> {
+    fn drop(&mut self) {
+        self.hold.release(self.in_flight);
     }
 }
 
@@ -174,5 +198,38 @@ mod tests {
             assert_eq!(conn.in_flight.requests(), 0);
         }
         assert_eq!(limit.inner.held_inside, [1, 1, 1]);
+    }
+
+    /// Panics inside `call`, as a gate below the limit could.
+    struct Panics;
+
+    impl Service<Request> for Panics {
+        type Response = Payload;
+        type Error = RpcError;
+        type Future = ReplyFuture;
+
+        fn poll_ready(
+            &mut self,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), RpcError>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Request) -> ReplyFuture {
+            panic!("a gate below the limit panicked");
+        }
+    }
+
+    #[test]
+    fn a_panic_below_the_limit_gives_the_place_back() {
+        let conn = conn();
+        let mut limit = LimitLayer::new(conn.clone()).layer(Panics);
+        for _ in 0..3 {
+            let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                limit.call(request("status"))
+            }));
+            assert!(unwound.is_err());
+            assert_eq!(conn.in_flight.requests(), 0);
+        }
     }
 }
