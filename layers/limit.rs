@@ -122,7 +122,7 @@ mod tests {
     use super::*;
     use crate::error::RpcError;
     use crate::jsonrpc::Payload;
-    use crate::layers::testing::{conn, mock_inner, request};
+    use crate::layers::testing::{conn, mock_inner, request, Answering};
     use crate::limits::MAX_IN_FLIGHT_REQUESTS;
     use tower::{Layer, ServiceExt};
 
@@ -160,70 +160,31 @@ mod tests {
         assert_eq!(conn.in_flight.requests(), 0);
     }
 
-    /// Answers at once, noting how many places were held while it ran.
-    struct AtOnce {
-        conn: Conn,
-        held_inside: Vec<usize>,
-    }
-
-    impl Service<Request> for AtOnce {
-        type Response = Payload;
-        type Error = RpcError;
-        type Future = ReplyFuture;
-
-        fn poll_ready(
-            &mut self,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<Result<(), RpcError>> {
-            std::task::Poll::Ready(Ok(()))
-        }
-
-        fn call(&mut self, req: Request) -> ReplyFuture {
-            assert!(req.hold != Hold::default(), "the handler gets the place");
-            self.held_inside.push(self.conn.in_flight.requests());
-            ReplyFuture::ready(Ok(Payload::empty_object()))
-        }
-    }
-
     #[test]
     fn a_ready_reply_holds_its_place_while_handled_and_gives_it_back_before_it_returns() {
         let conn = conn();
-        let mut limit = LimitLayer::new(conn.clone()).layer(AtOnce {
-            conn: conn.clone(),
-            held_inside: Vec::new(),
-        });
+        let mut held_inside = Vec::new();
+        let mut limit = LimitLayer::new(conn.clone()).layer(Answering(|req: Request| {
+            assert!(req.hold != Hold::default(), "the handler gets the place");
+            held_inside.push(conn.in_flight.requests());
+            ReplyFuture::ready(Ok(Payload::empty_object()))
+        }));
         for _ in 0..3 {
             let reply = limit.call(request("status"));
             assert!(matches!(reply, ReplyFuture::Ready(Some(Ok(_)))));
             assert_eq!(conn.in_flight.requests(), 0);
         }
-        assert_eq!(limit.inner.held_inside, [1, 1, 1]);
-    }
-
-    /// Panics inside `call`, as a gate below the limit could.
-    struct Panics;
-
-    impl Service<Request> for Panics {
-        type Response = Payload;
-        type Error = RpcError;
-        type Future = ReplyFuture;
-
-        fn poll_ready(
-            &mut self,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<Result<(), RpcError>> {
-            std::task::Poll::Ready(Ok(()))
-        }
-
-        fn call(&mut self, _: Request) -> ReplyFuture {
-            panic!("a gate below the limit panicked");
-        }
+        drop(limit);
+        assert_eq!(held_inside, [1, 1, 1]);
     }
 
     #[test]
     fn a_panic_below_the_limit_gives_the_place_back() {
         let conn = conn();
-        let mut limit = LimitLayer::new(conn.clone()).layer(Panics);
+        let mut limit =
+            LimitLayer::new(conn.clone()).layer(Answering(|_: Request| -> ReplyFuture {
+                panic!("a gate below the limit panicked")
+            }));
         for _ in 0..3 {
             let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 limit.call(request("status"))

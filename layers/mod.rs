@@ -100,8 +100,10 @@ impl<T> Inner for T where
 pub(crate) mod testing {
     //! Helpers for the layers' unit tests.
     use std::sync::Arc;
+    use std::task::{Context, Poll};
 
     use tokio_util::sync::CancellationToken;
+    use tower::Service;
 
     use crate::authz::{Binding, Credential, Principal};
     use crate::conn_state::{Conn, ConnCtx, PeerInfo, Transport};
@@ -139,7 +141,8 @@ pub(crate) mod testing {
     }
 
     /// A tower-test mock as an inner service of the layers: every request
-    /// it takes is answered later, by the test, through its handle.
+    /// it takes is answered later, by the test, through its handle; ready
+    /// when the handle allows.
     pub fn mock_inner() -> (MockInner, tower_test::mock::Handle<Request, Payload>) {
         let (svc, handle) = tower_test::mock::pair::<Request, Payload>();
         (MockInner(svc), handle)
@@ -148,26 +151,40 @@ pub(crate) mod testing {
     /// [`mock_inner`]'s service.
     pub struct MockInner(tower_test::mock::Mock<Request, Payload>);
 
-    impl tower::Service<Request> for MockInner {
+    impl Service<Request> for MockInner {
         type Response = Payload;
         type Error = RpcError;
         type Future = ReplyFuture;
 
-        fn poll_ready(
-            &mut self,
-            cx: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<Result<(), RpcError>> {
-            self.0
-                .poll_ready(cx)
-                .map_err(|e| RpcError::internal(e.to_string(), None))
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
+            self.0.poll_ready(cx).map_err(lost)
         }
 
         fn call(&mut self, req: Request) -> ReplyFuture {
             let fut = self.0.call(req);
-            ReplyFuture::boxed(async move {
-                fut.await
-                    .map_err(|e| RpcError::internal(e.to_string(), None))
-            })
+            ReplyFuture::boxed(async move { fut.await.map_err(lost) })
+        }
+    }
+
+    /// The mock's own failure, as an error a reply can carry.
+    fn lost(e: Box<dyn std::error::Error + Send + Sync>) -> RpcError {
+        RpcError::internal(e.to_string(), None)
+    }
+
+    /// A service below a gate whose `call` is the test's closure; always ready.
+    pub struct Answering<F>(pub F);
+
+    impl<F: FnMut(Request) -> ReplyFuture> Service<Request> for Answering<F> {
+        type Response = Payload;
+        type Error = RpcError;
+        type Future = ReplyFuture;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: Request) -> ReplyFuture {
+            (self.0)(req)
         }
     }
 }

@@ -73,29 +73,7 @@ mod tests {
     use super::*;
     use crate::error::AuthReason;
     use crate::jsonrpc::Payload;
-    use crate::layers::testing::{conn, request};
-
-    /// Answers `status` at once, and the one other request when the test
-    /// sends its reply.
-    struct Answers(Option<oneshot::Receiver<Reply>>);
-
-    impl Service<Request> for Answers {
-        type Response = Payload;
-        type Error = RpcError;
-        type Future = ReplyFuture;
-
-        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), RpcError>> {
-            Poll::Ready(Ok(()))
-        }
-
-        fn call(&mut self, req: Request) -> ReplyFuture {
-            if req.method.name == "status" {
-                return ReplyFuture::ready(Ok(Payload::empty_object()));
-            }
-            let later = self.0.take().expect("one request answered later");
-            ReplyFuture::boxed(async move { later.await.expect("the test replies") })
-        }
-    }
+    use crate::layers::testing::{conn, request, Answering};
 
     /// What the subscriber wrote.
     #[derive(Clone, Default)]
@@ -122,8 +100,17 @@ mod tests {
             .with_writer(move || sink.clone())
             .finish();
         tracing::subscriber::with_default(subscriber, || {
-            let (reply, later) = oneshot::channel();
-            let mut svc = TraceLayer::new(conn()).layer(Answers(Some(later)));
+            let (reply, later) = oneshot::channel::<Reply>();
+            let mut later = Some(later);
+            // `status` is answered at once, the one other request when the
+            // test sends its reply.
+            let mut svc = TraceLayer::new(conn()).layer(Answering(move |req: Request| {
+                if req.method.name == "status" {
+                    return ReplyFuture::ready(Ok(Payload::empty_object()));
+                }
+                let later = later.take().expect("one request answered later");
+                ReplyFuture::boxed(async move { later.await.expect("the test replies") })
+            }));
             let ready = svc.call(request("status"));
             assert!(matches!(ready, ReplyFuture::Ready(Some(Ok(_)))));
 
