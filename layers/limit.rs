@@ -10,10 +10,12 @@
 //! also charged to the daemon-wide memory budget (`crate::memory`): over it,
 //! the request is answered `-32004` `{"limit":"memory"}`.
 
+use std::ops::Deref;
+
 use tower::Service;
 
 use super::{Inner, ReplyFuture};
-use crate::conn_state::{Conn, Hold, InFlight};
+use crate::conn_state::{Conn, ConnCtx, Hold};
 use crate::memory;
 use crate::request::Request;
 
@@ -26,15 +28,26 @@ connection_layer! {
     Limit { conn: Conn }
 }
 
-/// Gives a request's [`Hold`] back when its future ends or is dropped (the
-/// handler may have given it back earlier, before writing its own answer).
-#[derive(Debug)]
-struct ReleaseOnDrop {
-    conn: Conn,
+/// Gives a request's [`Hold`] back when dropped, unless handed over: held
+/// across the call below (borrowing the connection: the end of `call` for a
+/// ready reply, or the unwind of a panic), then, for a reply that waits, by
+/// its future (owning a clone), when it ends or is dropped. The handler may
+/// have given the hold back earlier, before writing its own answer.
+struct ReleaseOnDrop<C: Deref<Target = ConnCtx>> {
+    conn: C,
     hold: Hold,
 }
 
-impl Drop for ReleaseOnDrop {
+impl<C: Deref<Target = ConnCtx>> ReleaseOnDrop<C> {
+    /// The hold, for another guard that gives it back instead.
+    fn hand_over(self) -> Hold {
+        let hold = self.hold;
+        std::mem::forget(self);
+        hold
+    }
+}
+
+impl<C: Deref<Target = ConnCtx>> Drop for ReleaseOnDrop<C> {
     fn drop(&mut self) {
         self.hold.release(&self.conn.in_flight);
     }
@@ -74,8 +87,8 @@ impl<S: Inner> Service<Request> for Limit<S> {
         // it can be written: at once for a reply that is ready (or if the
         // service below panics), when the future ends or is dropped for one
         // that waits.
-        let done = ReleaseWhenDone {
-            in_flight: &self.conn.in_flight,
+        let done = ReleaseOnDrop {
+            conn: &*self.conn,
             hold,
         };
         match self.inner.call(req) {
@@ -92,28 +105,6 @@ impl<S: Inner> Service<Request> for Limit<S> {
             }
             ready => ready,
         }
-    }
-}
-
-/// Gives a request's [`Hold`] back when `call` ends, the reply ready, or
-/// when the service below panics; a reply that waits takes it over.
-struct ReleaseWhenDone<'c> {
-    in_flight: &'c InFlight,
-    hold: Hold,
-}
-
-impl ReleaseWhenDone<'_> {
-    /// The hold, for the future that gives it back instead.
-    fn hand_over(self) -> Hold {
-        let hold = self.hold;
-        std::mem::forget(self);
-        hold
-    }
-}
-
-impl Drop for ReleaseWhenDone<'_> {
-    fn drop(&mut self) {
-        self.hold.release(self.in_flight);
     }
 }
 
