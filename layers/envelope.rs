@@ -3,7 +3,8 @@
 //! It parses and classifies each frame, answers invalid ones with the error
 //! the spec names (and logs `frame_rejected` without their contents), routes
 //! responses to the connection's pending daemon requests (never answering
-//! them), looks the method up in the static table (`-32601` before anything
+//! them; a response passes the binding check a request passes, so a
+//! revoked client's answer never reaches an agent), looks the method up in the static table (`-32601` before anything
 //! else), and turns what the inner stack replies into the response frame,
 //! echoing the id byte for byte. Notifications are never answered.
 
@@ -16,6 +17,7 @@ use serde_json::value::RawValue;
 use tower::Service;
 
 use super::{Inner, Reply, ReplyFuture};
+use crate::authz::AuthzState;
 use crate::conn_state::Conn;
 use crate::error::{InternalReason, RpcError};
 use crate::jsonrpc::{classify, error_frame, AnswerFrame, Classified, IdText};
@@ -27,10 +29,11 @@ use crate::request::Request;
 connection_layer! {
     /// Adds the envelope handling of one connection.
     EnvelopeLayer;
-    /// Envelope handling for `conn`; `test_faults` exposes `debug/set-faults`.
+    /// Envelope handling for `conn`; `test_faults` exposes `debug/set-faults`;
+    /// `authz` checks the binding of a client's responses.
     new;
     /// The envelope service.
-    Envelope { conn: Conn, test_faults: bool }
+    Envelope { conn: Conn, test_faults: bool, authz: std::sync::Arc<AuthzState> }
 }
 
 /// The stack's future: the answer frame decided at once (or nothing to
@@ -103,6 +106,15 @@ impl<S> Envelope<S> {
     }
 
     fn route_response(&self, id: &str, outcome: Result<&str, &str>) {
+        if !self.conn.may_answer(&self.authz) {
+            tracing::info!(
+                event = "response_dropped",
+                peer = %self.conn.peer.label,
+                principal_id = %self.conn.principal_id(),
+                reason = "binding revoked",
+            );
+            return;
+        }
         // The text was read as JSON already: owning it cannot fail.
         let owned = |raw: &str| RawValue::from_string(raw.to_owned());
         let reply = match outcome {

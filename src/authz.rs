@@ -49,6 +49,8 @@ pub struct AuthzState {
     generation: AtomicU64,
     current: RwLock<Arc<AuthzSnapshot>>,
     daemon_uid: Option<u32>,
+    /// The generation, for those that act on a change at once (`state::revocation`).
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl AuthzState {
@@ -64,7 +66,13 @@ impl AuthzState {
                 tokens,
             })),
             daemon_uid,
+            changed: tokio::sync::watch::Sender::new(1),
         }
+    }
+
+    /// Sees each new generation as it is installed.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// The current generation (one atomic load).
@@ -91,6 +99,8 @@ impl AuthzState {
             tokens,
         });
         self.generation.store(generation, Ordering::Release);
+        drop(cur);
+        self.changed.send_replace(generation);
     }
 
     /// Maps a credential to a principal under `snap` (the table of §5.2).

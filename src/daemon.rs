@@ -174,6 +174,7 @@ async fn start(opts: &Options) -> Result<(Arc<Daemon>, Claimed, Signals), StartE
         daemon_uid(),
         flags,
     );
+    crate::state::revocation::spawn_sweeper(&daemon);
     tracing::info!(event = "listening", endpoint = %daemon.paths.endpoint, pid = std::process::id());
     if let Some(v) = &daemon.config.current().daemon.advertised_server_version {
         tracing::warn!(

@@ -42,6 +42,14 @@ pub const MAX_ERROR_DATA_MEMBER_BYTES: usize = 1024;
 /// Tool outputs are persisted bounded at this many bytes (§9.3).
 pub const TOOL_OUTPUT_MAX: usize = 16 * 1024;
 
+/// Digits of the gateway's one-time pairing code: a space of 10^12, which
+/// no guesser walks even where every limiter leaked (docs/security.md).
+pub const PAIRING_CODE_DIGITS: usize = 12;
+/// How long a pairing code may be redeemed after it was issued.
+pub const PAIRING_CODE_TTL: Duration = Duration::from_secs(10 * 60);
+/// Wrong guesses, from all sources together, that burn the open code.
+pub const PAIRING_CODE_MAX_GUESSES: u32 = 5;
+
 /// The default daemon-wide memory budget (`daemon.memory_budget_mib`,
 /// src/memory.rs): 1 GiB.
 pub const DEFAULT_BUDGET_MIB: u32 = 1024;

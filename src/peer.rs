@@ -42,6 +42,8 @@ struct Pending {
     next: u64,
     waiting: HashMap<u64, oneshot::Sender<PeerReply>>,
     closed: bool,
+    /// The connection was cut off by a revocation: as closed until it binds again.
+    suspended: bool,
 }
 
 /// The pending map of one connection.
@@ -66,7 +68,7 @@ impl PeerRequests {
     ) -> Result<PeerReply, PeerError> {
         let (seq, rx) = {
             let mut st = self.lock();
-            if st.closed {
+            if st.closed || st.suspended {
                 return Err(PeerError::Closed);
             }
             if st.waiting.len() >= MAX_PENDING_PEER_REQUESTS {
@@ -107,6 +109,18 @@ impl PeerRequests {
         let mut st = self.lock();
         st.closed = true;
         st.waiting.clear();
+    }
+
+    /// Fails every pending request and refuses new ones until [`resume`](Self::resume).
+    pub fn suspend(&self) {
+        let mut st = self.lock();
+        st.suspended = true;
+        st.waiting.clear();
+    }
+
+    /// Takes requests again after [`suspend`](Self::suspend) (a new binding).
+    pub fn resume(&self) {
+        self.lock().suspended = false;
     }
 
     /// Requests awaiting an answer.

@@ -326,7 +326,7 @@ async fn zeroclaw_pair_prints_a_code_that_post_pair_redeems() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     let printed = out.trim().to_owned();
     assert!(
-        printed.len() == 6 && printed.bytes().all(|b| b.is_ascii_digit()),
+        printed.len() == 12 && printed.bytes().all(|b| b.is_ascii_digit()),
         "{out}"
     );
     assert_ne!(printed, first, "a used code is never shown again");

@@ -1,7 +1,8 @@
 //! §12 timings and bounds, on a gateway started in process with short
 //! intervals (`gateway::Settings`, a constructor parameter: no config key
-//! changes them): the heartbeat, the handshake deadline, the handshake and
-//! session bounds (excess sockets closed at accept), and the end of a
+//! changes them): the heartbeat, the head deadline, the bind deadline of a
+//! WebSocket session, the bounds on connections without a credential (the
+//! oldest evicted, never the newcomer), the session bound, and the end of a
 //! pairing lockout.
 
 mod common;
@@ -156,9 +157,9 @@ fn read_to_eof(s: &mut TcpStream, timeout: Duration) -> Result<Duration, String>
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_handshake_must_finish_within_its_deadline() {
+async fn a_request_head_must_arrive_within_its_deadline() {
     let gw = start(Settings {
-        handshake_timeout: Duration::from_millis(300),
+        head_timeout: Duration::from_millis(300),
         ..Settings::default()
     })
     .await;
@@ -180,40 +181,108 @@ async fn the_handshake_must_finish_within_its_deadline() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn excess_handshakes_are_closed_at_accept() {
+async fn over_the_bound_the_oldest_waiting_connection_is_evicted_not_the_newcomer() {
     let gw = start(Settings {
         max_handshakes: 2,
         ..Settings::default()
     })
     .await;
     let mut a = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
-    let _b = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
-    let mut c = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
-    read_to_eof(&mut c, Duration::from_secs(5)).expect("the third handshake was not refused");
-    // The first two are still waiting for their requests.
-    assert!(read_to_eof(&mut a, Duration::from_millis(200)).is_err());
-    // Once one leaves, there is room again.
-    drop(a);
-    let deadline = Instant::now() + common::RECV_TIMEOUT;
-    loop {
-        let mut d = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
-        if read_to_eof(&mut d, Duration::from_millis(100)).is_err() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no room after a handshake left");
-    }
+    let mut b = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
+    // Both are in before the third arrives.
+    std::thread::sleep(Duration::from_millis(100));
+    let port = gw.port;
+    // The newcomer is served; the oldest silent one was evicted for it.
+    let page = tokio::task::spawn_blocking(move || {
+        gateway_support::http(
+            port,
+            "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        )
+        .status
+    })
+    .await
+    .unwrap();
+    assert_eq!(page, 200);
+    read_to_eof(&mut a, Duration::from_secs(5)).expect("the oldest was not evicted");
+    assert!(read_to_eof(&mut b, Duration::from_millis(200)).is_err());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn excess_sessions_are_closed_at_accept() {
+async fn a_source_over_its_own_bound_loses_its_own_oldest() {
+    let gw = start(Settings {
+        max_handshakes_per_source: 2,
+        ..Settings::default()
+    })
+    .await;
+    let mut a = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    // Another loopback address is the same source.
+    let b = std::net::TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.bind("127.0.0.9:0".parse().unwrap()).unwrap();
+    let _c = sock
+        .connect(([127, 0, 0, 1], gw.port).into())
+        .await
+        .unwrap();
+    read_to_eof(&mut a, Duration::from_secs(5)).expect("the oldest was not evicted");
+    let mut b = b;
+    assert!(read_to_eof(&mut b, Duration::from_millis(200)).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_that_binds_no_token_in_time_is_closed() {
+    let gw = start(Settings {
+        bind_timeout: Duration::from_millis(300),
+        ..Settings::default()
+    })
+    .await;
+    let started = Instant::now();
+    let mut stranger = Ws::connect(gw.port).await;
+    let mut paired = gw.ws().await;
+    let close = stranger
+        .expect_close(Duration::from_secs(5))
+        .await
+        .expect("a Close frame with a code");
+    assert_eq!(u16::from(close.code), 1008, "{close:?}");
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    // A wrong token does not count as bound.
+    let mut wrong = Ws::connect(gw.port).await;
+    let v = wrong.initialize(Some("zc_nope")).await;
+    assert!(v.get("error").is_some(), "{v}");
+    let close = wrong
+        .expect_close(Duration::from_secs(5))
+        .await
+        .expect("a Close frame");
+    assert_eq!(u16::from(close.code), 1008, "{close:?}");
+    // The bound one stays.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let v = paired.call("status", json!({}), json!(1)).await;
+    assert!(v.get("result").is_some(), "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_session_bound_refuses_upgrades_but_never_the_page() {
     let gw = start(Settings {
         max_sessions: 1,
         ..Settings::default()
     })
     .await;
     let mut first = gw.ws().await;
-    let mut refused = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
-    read_to_eof(&mut refused, Duration::from_secs(5)).expect("a second session was admitted");
+    let port = gw.port;
+    let (page, upgrade) = tokio::task::spawn_blocking(move || {
+        let page = gateway_support::http(
+            port,
+            "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        )
+        .status;
+        let upgrade = gateway_support::http(port, "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n").status;
+        (page, upgrade)
+    })
+    .await
+    .unwrap();
+    assert_eq!(page, 200);
+    assert_eq!(upgrade, 503);
     let v = first.call("status", json!({}), json!(1)).await;
     assert!(v.get("result").is_some(), "{v}");
     first.inner.close(None).await.unwrap();

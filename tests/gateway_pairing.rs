@@ -1,6 +1,7 @@
 //! §12 and §6.7: `POST /pair` redeems the one-time code logged at
 //! startup for a token committed like `pairing/create`'s; 5 failed attempts
-//! lock a client out (429); the code is single-use. Also: binding the
+//! lock a source out (429); the code is single-use (docs/security.md: it
+//! also expires and burns after five wrong guesses from all sources). Also: binding the
 //! gateway is part of startup.
 
 #[macro_use]
@@ -14,7 +15,7 @@ use serde_json::json;
 async fn the_logged_code_is_redeemed_once_for_a_token_that_initializes() {
     let gw = Gateway::start();
     let code = gw.pairing_code().expect("no pairing_code event at startup");
-    assert_eq!(code.len(), 6, "{code}");
+    assert_eq!(code.len(), 12, "{code}");
     assert!(code.bytes().all(|b| b.is_ascii_digit()), "{code}");
 
     let a = gw.pair(Some(&code));
@@ -54,11 +55,15 @@ async fn the_logged_code_is_redeemed_once_for_a_token_that_initializes() {
 async fn five_failures_lock_the_client_out_for_300_s() {
     let gw = Gateway::start();
     let code = gw.pairing_code().unwrap();
-    let wrong = if code == "000000" { "000001" } else { "000000" };
+    let wrong = if code == "000000000000" {
+        "000000000001"
+    } else {
+        "000000000000"
+    };
     // Missing, malformed and wrong codes all count.
     for (i, attempt) in [
         None,
-        Some("12345"),
+        Some("123456"),
         Some("abcdef"),
         Some(wrong),
         Some(wrong),
@@ -82,8 +87,7 @@ async fn five_failures_lock_the_client_out_for_300_s() {
         .log
         .wait_event(0, "pairing_locked_out", common::RECV_TIMEOUT)
         .expect("no pairing_locked_out event");
-    // The code was not consumed: pairing/create still works, and the lockout
-    // is per client, so nothing else changed.
+    // Two wrong guesses did not burn the code, but the source stays locked out.
     assert_eq!(gw.pair(Some(&code)).status, 429);
 }
 
@@ -93,7 +97,7 @@ fn no_code_while_a_token_is_paired_or_pairing_is_off() {
     for extra in [paired.as_str(), "require_pairing = false\npaired_tokens = [\"bb00000000000000000000000000000000000000000000000000000000000000\"]"] {
         let gw = gateway_support::start(extra, &[]);
         assert!(gw.pairing_code().is_none(), "{extra}");
-        let a = gw.pair(Some("123456"));
+        let a = gw.pair(Some("123456789012"));
         assert_eq!(a.status, 403, "{extra}: {a:?}");
         assert_eq!(a.json(), json!({"error": "pairing_unavailable"}));
     }

@@ -58,6 +58,11 @@ pub struct ConnCtx {
     /// it can answer nothing more on this connection.
     pub input_closed: CancellationToken,
     binding: Mutex<Option<Arc<Binding>>>,
+    /// Set when a policy change revoked the binding (`state::revocation`):
+    /// the connection hears nothing more from any session and its answers
+    /// to the daemon's requests are dropped until an `initialize` binds it
+    /// again. Its next request still gets the revocation error of §6.5.
+    cut: AtomicBool,
     /// Bumped under the binding's lock at each change of it.
     binding_changes: AtomicU64,
     dialect: AtomicU8,
@@ -83,6 +88,7 @@ impl ConnCtx {
             input_closed: closed.child_token(),
             closed,
             binding: Mutex::new(None),
+            cut: AtomicBool::new(false),
             binding_changes: AtomicU64::new(0),
             dialect: AtomicU8::new(Dialect::Camel.as_u8()),
             elicitation: AtomicBool::new(false),
@@ -110,11 +116,43 @@ impl ConnCtx {
         copy.binding.as_ref()
     }
 
-    /// Replaces (or, with `None`, drops) the binding.
+    /// Replaces (or, with `None`, drops) the binding. A new binding ends a cut.
     pub fn set_binding(&self, binding: Option<Arc<Binding>>) {
         let mut b = self.binding.lock().unwrap_or_else(|p| p.into_inner());
+        if binding.is_some() {
+            self.cut.store(false, Ordering::Release);
+            self.peer_requests.resume();
+        }
         *b = binding;
         self.binding_changes.fetch_add(1, Ordering::Release);
+    }
+
+    /// Whether sessions may still send to this connection: open, and not
+    /// cut off by a revocation.
+    pub fn hears(&self) -> bool {
+        !self.closed.is_cancelled() && !self.cut.load(Ordering::Acquire)
+    }
+
+    /// Cuts the connection off after its binding was revoked: sessions stop
+    /// sending to it, and the daemon's requests waiting on it fail at once
+    /// (no answer from it reaches an agent). The binding stays until the
+    /// next request, which is refused as §6.5 says.
+    pub fn cut_off(&self) {
+        self.cut.store(true, Ordering::Release);
+        self.peer_requests.suspend();
+    }
+
+    /// Whether an answer to the daemon's request may be taken from this
+    /// connection: the same check a request passes (its binding still
+    /// holds under the current policy), and the connection is not cut off.
+    pub fn may_answer(&self, authz: &AuthzState) -> bool {
+        if self.cut.load(Ordering::Acquire) {
+            return false;
+        }
+        match self.binding() {
+            Some(b) => authz.renew(&b).is_ok(),
+            None => true,
+        }
     }
 
     /// `binding` under the current policy (§6.5 steps 1–2): unchanged when

@@ -76,6 +76,8 @@ pub async fn drive<W: Wire>(
     queue: WriteQueue,
     wire: &mut W,
 ) -> ConnectionEnd {
+    // Listed while served: a revocation reaches the connection at once.
+    let _registered = daemon.live_conns.register(conn);
     let tasks = TaskTracker::new();
     let mut driver = Driver {
         stack: build_stack(daemon, conn),

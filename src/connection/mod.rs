@@ -48,7 +48,11 @@ pub type Stack = crate::layers::envelope::Envelope<
 /// Builds the stack of one connection. The WebSocket gateway builds the same.
 pub fn build_stack(daemon: &Arc<Daemon>, conn: &Conn) -> Stack {
     ServiceBuilder::new()
-        .layer(EnvelopeLayer::new(conn.clone(), daemon.test_faults))
+        .layer(EnvelopeLayer::new(
+            conn.clone(),
+            daemon.test_faults,
+            daemon.authz.clone(),
+        ))
         .layer(TraceLayer::new(conn.clone()))
         .layer(LocalityLayer::new(conn.transport))
         .layer(HandshakeLayer::new(conn.clone(), BindingCopy::default()))

@@ -12,14 +12,16 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `mod.rs` | settings, binding, the accept loop, admission and the handshake deadline |
+//! | `mod.rs` | settings, binding, the accept loop, and each HTTP connection's time limits |
 //! | `tls.rs` | loading `gateway.tls_cert` / `gateway.tls_key` into a rustls acceptor |
 //! | `routes.rs` | the axum router: `GET /ws`, `POST /pair`, `POST /rpc`, the dashboard |
 //! | `web_guard.rs` | the Host (DNS rebinding) and Origin checks, the security headers |
 //! | `dashboard.rs` | the dashboard's files, embedded, with ETags |
 //! | `rpc_http.rs` | `POST /rpc`: JSON-RPC over plain HTTP with a bearer token |
 //! | `http_json.rs` | JSON answers of the HTTP routes |
-//! | `pairing.rs` | the one-time code, its redemption and the per-IP lockout |
+//! | `pairing.rs` | the one-time code's redemption and the per-source lockout |
+//! | `source.rs` | who a connection counts as for per-source limits (loopback is one) |
+//! | `admission.rs` | the bounds on connections without a credential, per source and in total, and eviction |
 //! | `ws_connection.rs` | one WebSocket connection on the shared driver: reading, the heartbeat, closing |
 //! | `ws_writer.rs` | the connection's write queue drained into WebSocket messages |
 //!
@@ -29,11 +31,13 @@
 //! `Daemon::stop` is cancelled; open sessions close with the local
 //! connections when `Daemon::shutdown` is, after running turns have ended.
 
+mod admission;
 mod dashboard;
 mod http_json;
 mod pairing;
 mod routes;
 mod rpc_http;
+mod source;
 mod tls;
 mod web_guard;
 mod ws_connection;
@@ -43,12 +47,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
+
+use admission::{Admission, Bounds, Ticket};
+use source::Source;
 
 use crate::limits::{ACCEPT_BACKOFF, MAX_FRAME_BYTES};
 use crate::state::Daemon;
@@ -64,23 +70,35 @@ pub use web_guard::CONTENT_SECURITY_POLICY;
 /// the WebSocket library cannot skip the rest of it (docs/gateway.md).
 pub const WS_MESSAGE_LIMIT: usize = MAX_FRAME_BYTES + 1024 * 1024;
 
-/// The gateway's timings and bounds. [`Settings::default`] is §12;
-/// tests start a gateway with shorter intervals (no config key changes them).
+/// The gateway's timings and bounds. [`Settings::default`] is §12 and
+/// docs/security.md; tests start a gateway with shorter intervals (no
+/// config key changes them).
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// A Ping is sent after this long without an incoming message (20 s).
     pub ping_after: Duration,
     /// After the Ping, the session is closed if nothing arrives within this (10 s).
     pub close_after: Duration,
-    /// TLS and the WebSocket upgrade must finish within this of accept (10 s).
-    pub handshake_timeout: Duration,
-    /// Connections in the handshake phase at once (256).
+    /// The TLS handshake must finish within this of accept; each request
+    /// head must arrive within this, counted from the end of the previous
+    /// answer, which also closes a connection idle that long (10 s).
+    pub head_timeout: Duration,
+    /// A request body must arrive within this of its head (30 s).
+    pub body_timeout: Duration,
+    /// A WebSocket session must bind a token (`initialize`) within this of
+    /// the upgrade, or it is closed (5 s).
+    pub bind_timeout: Duration,
+    /// HTTP connections without a credential yet: in total (256) and per source (64).
     pub max_handshakes: usize,
+    pub max_handshakes_per_source: usize,
     /// Open WebSocket sessions (512).
     pub max_sessions: usize,
-    /// Failed `/pair` attempts from one IP before it is locked out (5).
+    /// WebSocket sessions not bound yet: in total (128) and per source (32).
+    pub max_unbound_sessions: usize,
+    pub max_unbound_sessions_per_source: usize,
+    /// Failed `/pair` attempts from one source before it is locked out (5).
     pub max_pairing_failures: u32,
-    /// How long a locked-out IP is refused (300 s).
+    /// How long a locked-out source is refused (300 s).
     pub pairing_lockout: Duration,
 }
 
@@ -89,11 +107,28 @@ impl Default for Settings {
         Self {
             ping_after: Duration::from_secs(20),
             close_after: Duration::from_secs(10),
-            handshake_timeout: Duration::from_secs(10),
+            head_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            bind_timeout: Duration::from_secs(5),
             max_handshakes: 256,
+            max_handshakes_per_source: 64,
             max_sessions: 512,
+            max_unbound_sessions: 128,
+            max_unbound_sessions_per_source: 32,
             max_pairing_failures: 5,
             pairing_lockout: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Settings {
+    fn bounds(&self) -> Bounds {
+        Bounds {
+            connections: self.max_handshakes,
+            connections_per_source: self.max_handshakes_per_source,
+            sessions: self.max_sessions,
+            unbound_sessions: self.max_unbound_sessions,
+            unbound_sessions_per_source: self.max_unbound_sessions_per_source,
         }
     }
 }
@@ -129,10 +164,8 @@ pub struct Gateway {
 struct Shared {
     daemon: Arc<Daemon>,
     settings: Settings,
-    /// Permits for connections in the handshake phase.
-    handshakes: Arc<Semaphore>,
-    /// Permits for open WebSocket sessions.
-    sessions: Arc<Semaphore>,
+    /// The places of connections and sessions, per source and in total.
+    admission: Arc<Admission>,
     pairing: pairing::Pairing,
     /// The Host and Origin rules of this gateway's web surface.
     web: Arc<web_guard::WebGuard>,
@@ -177,8 +210,7 @@ pub async fn start(daemon: &Arc<Daemon>, settings: Settings) -> Result<Gateway, 
     tracing::info!(event = "gateway_listening", address = %local_addr, tls = tls.is_some());
     let shared = Arc::new(Shared {
         daemon: daemon.clone(),
-        handshakes: Arc::new(Semaphore::new(settings.max_handshakes)),
-        sessions: Arc::new(Semaphore::new(settings.max_sessions)),
+        admission: Admission::new(settings.bounds()),
         pairing: pairing::Pairing::new(settings.max_pairing_failures, settings.pairing_lockout),
         settings,
         web: Arc::new(web_guard::WebGuard::new(tls.is_some(), g)),
@@ -191,7 +223,8 @@ pub async fn start(daemon: &Arc<Daemon>, settings: Settings) -> Result<Gateway, 
     Ok(gateway)
 }
 
-/// Accepts until the daemon stops; turns away what admission refuses.
+/// Accepts until the daemon stops. Every connection gets in: over a
+/// bound, admission evicts an older one without a credential instead.
 async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tls: Option<TlsAcceptor>) {
     let router = routes::router(shared.clone());
     loop {
@@ -209,35 +242,18 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tls: Option<Tls
                 continue;
             }
         };
-        let Some(permit) = admit(&shared, addr) else {
-            drop(tcp);
-            continue;
-        };
+        let ticket = Arc::new(shared.admission.admit_connection(Source::of(addr.ip())));
         let _ = tcp.set_nodelay(true);
-        tokio::spawn(handshake(
+        tokio::spawn(connection(
             shared.clone(),
             router.clone(),
             tcp,
             addr,
-            permit,
+            ticket,
             tls.clone(),
         ));
     }
     tracing::info!(event = "gateway_stopped");
-}
-
-/// Admission at accept (§12): a handshake permit, and room for one more session.
-fn admit(shared: &Shared, addr: SocketAddr) -> Option<OwnedSemaphorePermit> {
-    let reason = if shared.sessions.available_permits() == 0 {
-        "websocket_sessions"
-    } else {
-        match shared.handshakes.clone().try_acquire_owned() {
-            Ok(permit) => return Some(permit),
-            Err(_) => "handshakes",
-        }
-    };
-    tracing::info!(event = "connection_rejected", peer = %peer_label(addr), reason);
-    None
 }
 
 /// The peer label of a WebSocket client (§2.5): `wss:<ip>:<port>`, an IPv6
@@ -246,56 +262,94 @@ pub fn peer_label(addr: SocketAddr) -> String {
     format!("wss:{addr}")
 }
 
-/// The handshake phase of one connection: TLS when configured, then HTTP
-/// until the connection is upgraded or ends, all within the deadline. The
-/// permit is released when the phase ends; an upgraded session runs on in
-/// the task the upgrade spawned.
-async fn handshake(
+/// One HTTP connection: TLS when configured, then HTTP/1.1 until the
+/// connection is upgraded, closed, idle past the head timeout, or evicted.
+/// Its place in admission is given back when it ends; an upgraded session
+/// runs on in the task the upgrade spawned, with a place of its own.
+async fn connection(
     shared: Arc<Shared>,
     router: axum::Router,
     tcp: TcpStream,
     addr: SocketAddr,
-    permit: OwnedSemaphorePermit,
+    ticket: Arc<Ticket>,
     tls: Option<TlsAcceptor>,
 ) {
+    let evicted = ticket.evicted().clone();
+    let stop = shared.daemon.stop.clone();
     let work = async {
         match tls {
-            Some(acceptor) => match acceptor.accept(tcp).await {
-                Ok(stream) => serve_http(router, stream, addr).await,
-                Err(e) => {
-                    tracing::debug!(peer = %peer_label(addr), error = %e, "TLS handshake failed")
+            Some(acceptor) => {
+                let accepted =
+                    tokio::time::timeout(shared.settings.head_timeout, acceptor.accept(tcp)).await;
+                match accepted {
+                    Ok(Ok(stream)) => serve_http(&shared, router, stream, addr, ticket).await,
+                    Ok(Err(e)) => {
+                        tracing::debug!(peer = %peer_label(addr), error = %e, "TLS handshake failed")
+                    }
+                    Err(_) => {
+                        tracing::info!(event = "handshake_timeout", peer = %peer_label(addr));
+                    }
                 }
-            },
-            None => serve_http(router, tcp, addr).await,
+            }
+            None => serve_http(&shared, router, tcp, addr, ticket).await,
         }
     };
     tokio::select! {
         _ = work => {}
-        _ = tokio::time::sleep(shared.settings.handshake_timeout) => {
-            tracing::info!(event = "handshake_timeout", peer = %peer_label(addr));
-        }
-        _ = shared.daemon.stop.cancelled() => {}
+        _ = evicted.cancelled() => {}
+        // `serve_http` closes gracefully on stop; this only bounds the TLS step.
+        _ = async { stop.cancelled().await; tokio::time::sleep(STOP_GRACE).await } => {}
     }
-    drop(permit);
 }
 
-/// Serves HTTP/1.1 on one connection; ends when it is upgraded or closed.
-async fn serve_http<IO>(router: axum::Router, io: IO, addr: SocketAddr)
-where
+/// How long a connection may finish its answer once the daemon stops.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Serves HTTP/1.1 on one connection until it is upgraded or closed. A
+/// request head must arrive within `head_timeout` of the previous answer
+/// (the slowloris defence, and the idle limit of a kept-alive connection);
+/// a busy connection is never cut by its age. When the daemon stops, the
+/// answer in progress is finished with `Connection: close`.
+async fn serve_http<IO>(
+    shared: &Shared,
+    router: axum::Router,
+    io: IO,
+    addr: SocketAddr,
+    ticket: Arc<Ticket>,
+) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = tower::service_fn(
         move |mut req: axum::extract::Request<hyper::body::Incoming>| {
             req.extensions_mut()
                 .insert(axum::extract::ConnectInfo(addr));
+            req.extensions_mut().insert(ticket.clone());
             tower::ServiceExt::oneshot(router.clone(), req)
         },
     );
-    let served = hyper::server::conn::http1::Builder::new()
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(shared.settings.head_timeout);
+    let served = builder
         .serve_connection(TokioIo::new(io), TowerToHyperService::new(service))
-        .with_upgrades()
-        .await;
-    if let Err(e) = served {
-        tracing::debug!(peer = %peer_label(addr), error = %e, "HTTP connection failed");
+        .with_upgrades();
+    let mut served = std::pin::pin!(served);
+    let result = tokio::select! {
+        r = served.as_mut() => r,
+        _ = shared.daemon.stop.cancelled() => {
+            served.as_mut().graceful_shutdown();
+            match tokio::time::timeout(STOP_GRACE, served.as_mut()).await {
+                Ok(r) => r,
+                Err(_) => Ok(()),
+            }
+        }
+    };
+    if let Err(e) = result {
+        if e.is_timeout() {
+            tracing::debug!(peer = %peer_label(addr), "HTTP connection idle or slow past the head timeout: closed");
+        } else {
+            tracing::debug!(peer = %peer_label(addr), error = %e, "HTTP connection failed");
+        }
     }
 }

@@ -1,30 +1,33 @@
 //! Pairing over HTTP (§6.7, §12): `POST /pair` with
-//! `X-Pairing-Code: <6 digits>` redeems the one-time code the daemon logged
+//! `X-Pairing-Code: <12 digits>` redeems the one-time code the daemon logged
 //! at startup, or `pairing/code` issued (`Daemon::pairing_code`), for a new token.
 //!
 //! - A code is open if, at startup, `gateway.require_pairing` was true and no
 //!   token was paired, or once an admin called `pairing/code`. It is
-//!   single-use, and redeemable only while `require_pairing` is true.
+//!   single-use, expires, is burned by a few wrong guesses from all sources
+//!   together (`state::pairing_code`), and is redeemable only while
+//!   `require_pairing` is true.
 //! - The new token's digest is committed exactly as `pairing/create`
 //!   commits one: under the config write lock, through `LiveConfig::commit`
 //!   (which persists `config.toml` and bumps the policy generation). A
 //!   failed commit leaves the code unused.
 //! - Every refused attempt (no code left, header missing or malformed,
-//!   wrong code) counts against the client's IP; the 5th within the window
-//!   locks that IP out for 300 s (HTTP 429). A success clears its count. A
+//!   wrong code) also counts against the client's source (`source::Source`:
+//!   all of loopback is one, IPv6 by /64); the 5th within the window locks
+//!   that source out for 300 s (HTTP 429). A success clears its count. A
 //!   count not renewed for the lockout period is forgotten.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::source::Source;
 use crate::config::{token_digest, token_from_bytes, Config, Policy};
 use crate::error::RpcError;
 use crate::live_config::random_bytes;
-use crate::state::Daemon;
+use crate::state::{well_formed, Daemon, GuessVerdict};
 
 /// The request header that carries the code.
 pub const PAIRING_CODE_HEADER: &str = "X-Pairing-Code";
@@ -57,7 +60,7 @@ struct Failures {
 /// The lockout state of one gateway (the code itself is the daemon's).
 #[derive(Debug)]
 pub(super) struct Pairing {
-    failures: Mutex<HashMap<IpAddr, Failures>>,
+    failures: Mutex<HashMap<Source, Failures>>,
     max_failures: u32,
     lockout: Duration,
 }
@@ -71,20 +74,26 @@ impl Pairing {
         }
     }
 
-    /// Redeems `given` for a token on behalf of `ip`.
+    /// Redeems `given` for a token on behalf of `source`.
     pub(super) async fn redeem(
         &self,
         daemon: &Daemon,
-        ip: IpAddr,
+        source: Source,
         given: Option<&str>,
     ) -> PairOutcome {
-        if let Some(left) = self.locked_out(ip, Instant::now()) {
+        let now = Instant::now();
+        if let Some(left) = self.locked_out(source, now) {
             return PairOutcome::LockedOut(left);
         }
         let mut slot = daemon.pairing_code.lock().await;
+        if slot.as_ref().is_some_and(|open| open.expired(now)) {
+            *slot = None;
+            tracing::info!(event = "pairing_code_expired", source = %source);
+        }
         let open = daemon.config.current().gateway.require_pairing;
-        let outcome = match (slot.as_deref(), given.and_then(well_formed)) {
-            (Some(code), Some(given)) if open && constant_time_eq(code, given) => {
+        let given = given.and_then(well_formed);
+        let outcome = match (slot.as_mut(), given) {
+            (Some(code), Some(given)) if open && constant_time_eq(&code.code, &given) => {
                 match commit_new_token(daemon).await {
                     Ok(token) => {
                         *slot = None;
@@ -93,35 +102,44 @@ impl Pairing {
                     Err(e) => PairOutcome::Failed(e),
                 }
             }
-            (Some(_), _) if open => PairOutcome::Rejected,
+            (Some(code), Some(_)) if open => {
+                // A well-formed wrong code is a guess at this code: the
+                // budget every source shares.
+                if code.wrong_guess() == GuessVerdict::Burned {
+                    tracing::warn!(event = "pairing_code_burned", source = %source, wrong_guesses = code.wrong_guesses, "the pairing code took too many wrong guesses and is gone; open a new one with `zeroclaw pair`");
+                    *slot = None;
+                }
+                PairOutcome::Rejected
+            }
+            (Some(_), None) if open => PairOutcome::Rejected,
             _ => PairOutcome::Unavailable,
         };
         drop(slot);
         match &outcome {
-            PairOutcome::Paired(_) => self.succeeded(ip),
+            PairOutcome::Paired(_) => self.succeeded(source),
             PairOutcome::Rejected | PairOutcome::Unavailable => {
-                self.failed(ip, Instant::now());
+                self.failed(source, Instant::now());
             }
             _ => {}
         }
         outcome
     }
 
-    /// How much longer `ip` is locked out, if it is.
-    fn locked_out(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+    /// How much longer `source` is locked out, if it is.
+    fn locked_out(&self, source: Source, now: Instant) -> Option<Duration> {
         let map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let until = map.get(&ip)?.locked_until?;
+        let until = map.get(&source)?.locked_until?;
         (until > now).then(|| until - now)
     }
 
-    /// Counts a refused attempt; returns whether `ip` is now locked out.
-    fn failed(&self, ip: IpAddr, now: Instant) -> bool {
+    /// Counts a refused attempt; returns whether `source` is now locked out.
+    fn failed(&self, source: Source, now: Instant) -> bool {
         let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= SWEEP_AT {
             let lockout = self.lockout;
             map.retain(|_, f| !expired(f, now, lockout));
         }
-        let entry = map.entry(ip).or_insert(Failures {
+        let entry = map.entry(source).or_insert(Failures {
             count: 0,
             last: now,
             locked_until: None,
@@ -137,17 +155,17 @@ impl Pairing {
         entry.last = now;
         if entry.count >= self.max_failures {
             entry.locked_until = Some(now + self.lockout);
-            tracing::info!(event = "pairing_locked_out", ip = %ip, secs = self.lockout.as_secs());
+            tracing::warn!(event = "pairing_locked_out", source = %source, secs = self.lockout.as_secs());
             return true;
         }
         false
     }
 
-    fn succeeded(&self, ip: IpAddr) {
+    fn succeeded(&self, source: Source) {
         self.failures
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&ip);
+            .remove(&source);
     }
 }
 
@@ -157,12 +175,6 @@ fn expired(f: &Failures, now: Instant, lockout: Duration) -> bool {
         Some(until) => now >= until,
         None => now.saturating_duration_since(f.last) >= lockout,
     }
-}
-
-/// Exactly six ASCII digits (surrounding whitespace allowed).
-fn well_formed(code: &str) -> Option<&str> {
-    let code = code.trim();
-    (code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit())).then_some(code)
 }
 
 fn constant_time_eq(a: &str, b: &str) -> bool {
@@ -185,16 +197,8 @@ async fn commit_new_token(daemon: &Daemon) -> Result<String, RpcError> {
 mod tests {
     use super::*;
 
-    fn ip(n: u8) -> IpAddr {
-        IpAddr::from([10, 0, 0, n])
-    }
-
-    #[test]
-    fn only_six_digits_are_well_formed() {
-        assert_eq!(well_formed(" 012345 "), Some("012345"));
-        for bad in ["", "12345", "1234567", "12345a", "١٢٣٤٥٦"] {
-            assert_eq!(well_formed(bad), None, "{bad}");
-        }
+    fn ip(n: u8) -> Source {
+        Source::V4([10, 0, 0, n].into())
     }
 
     #[test]
@@ -240,7 +244,7 @@ mod tests {
         let p = Pairing::new(5, Duration::from_secs(1));
         let t0 = Instant::now();
         for n in 0..SWEEP_AT as u32 {
-            p.failed(IpAddr::from(n.to_be_bytes()), t0);
+            p.failed(Source::V4(n.into()), t0);
         }
         p.failed(ip(1), t0 + Duration::from_secs(2));
         assert_eq!(p.failures.lock().unwrap().len(), 1);

@@ -24,6 +24,7 @@ use serde_json::json;
 
 use super::http_json::json_response;
 use super::pairing::{PairOutcome, PAIRING_CODE_HEADER};
+use super::source::Source;
 use super::{dashboard, rpc_http, web_guard};
 use super::{peer_label, ws_connection, Shared, WS_MESSAGE_LIMIT};
 
@@ -48,15 +49,14 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         ))
 }
 
-/// `GET /ws`: takes a session permit, then upgrades. Over the session bound
-/// (possible only if sessions opened while this one was in its handshake)
-/// the answer is 503.
+/// `GET /ws`: takes a session's place in admission, then upgrades. When
+/// every place is held by a bound session the answer is 503.
 async fn upgrade(
     State(shared): State<Arc<Shared>>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let Ok(permit) = shared.sessions.clone().try_acquire_owned() else {
+    let Ok(ticket) = shared.admission.admit_session(Source::of(addr.ip())) else {
         tracing::info!(event = "connection_rejected", peer = %peer_label(addr), reason = "websocket_sessions");
         return json_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -67,7 +67,7 @@ async fn upgrade(
     ws.read_buffer_size(WS_READ_BUFFER)
         .max_message_size(WS_MESSAGE_LIMIT)
         .max_frame_size(WS_MESSAGE_LIMIT)
-        .on_upgrade(move |socket| ws_connection::serve(shared, socket, addr, permit))
+        .on_upgrade(move |socket| ws_connection::serve(shared, socket, addr, ticket))
 }
 
 /// `POST /pair` (§12).
@@ -80,18 +80,15 @@ async fn pair(
         .get(PAIRING_CODE_HEADER)
         .and_then(|v| v.to_str().ok());
     let peer = peer_label(addr);
-    match shared
-        .pairing
-        .redeem(&shared.daemon, addr.ip(), given)
-        .await
-    {
+    let source = Source::of(addr.ip());
+    match shared.pairing.redeem(&shared.daemon, source, given).await {
         PairOutcome::Paired(token) => {
             tracing::info!(event = "pairing_redeemed", peer = %peer);
             json_response(StatusCode::OK, json!({ "token": token }))
         }
         PairOutcome::LockedOut(left) => {
             let secs = left.as_secs_f64().ceil() as u64;
-            tracing::info!(event = "pairing_refused", peer = %peer, reason = "locked_out");
+            tracing::info!(event = "pairing_refused", peer = %peer, source = %source, reason = "locked_out");
             let mut r = json_response(
                 StatusCode::TOO_MANY_REQUESTS,
                 json!({"error": "locked_out", "retry_after_secs": secs}),
@@ -101,14 +98,14 @@ async fn pair(
             r
         }
         PairOutcome::Unavailable => {
-            tracing::info!(event = "pairing_refused", peer = %peer, reason = "unavailable");
+            tracing::info!(event = "pairing_refused", peer = %peer, source = %source, reason = "unavailable");
             json_response(
                 StatusCode::FORBIDDEN,
                 json!({"error": "pairing_unavailable"}),
             )
         }
         PairOutcome::Rejected => {
-            tracing::info!(event = "pairing_refused", peer = %peer, reason = "invalid_code");
+            tracing::info!(event = "pairing_refused", peer = %peer, source = %source, reason = "invalid_code");
             json_response(
                 StatusCode::UNAUTHORIZED,
                 json!({"error": "invalid_pairing_code"}),

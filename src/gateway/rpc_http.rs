@@ -10,11 +10,21 @@
 //! on after the answer (`session/prompt`, `logs/subscribe`) need a channel
 //! this connection does not have: the transport gate answers them `-32012`
 //! `channel_required`. Notifications the methods send are dropped.
+//!
+//! Memory: the body and every answer held for the reply are charged to the
+//! daemon's memory budget until the reply is written, as a socket's queued
+//! answers are; once the budget is spent, the limit layer answers the next
+//! elements `-32004` (`{"limit":"memory"}`) as it would on a socket, and a
+//! body that does not fit is refused `503` before it is parsed.
+//!
+//! Time: the body must arrive within the gateway's body timeout (`408`).
+//! A valid token makes the HTTP connection trusted in admission: it is
+//! never evicted by strangers.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::body::to_bytes;
+use axum::body::{to_bytes, Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -22,12 +32,14 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tower::Service;
 
+use super::admission::Ticket;
 use super::http_json::{bytes_response, json_response};
 use super::Shared;
 use crate::conn_state::{PeerInfo, Transport};
 use crate::connection::{build_stack, new_conn, Stack};
 use crate::jsonrpc::AnswerFrame;
 use crate::limits::MAX_FRAME_BYTES;
+use crate::memory::{budget, Charge};
 
 /// The most requests one `POST /rpc` array may carry.
 pub const MAX_BATCH: usize = 16;
@@ -50,11 +62,44 @@ pub(super) async fn rpc(
             json!({"error": "content_type", "expected": "application/json"}),
         );
     }
-    let Ok(body) = to_bytes(req.into_body(), MAX_FRAME_BYTES).await else {
-        return json_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            json!({"error": "body_too_large", "max_bytes": MAX_FRAME_BYTES}),
-        );
+    let ticket = req.extensions().get::<Arc<Ticket>>().cloned();
+    let read = tokio::time::timeout(
+        shared.settings.body_timeout,
+        to_bytes(req.into_body(), MAX_FRAME_BYTES),
+    );
+    let body = match read.await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => {
+            return json_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"error": "body_too_large", "max_bytes": MAX_FRAME_BYTES}),
+            )
+        }
+        Err(_) => {
+            tracing::info!(event = "http_refused", reason = "body_timeout", peer = %peer_label(addr));
+            let mut r = json_response(
+                StatusCode::REQUEST_TIMEOUT,
+                json!({"error": "body_timeout", "secs": shared.settings.body_timeout.as_secs()}),
+            );
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return r;
+        }
+    };
+    // What this request holds (its body, then its reply) counts against
+    // the daemon's budget like a socket's frames.
+    let mut held = match budget().try_charge(body.len()) {
+        Ok(charge) => charge,
+        Err(over) => {
+            tracing::info!(event = "http_refused", reason = "memory_budget", peer = %peer_label(addr));
+            let mut r = json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "memory_budget", "max_bytes": over.max}),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
     };
     // An array is split here (the protocol refuses batches on one frame,
     // §3.4); anything else, invalid JSON included, is one frame for the stack.
@@ -82,13 +127,19 @@ pub(super) async fn rpc(
     let answer = match authenticate(&mut stack, bearer(&headers)).await {
         Err(refusal) => refusal,
         Ok(()) => {
-            let mut answers = Vec::new();
+            if let Some(ticket) = &ticket {
+                ticket.trust();
+            }
+            // The frames' text is owned by `frames` now; the body's charge
+            // moves to the reply as it grows.
+            drop(body);
+            let mut reply = Reply::new(batch);
             for frame in frames {
                 if let Some(a) = call(&mut stack, frame).await {
-                    answers.push(a);
+                    reply.push(&a, &mut held);
                 }
             }
-            respond(answers, batch)
+            reply.into_response(held)
         }
     };
     conn.input_closed.cancel();
@@ -148,25 +199,78 @@ async fn authenticate(stack: &mut Stack, token: Option<String>) -> Result<(), Re
     Err(r)
 }
 
-/// `200` with the answer (an array for an array), `204` when every element
-/// was a notification.
-fn respond(answers: Vec<Vec<u8>>, batch: bool) -> Response {
-    if answers.is_empty() {
-        return StatusCode::NO_CONTENT.into_response();
-    }
-    let body = if batch {
-        let mut b = Vec::with_capacity(answers.iter().map(|a| a.len() + 1).sum::<usize>() + 1);
-        b.push(b'[');
-        for (i, a) in answers.iter().enumerate() {
-            if i > 0 {
-                b.push(b',');
-            }
-            b.extend_from_slice(a.trim_ascii_end());
+/// The reply being built: the answers, joined as they come (an array for
+/// an array), so no answer is held twice.
+struct Reply {
+    body: Vec<u8>,
+    batch: bool,
+    answers: usize,
+}
+
+impl Reply {
+    fn new(batch: bool) -> Self {
+        Self {
+            body: Vec::new(),
+            batch,
+            answers: 0,
         }
-        b.push(b']');
-        b
-    } else {
-        answers.into_iter().next().unwrap_or_default()
-    };
-    bytes_response(StatusCode::OK, body)
+    }
+
+    /// Appends one answer and charges what the reply now holds (work
+    /// already admitted: never refused, but it makes the next element's
+    /// admission see the budget spent).
+    fn push(&mut self, answer: &[u8], held: &mut Charge) {
+        let answer = answer.trim_ascii_end();
+        if self.batch {
+            self.body.push(if self.answers == 0 { b'[' } else { b',' });
+        }
+        self.body.extend_from_slice(answer);
+        self.answers += 1;
+        held.set(held.bytes().max(self.body.capacity()));
+    }
+
+    /// `200` with the answer, `204` when every element was a notification.
+    /// The charge is held until the body has been written (or dropped).
+    fn into_response(mut self, held: Charge) -> Response {
+        if self.answers == 0 {
+            return StatusCode::NO_CONTENT.into_response();
+        }
+        if self.batch {
+            self.body.push(b']');
+        }
+        let body = ChargedBody {
+            data: Some(Bytes::from(self.body)),
+            _held: held,
+        };
+        let mut r = bytes_response(StatusCode::OK, Vec::new());
+        *r.body_mut() = Body::new(body);
+        r
+    }
+}
+
+/// A reply body that keeps its bytes charged to the budget until hyper has
+/// taken them and dropped the body.
+struct ChargedBody {
+    data: Option<Bytes>,
+    _held: Charge,
+}
+
+impl axum::body::HttpBody for ChargedBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        std::task::Poll::Ready(self.data.take().map(|d| Ok(hyper::body::Frame::data(d))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
+    }
 }

@@ -13,6 +13,10 @@
 //!   within `close_after` of the Ping.
 //! - The connection counts as one (`Daemon::admit_remote`, so `status` and
 //!   ephemeral mode see it) from the upgrade until it is fully closed.
+//! - Until `initialize` has bound a token the session holds an unbound
+//!   place in admission (`admission`): it is closed (1008) if it has not
+//!   bound within `bind_timeout`, or when a newer stranger evicts it. Once
+//!   bound, its place is trusted and only the heartbeat and the peer end it.
 //! - A WebSocket has no half-close: once the peer has closed (or vanished)
 //!   nothing more can be delivered, so what is in flight is not waited for.
 
@@ -25,9 +29,10 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::StreamExt;
 use std::future::Future;
 use tokio::io::AsyncWrite;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, Sleep};
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
+use super::admission::Ticket;
 use super::ws_writer::{CloseSlot, WsWriter, PING};
 use super::{peer_label, Settings, Shared};
 use crate::codec::{Frame, Rejection};
@@ -42,7 +47,7 @@ pub(super) async fn serve(
     shared: Arc<Shared>,
     socket: WebSocket,
     addr: SocketAddr,
-    permit: OwnedSemaphorePermit,
+    ticket: Ticket,
 ) {
     let daemon = &shared.daemon;
     let guard = daemon.admit_remote();
@@ -55,6 +60,12 @@ pub(super) async fn serve(
         sink: WsWriter::new(sink, close.clone(), daemon.shutdown.clone()),
         close,
         heartbeat: Heartbeat::new(&shared.settings, conn.outbound.clone()),
+        unbound: Some(Unbound {
+            deadline: Box::pin(tokio::time::sleep(shared.settings.bind_timeout)),
+            evicted: Box::pin(ticket.evicted().clone().cancelled_owned()),
+        }),
+        conn: conn.clone(),
+        ticket,
         ending: None,
         reason: None,
     };
@@ -65,7 +76,7 @@ pub(super) async fn serve(
     });
     log_closed(&conn, reason);
     drop(guard);
-    drop(permit);
+    drop(wire);
 }
 
 /// Why a WebSocket connection ended, as its `connection_closed` log says.
@@ -79,6 +90,10 @@ enum Reason {
     TooLarge,
     /// No answer to the heartbeat Ping.
     Heartbeat,
+    /// No token bound within the bind timeout.
+    Unbound,
+    /// Evicted by a newer connection while it had not bound a token.
+    Evicted,
 }
 
 fn log_closed(conn: &Conn, reason: Reason) {
@@ -91,15 +106,57 @@ struct WsWire {
     sink: WsWriter<SplitSink<WebSocket, Message>>,
     close: CloseSlot,
     heartbeat: Heartbeat,
+    /// Until the session binds: its deadline and its eviction.
+    unbound: Option<Unbound>,
+    conn: Conn,
+    /// The session's place in admission, held until it ends.
+    ticket: Ticket,
     /// What the next inbound step is, once the input has ended.
     ending: Option<Inbound>,
     /// Why the input ended, when the WebSocket says.
     reason: Option<Reason>,
 }
 
+/// What ends a session that has not bound a token yet.
+struct Unbound {
+    deadline: std::pin::Pin<Box<Sleep>>,
+    evicted: std::pin::Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+impl WsWire {
+    /// Checks an unbound session: trusted once bound, closed when its time
+    /// is up or it was evicted. `Some` ends the input.
+    fn poll_unbound(&mut self, cx: &mut Context<'_>) -> Option<Inbound> {
+        let unbound = self.unbound.as_mut()?;
+        let reason = if self.conn.binding().is_some() {
+            if self.ticket.trust() {
+                self.unbound = None;
+                return None;
+            }
+            Reason::Evicted
+        } else if unbound.evicted.as_mut().poll(cx).is_ready() {
+            Reason::Evicted
+        } else if unbound.deadline.as_mut().poll(cx).is_ready() {
+            Reason::Unbound
+        } else {
+            return None;
+        };
+        let why = match reason {
+            Reason::Unbound => "initialize with a token in time",
+            _ => "evicted before initialize",
+        };
+        self.close.set(1008, why);
+        self.reason = Some(reason);
+        Some(Inbound::Gone)
+    }
+}
+
 impl Wire for WsWire {
     fn poll_inbound(&mut self, cx: &mut Context<'_>) -> Poll<Inbound> {
         if let Some(end) = self.ending.take() {
+            return Poll::Ready(end);
+        }
+        if let Some(end) = self.poll_unbound(cx) {
             return Poll::Ready(end);
         }
         loop {

@@ -295,9 +295,9 @@ impl Session {
     pub fn attach(&self, conn: &Conn) -> Result<usize, usize> {
         let mut st = self.state();
         let st = &mut *st;
-        st.attached.retain(|c| !c.closed.is_cancelled());
+        st.attached.retain(|c| c.hears());
         if st.attached.is_empty() {
-            if let Some(ch) = st.channel.as_ref().filter(|c| !c.closed.is_cancelled()) {
+            if let Some(ch) = st.channel.as_ref().filter(|c| c.hears()) {
                 st.attached.push(ch.clone());
             }
         }
@@ -315,8 +315,18 @@ impl Session {
     /// a session joins it instead of replacing it).
     pub fn used_by_another(&self, conn: &Conn) -> bool {
         let st = self.state();
-        let other = |c: &Conn| c.id != conn.id && !c.closed.is_cancelled();
+        let other = |c: &Conn| c.id != conn.id && c.hears();
         st.channel.as_ref().is_some_and(other) || st.attached.iter().any(other)
+    }
+
+    /// Forgets connection `id` as the channel and as an attached client: a
+    /// revocation cut it off (`state::revocation`).
+    pub fn detach(&self, id: u64) {
+        let mut st = self.state();
+        st.attached.retain(|c| c.id != id);
+        if st.channel.as_ref().is_some_and(|c| c.id == id) {
+            st.channel = None;
+        }
     }
 
     /// Whether any client attached with `session/attach`.
@@ -339,7 +349,7 @@ impl Session {
         self.state()
             .attached
             .iter()
-            .filter(|c| c.id != prompter.id && !c.closed.is_cancelled())
+            .filter(|c| c.id != prompter.id && c.hears())
             .cloned()
             .collect()
     }

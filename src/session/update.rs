@@ -182,11 +182,14 @@ pub fn split_chunks(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Writes one update to `conn` in its dialect. A closed connection
-/// discards it (the turn goes on and is persisted). `cancel` is the turn's
-/// soft cancel: once it fired, a stalled client no longer holds the turn
-/// back ([`crate::outbound::Outbound::send_or_cancelled`]).
+/// Writes one update to `conn` in its dialect. A closed connection, or one
+/// a revocation cut off, discards it (the turn goes on and is persisted).
+/// `cancel` is the turn's soft cancel: once it fired, a stalled client no
+/// longer holds the turn back ([`crate::outbound::Outbound::send_or_cancelled`]).
 pub async fn notify(conn: &Conn, update: &Update<'_>, cancel: &CancellationToken) {
+    if !conn.hears() {
+        return;
+    }
     let dialect = conn.dialect();
     let notice;
     let update = match (&update.event, dialect) {

@@ -17,11 +17,14 @@ use crate::session::Sessions;
 use crate::store::Store;
 
 mod health;
+mod live_conns;
 mod pairing_code;
 mod prompt;
+pub mod revocation;
 mod status_template;
 mod uptime;
-pub use pairing_code::{new_code, PairingCode};
+pub use live_conns::{LiveConns, Registration};
+pub use pairing_code::{new_code, well_formed, GuessVerdict, OpenCode, PairingCode};
 pub use prompt::{DecodePrompt, PromptArgs};
 pub use status_template::StatusTemplate;
 pub use uptime::Uptime;
@@ -78,6 +81,8 @@ pub struct Daemon {
     pub clients_changed: Notify,
     /// The gateway's open pairing code (`POST /pair`, `pairing/code`).
     pub pairing_code: PairingCode,
+    /// Every connection being served (revocation reaches them at once).
+    pub live_conns: LiveConns,
 }
 
 impl Daemon {
@@ -127,6 +132,7 @@ impl Daemon {
             conn_seq: AtomicU64::new(0),
             clients_changed: Notify::new(),
             pairing_code: PairingCode::default(),
+            live_conns: LiveConns::default(),
         })
     }
 

@@ -201,7 +201,7 @@ async function main() {
   await page.goto(URL_ + '/');
   await page.locator('#pair-form').waitFor({ timeout: T });
   await shot(page, 'pairing');
-  await page.fill('#pair-code', CODE === '000000' ? '000001' : '000000');
+  await page.fill('#pair-code', CODE === '000000000000' ? '000000000001' : '000000000000');
   await page.click('#pair-submit');
   await page.locator('#pair-message', { hasText: 'not right' }).waitFor({ timeout: T });
   check(true, 'a wrong code is refused with a message');

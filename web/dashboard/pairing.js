@@ -18,27 +18,27 @@ export function forget() {
 
 const ANSWERS = {
   invalid_pairing_code: 'That code is not right. Check the code the daemon logged (or run `zeroclaw pair`).',
-  pairing_unavailable: 'No pairing code is open. Run `zeroclaw pair` on the daemon\'s machine for a new one.',
-  locked_out: 'Too many wrong codes from this address: try again later.',
+  pairing_unavailable: 'No pairing code is open (it was used, expired after 10 minutes, or took too many wrong guesses). Run `zeroclaw pair` on the daemon\'s machine for a new one.',
+  locked_out: 'Too many wrong codes: try again later.',
 };
 
 /** Shows the pairing form in `root` with `notice`; calls `done()` once a token is stored. */
 export function showPairing(root, notice, done) {
   const input = el('input', {
     id: 'pair-code', name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code',
-    pattern: '[0-9]{6}', maxlength: '6', placeholder: '123456', required: true,
+    pattern: '[0-9]{12}', maxlength: '12', placeholder: '123456789012', required: true,
   });
   const message = el('p', { id: 'pair-message', class: notice ? 'notice' : 'hint', role: 'status' },
-    notice || 'Enter the 6-digit pairing code the daemon logged, or run `zeroclaw pair` in a terminal.');
+    notice || 'Enter the 12-digit pairing code the daemon logged, or run `zeroclaw pair` in a terminal.');
   const button = el('button', { type: 'submit', id: 'pair-submit' }, 'Pair');
   const form = el('form', { id: 'pair-form', class: 'card' },
     el('h2', {}, 'Pair this browser'), message,
     el('label', { for: 'pair-code' }, 'Pairing code'), input, button);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    const code = input.value.trim();
-    if (!/^[0-9]{6}$/.test(code)) {
-      replace(message, 'The code is 6 digits.');
+    const code = input.value.replace(/[\s-]/g, '');
+    if (!/^[0-9]{12}$/.test(code)) {
+      replace(message, 'The code is 12 digits.');
       return;
     }
     button.disabled = true;
