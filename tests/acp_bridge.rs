@@ -442,6 +442,27 @@ fn a_prompt_over_the_daemons_frame_limit_fails_at_once() {
     p.assert_stdout_clean(1);
 }
 
+/// A daemon the bridge starts that cannot come up (config.toml does not
+/// parse): the editor's request fails with the daemon's own reason, not
+/// only "no daemon answers".
+#[test]
+fn a_daemon_that_cannot_start_tells_the_editor_why() {
+    let py = python!();
+    let env = AcpEnv::stopped("schema_version = 1\n\n[agents.echo\nbackend = \"echo\"\n");
+    let started = StopOnDrop(env.config_dir());
+    let p = play(&py, &env, "echo", "new_fails", &[]);
+    let new = p.get("new");
+    assert_eq!(new["error"], -32603, "{new}\nstderr:\n{}", p.stderr);
+    let msg = new["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("the daemon could not start"), "{msg}");
+    // Not the exact wording of the parse error: that it names the file and the place.
+    assert!(msg.contains("config.toml") && msg.contains("line"), "{msg}");
+    assert!(!msg.chars().any(char::is_control), "{msg:?}");
+    assert!(msg.len() < 4096, "{msg}");
+    p.assert_stdout_clean(1);
+    drop(started);
+}
+
 /// `zeroclaw acp` writing to `stdout`, asked for a 1,000-chunk turn; its
 /// stdin stays open (closing it ends the bridge) until the caller saw the
 /// answer.

@@ -374,6 +374,22 @@ async def scenario_too_large(size):
     await b.close()
 
 
+async def scenario_new_fails():
+    """session/new when the bridge cannot have a daemon: the editor's error."""
+    a = Editor("a")
+    b = Bridge()
+    conn = await b.start(a)
+    await b.initialize()
+    try:
+        r = await asyncio.wait_for(conn.new_session(cwd=os.getcwd(), mcp_servers=[]), 60)
+        emit("new", session=r.session_id)
+    except acp.RequestError as e:
+        emit("new", error=e.code, message=str(e))
+    except asyncio.TimeoutError:
+        emit("new", error="no answer in 60 s")
+    await b.close()
+
+
 async def main():
     name, args = sys.argv[1], sys.argv[2:]
     await asyncio.wait_for(globals()[f"scenario_{name}"](*args), 120)

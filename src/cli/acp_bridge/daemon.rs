@@ -91,8 +91,8 @@ impl DaemonConn {
         let stream = match endpoint::connect(&name).await {
             Ok(s) => s,
             Err(_) => {
-                start_daemon(config_dir)?;
-                connect_patiently(&name).await?
+                let started = start_daemon(config_dir)?;
+                connect_patiently(&name, started).await?
             }
         };
         let (r, writer) = split(stream);
@@ -334,9 +334,12 @@ fn classify(line: String) -> Result<FromDaemon, Value> {
 
 /// Starts `zeroclaw daemon` (this executable) detached: its own process
 /// group, so the editor's Ctrl-C or group kill does not reach it; no
-/// stdin/stdout, and its stderr discarded (its records stay readable with
+/// stdin or stdout. Its stderr is a pipe the bridge reads until the daemon
+/// answers, so that a daemon that cannot start (an invalid config.toml)
+/// tells the editor why; then the pipe is closed, and the daemon's log
+/// writer drops its later lines (its records stay readable with
 /// `zeroclaw logs`). Never `--ephemeral`: the daemon outlives the editor.
-fn start_daemon(config_dir: Option<&OsStr>) -> Result<(), Unreachable> {
+fn start_daemon(config_dir: Option<&OsStr>) -> Result<Started, Unreachable> {
     let exe = std::env::current_exe()
         .map_err(|e| Unreachable(format!("cannot find the zeroclaw executable: {e}")))?;
     let mut cmd = std::process::Command::new(exe);
@@ -346,39 +349,141 @@ fn start_daemon(config_dir: Option<&OsStr>) -> Result<(), Unreachable> {
     cmd.arg("daemon")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+        .stderr(std::process::Stdio::piped());
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
     }
-    let child = cmd
+    let mut child = tokio::process::Command::from(cmd)
         .spawn()
         .map_err(|e| Unreachable(format!("cannot start the daemon: {e}")))?;
     eprintln!(
         "zeroclaw acp: no daemon answered; started one (pid {})",
-        child.id()
+        child.id().unwrap_or_default()
     );
-    // Not waited for: it runs on after the bridge; a daemon that lost the
-    // race for the endpoint exits at once and is reaped by init.
-    drop(child);
-    Ok(())
+    let stderr = child.stderr.take();
+    Ok(Started {
+        child,
+        stderr,
+        said: Vec::new(),
+    })
 }
 
+/// A daemon the bridge started, until it answers. Dropping it leaves the
+/// process running (tokio reaps it once it exits).
+struct Started {
+    child: tokio::process::Child,
+    stderr: Option<tokio::process::ChildStderr>,
+    /// The end of what it wrote on stderr (at most [`STDERR_KEPT`] bytes).
+    said: Vec<u8>,
+}
+
+/// Bytes of the starting daemon's stderr kept: its startup error is the
+/// last thing it writes.
+const STDERR_KEPT: usize = 64 * 1024;
+
+/// Longest startup error passed to the editor.
+const REASON_MAX: usize = 2048;
+
+/// The exit status of a daemon that found the endpoint taken: another
+/// daemon (started by another editor at the same moment) won the race.
+const ENDPOINT_TAKEN: i32 = 3;
+
+impl Started {
+    /// Reads what is on stderr for at most `wait`; whether it ended.
+    async fn read_stderr(&mut self, wait: Duration) -> bool {
+        use tokio::io::AsyncReadExt;
+        let Some(stderr) = self.stderr.as_mut() else {
+            tokio::time::sleep(wait).await;
+            return true;
+        };
+        let mut buf = [0u8; 4096];
+        match tokio::time::timeout(wait, stderr.read(&mut buf)).await {
+            Err(_) => false,
+            Ok(Ok(0) | Err(_)) => {
+                self.stderr = None;
+                true
+            }
+            Ok(Ok(n)) => {
+                self.said.extend_from_slice(&buf[..n]);
+                if self.said.len() > STDERR_KEPT {
+                    let cut = self.said.len() - STDERR_KEPT;
+                    self.said.drain(..cut);
+                }
+                false
+            }
+        }
+    }
+
+    /// Why it exited: its own startup error, else its exit status.
+    async fn reason(&mut self, status: std::process::ExitStatus) -> String {
+        // What it wrote before exiting is in the pipe (a child of its own
+        // could hold the pipe open: bounded).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        while self.stderr.is_some() && tokio::time::Instant::now() < deadline {
+            self.read_stderr(Duration::from_millis(200)).await;
+        }
+        match startup_error(&String::from_utf8_lossy(&self.said)) {
+            Some(why) => format!("the daemon could not start: {why}"),
+            None => format!("the daemon could not start ({status}) and said nothing on stderr"),
+        }
+    }
+}
+
+/// The daemon's startup error in what it wrote on stderr, on one line,
+/// its control characters made visible, bounded at [`REASON_MAX`] bytes.
+///
+/// The daemon writes it as `zeroclaw daemon: <error>` (lines that follow
+/// are its advice); its log lines (JSON on a pipe) come in between, from
+/// another thread, and are left out. Failing that, the last line that is
+/// not a log line.
+fn startup_error(stderr: &str) -> Option<String> {
+    const PREFIX: &str = "zeroclaw daemon: ";
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty() && !l.starts_with('{'))
+        .collect();
+    let text = match lines.iter().rposition(|l| l.starts_with(PREFIX)) {
+        Some(i) => {
+            let mut t = lines[i][PREFIX.len()..].to_owned();
+            for l in &lines[i + 1..] {
+                t.push('\n');
+                t.push_str(l);
+            }
+            t
+        }
+        None => (*lines.last()?).to_owned(),
+    };
+    let shown = crate::shown::Shown::line(&text);
+    Some(crate::bounded::bound_text(shown.as_str(), REASON_MAX).into_owned())
+}
+
+/// Connects to the daemon just started, reading its stderr meanwhile;
+/// fails with the daemon's own reason when it exits instead.
 async fn connect_patiently(
     name: &endpoint::EndpointName,
+    mut started: Started,
 ) -> Result<endpoint::LocalStream, Unreachable> {
     let deadline = tokio::time::Instant::now() + START_PATIENCE;
     loop {
-        match endpoint::connect(name).await {
+        let e = match endpoint::connect(name).await {
             Ok(s) => return Ok(s),
-            Err(e) if tokio::time::Instant::now() >= deadline => {
-                return Err(Unreachable(format!(
-                    "no daemon answers at {name} ({e}), even after starting one"
-                )))
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => e,
+        };
+        match started.child.try_wait() {
+            // Lost the race for the endpoint: the winner answers soon.
+            Ok(Some(status)) if status.code() == Some(ENDPOINT_TAKEN) => {}
+            Ok(Some(status)) => return Err(Unreachable(started.reason(status).await)),
+            Ok(None) | Err(_) => {}
         }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Unreachable(format!(
+                "no daemon answers at {name} ({e}), even after starting one"
+            )));
+        }
+        started.read_stderr(Duration::from_millis(50)).await;
     }
 }
 
@@ -476,6 +581,32 @@ mod tests {
         }
         assert_eq!(u.frames.len(), MAX_UNREAD);
         assert_eq!(u.unreadable(), Some(Some(10)));
+    }
+
+    #[test]
+    fn the_startup_error_is_the_daemons_own_line() {
+        let stderr = concat!(
+            "{\"level\":\"INFO\",\"fields\":{\"event\":\"starting\"}}\n",
+            "zeroclaw daemon: config.toml: invalid at line 3, column 7\n",
+            "{\"level\":\"ERROR\",\"fields\":{\"event\":\"startup_failed\"}}\n",
+            "config.toml was left unchanged: correct it\n",
+        );
+        assert_eq!(
+            startup_error(stderr).as_deref(),
+            Some("config.toml: invalid at line 3, column 7\u{23ce}config.toml was left unchanged: correct it")
+        );
+        // Control characters are made visible, the length bounded.
+        let hostile = format!("zeroclaw daemon: \x1b[31mred\x07 {}\n", "x".repeat(10_000));
+        let why = startup_error(&hostile).unwrap_or_default();
+        assert!(!why.chars().any(|c| c.is_control()), "{why:?}");
+        assert!(why.len() <= REASON_MAX + crate::bounded::TRUNCATION_SUFFIX.len());
+        assert!(why.starts_with("\u{241b}[31mred\u{2407} x"), "{why:?}");
+        // Without the daemon's prefix: the last line that is not a log line.
+        assert_eq!(
+            startup_error("zeroclaw: cannot start the async runtime: no\n").as_deref(),
+            Some("zeroclaw: cannot start the async runtime: no")
+        );
+        assert_eq!(startup_error("{\"level\":\"INFO\"}\n\n"), None);
     }
 
     /// A connection whose other end is a stand-in daemon with the daemon's
