@@ -420,6 +420,49 @@ fn the_bridge_starts_a_daemon_that_outlives_it() {
     assert!(out.contains("stopped the daemon"), "{out}");
 }
 
+/// A prompt whose frame to the daemon would be over the daemon's 8 MiB
+/// frame limit (a 7.5 MiB embedded file grows by a third as base64) is not
+/// sent: the editor's request fails at once with invalid params naming the
+/// limit, and the session goes on.
+#[test]
+fn a_prompt_over_the_daemons_frame_limit_fails_at_once() {
+    let py = python!();
+    let env = AcpEnv::new(&echo_config(""));
+    let size = (7 * 1024 + 512) * 1024;
+    let p = play(&py, &env, "echo", "too_large", &[&size.to_string()]);
+    let big = p.get("big");
+    assert_eq!(big["error"], -32602, "{big}\nstderr:\n{}", p.stderr);
+    let msg = big["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("prompt too large"), "{msg}");
+    assert!(msg.contains("8388608"), "{msg}");
+    assert_eq!(big["data"]["reason"], "frame_too_large", "{big}");
+    assert_eq!(big["data"]["max_frame_bytes"], 8388608, "{big}");
+    assert!(big["seconds"].as_f64().is_some_and(|s| s < 10.0), "{big}");
+    assert_eq!(p.get("after")["stop"], "end_turn");
+    p.assert_stdout_clean(1);
+}
+
+/// A daemon the bridge starts that cannot come up (config.toml does not
+/// parse): the editor's request fails with the daemon's own reason, not
+/// only "no daemon answers".
+#[test]
+fn a_daemon_that_cannot_start_tells_the_editor_why() {
+    let py = python!();
+    let env = AcpEnv::stopped("schema_version = 1\n\n[agents.echo\nbackend = \"echo\"\n");
+    let started = StopOnDrop(env.config_dir());
+    let p = play(&py, &env, "echo", "new_fails", &[]);
+    let new = p.get("new");
+    assert_eq!(new["error"], -32603, "{new}\nstderr:\n{}", p.stderr);
+    let msg = new["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("the daemon could not start"), "{msg}");
+    // Not the exact wording of the parse error: that it names the file and the place.
+    assert!(msg.contains("config.toml") && msg.contains("line"), "{msg}");
+    assert!(!msg.chars().any(char::is_control), "{msg:?}");
+    assert!(msg.len() < 4096, "{msg}");
+    p.assert_stdout_clean(1);
+    drop(started);
+}
+
 /// `zeroclaw acp` writing to `stdout`, asked for a 1,000-chunk turn; its
 /// stdin stays open (closing it ends the bridge) until the caller saw the
 /// answer.

@@ -350,6 +350,46 @@ async def scenario_resume_list(sid):
     await b.close()
 
 
+async def scenario_too_large(size):
+    """A prompt with an embedded file whose daemon frame is over the
+    daemon's frame limit: answered at once, and the session goes on."""
+    a = Editor("a")
+    b = Bridge()
+    conn = await b.start(a)
+    await b.initialize()
+    sid = (await conn.new_session(cwd=os.getcwd(), mcp_servers=[])).session_id
+    big = acp.resource_block(acp.embedded_text_resource(
+        "file:///w/big.txt", "x" * int(size), mime_type="text/plain"))
+    started = asyncio.get_running_loop().time()
+    try:
+        r = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[acp.text_block("look"), big]), 30)
+        emit("big", stop=r.stop_reason)
+    except acp.RequestError as e:
+        emit("big", error=e.code, message=str(e), data=e.data,
+             seconds=asyncio.get_running_loop().time() - started)
+    except asyncio.TimeoutError:
+        emit("big", error="no answer in 30 s")
+    stop = await prompt(conn, sid, "after")
+    emit("after", stop=stop)
+    await b.close()
+
+
+async def scenario_new_fails():
+    """session/new when the bridge cannot have a daemon: the editor's error."""
+    a = Editor("a")
+    b = Bridge()
+    conn = await b.start(a)
+    await b.initialize()
+    try:
+        r = await asyncio.wait_for(conn.new_session(cwd=os.getcwd(), mcp_servers=[]), 60)
+        emit("new", session=r.session_id)
+    except acp.RequestError as e:
+        emit("new", error=e.code, message=str(e))
+    except asyncio.TimeoutError:
+        emit("new", error="no answer in 60 s")
+    await b.close()
+
+
 async def main():
     name, args = sys.argv[1], sys.argv[2:]
     await asyncio.wait_for(globals()[f"scenario_{name}"](*args), 120)

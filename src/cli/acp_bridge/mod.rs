@@ -37,7 +37,9 @@ use serde_json::{json, Value};
 
 use crate::cli::conn::ClientPeer;
 use crate::codec::Frame;
-use daemon::{DaemonConn, FromDaemon, Unreachable};
+use crate::error::{ErrorData, Reason, RpcError};
+use crate::limits::MAX_FRAME_BYTES;
+use daemon::{DaemonConn, FromDaemon, SendError, Unreachable};
 use editor::{Gone, Out};
 use to_acp::Mapped;
 
@@ -51,6 +53,41 @@ mod code {
     pub const INTERNAL: i64 = -32603;
     /// ACP's "resource not found".
     pub const NOT_FOUND: i64 = -32002;
+}
+
+/// Why an editor's request was not passed on to the daemon: the one place
+/// it becomes the editor's error.
+#[derive(Debug)]
+enum NotSent {
+    /// No daemon connection (none could be started, or it was lost).
+    Unreachable(Unreachable),
+    /// The request's frame (`bytes`) is over the daemon's frame limit;
+    /// `what` names it for the person ("prompt").
+    TooLarge { what: String, bytes: usize },
+}
+
+impl From<Unreachable> for NotSent {
+    fn from(u: Unreachable) -> Self {
+        Self::Unreachable(u)
+    }
+}
+
+impl NotSent {
+    /// The JSON-RPC error object the editor's request fails with: a frame
+    /// too large is the editor's invalid params (`-32602`, with the daemon's
+    /// `frame_too_large` reason and limit), anything else internal.
+    fn error(&self) -> Value {
+        match self {
+            Self::Unreachable(u) => json!({"code": code::INTERNAL, "message": u.0}),
+            Self::TooLarge { what, bytes } => {
+                let message = format!("{what} too large: {}", SendError::TooLarge(*bytes));
+                let data = ErrorData::reason(Reason::FrameTooLarge)
+                    .with("max_frame_bytes", MAX_FRAME_BYTES);
+                let e = RpcError::invalid_params_reason(message, data);
+                json!({"code": e.code(), "message": e.to_string(), "data": e.data()})
+            }
+        }
+    }
 }
 
 /// What a request of ours to the daemon (main connection) is for.
@@ -204,22 +241,28 @@ impl Bridge {
         Ok(a)
     }
 
-    /// Sends a request on the main connection and remembers what it is for.
-    async fn call(
-        &mut self,
-        method: &str,
-        params: Value,
-        then: Pending,
-    ) -> Result<(), Unreachable> {
+    /// Sends a request on the main connection and remembers what it is
+    /// for. A request whose frame the daemon could not read (over its frame
+    /// limit) is not sent: the daemon could only refuse it with `id: null`.
+    async fn call(&mut self, method: &str, params: Value, then: Pending) -> Result<(), NotSent> {
         let d = self.daemon().await?;
         match d.request(method, params).await {
             Ok(id) => {
                 self.pending.insert(id, then);
                 Ok(())
             }
-            Err(e) => {
+            Err(SendError::TooLarge(bytes)) => {
+                let what = match method {
+                    "session/prompt" => "prompt".to_owned(),
+                    other => other.to_owned(),
+                };
+                Err(NotSent::TooLarge { what, bytes })
+            }
+            Err(SendError::Io(e)) => {
                 self.lost(&e.to_string()).await.ok();
-                Err(Unreachable(format!("the daemon connection was lost: {e}")))
+                Err(NotSent::Unreachable(Unreachable(format!(
+                    "the daemon connection was lost: {e}"
+                ))))
             }
         }
     }

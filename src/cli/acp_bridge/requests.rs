@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::editor::Gone;
 use super::history::{self, ReplayError};
-use super::{code, to_daemon, Asked, Bridge, Pending};
+use super::{code, to_daemon, Asked, Bridge, NotSent, Pending};
 
 /// The members of an editor's message.
 fn split(line: &str) -> Option<(Option<String>, Option<Value>, Value, Value)> {
@@ -141,11 +141,11 @@ impl Bridge {
         };
         match sent {
             Ok(()) => Ok(()),
-            Err(e) => self.out.fail(&id, code::INTERNAL, &e.0).await,
+            Err(e) => self.out.fail_with(&id, e.error()).await,
         }
     }
 
-    async fn new_session(&mut self, id: Value, params: &Value) -> Result<(), super::Unreachable> {
+    async fn new_session(&mut self, id: Value, params: &Value) -> Result<(), NotSent> {
         let agent = self.agent().await?;
         if params
             .get("mcpServers")
@@ -239,7 +239,7 @@ impl Bridge {
                 };
                 match self.call("session/new", params, again).await {
                     Ok(()) => Ok(()),
-                    Err(e) => self.out.fail(&id, code::INTERNAL, &e.0).await,
+                    Err(e) => self.out.fail_with(&id, e.error()).await,
                 }
             }
             (Pending::New { id, .. } | Pending::Close { id } | Pending::Prompt { id }, Err(e)) => {
@@ -329,7 +329,7 @@ impl Bridge {
         };
         match self.call("session/new", p, then).await {
             Ok(()) => Ok(()),
-            Err(e) => self.out.fail(&id, code::INTERNAL, &e.0).await,
+            Err(e) => self.out.fail_with(&id, e.error()).await,
         }
     }
 
