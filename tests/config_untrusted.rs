@@ -1,6 +1,8 @@
 //! `config.toml` is a file nobody vouches for, over a real daemon and socket: a FIFO put in its
-//! place is refused at once and no client waits behind it, and a link to `/dev/zero` is refused
-//! without the daemon's memory growing.
+//! place is refused at once and no client waits behind it, a link to `/dev/zero` is refused
+//! without the daemon's memory growing, a syntax error is told by line, column and key but never
+//! by the text of the line (a secret with a missing quote, the environment block a link points
+//! at).
 
 // Unix only: FIFOs, symlinks, /dev/zero, /proc.
 #![cfg(unix)]
@@ -125,4 +127,58 @@ fn a_config_toml_linked_to_dev_zero_is_refused_and_memory_stays_small() {
     std::fs::remove_file(&file).expect("removing the link");
     std::fs::rename(&aside, &file).expect("putting config.toml back");
     set(&mut c, "agents.echo.chunk_chars", json!(3)).expect("a write after the file is back");
+}
+
+const SECRET: &str = "hunter2-do-not-log";
+
+/// An edit whose secret lost its closing quote.
+fn broken_text() -> String {
+    format!("{ECHO_ONLY}\n[agents.tool]\nbackend = \"command\"\ncommand = [\"cat\"]\nenv = {{ TOKEN = \"{SECRET} }}\n")
+}
+
+#[test]
+fn a_syntax_error_is_told_by_line_column_and_key_never_by_its_text() {
+    let env = start(ECHO_ONLY, |b| b.env("ZC_TEST_ENV_SECRET", "envsecret-4242"));
+    let mut c = env.client();
+    let file = env.config_dir.join("config.toml");
+    let from = env.log.len();
+    let tmp = env.config_dir.join("config.toml.hand");
+    std::fs::write(&tmp, broken_text()).expect("writing the edit");
+    std::fs::rename(&tmp, &file).expect("renaming the edit into place");
+    let errors = refused_after(&env, from);
+    assert!(!errors.contains(SECRET), "{errors}");
+    assert!(errors.contains("line 9, column "), "{errors}");
+    assert!(errors.contains("(key agents.tool.env)"), "{errors}");
+
+    // The first line of whatever a link points at: the daemon's own environment block.
+    let from = env.log.len();
+    std::fs::remove_file(&file).expect("removing the edit");
+    std::os::unix::fs::symlink("/proc/self/environ", &file).expect("linking environ");
+    let errors = refused_after(&env, from);
+    assert!(errors.contains("line 1, column "), "{errors}");
+    assert!(!errors.contains("envsecret-4242"), "{errors}");
+
+    // Neither the stderr log nor `logs/query` holds either text.
+    let logs = c.ok("logs/query", json!({"limit": 2048})).to_string();
+    let stderr = env.log.text();
+    for (what, text) in [("logs/query", &logs), ("the stderr log", &stderr)] {
+        assert!(text.contains("config_reload_refused"), "{what}: {text}");
+        for secret in [SECRET, "envsecret-4242"] {
+            assert!(!text.contains(secret), "{what} shows {secret}:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn a_start_refused_for_a_syntax_error_does_not_print_the_line() {
+    let dir = TestDir::new();
+    let cfg = dir.config_dir();
+    write_config(&cfg, &broken_text());
+    let failed = Daemon::builder()
+        .config_dir(&cfg)
+        .try_spawn()
+        .expect_err("the daemon refuses to start");
+    let text = failed.log.text();
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(text.contains("line 9, column "), "{text}");
 }

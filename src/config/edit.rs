@@ -13,6 +13,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value as EditV
 
 use super::error::ConfigError;
 use super::schema::{AgentConfig, Config, PermissionProfile, UserConfig};
+use super::toml_text::syntax_error;
 
 /// `text` (the bytes `current` was read from) edited to hold `candidate`; `touched` are the
 /// props a request named. The result parses back as exactly `candidate`, or the edit fails.
@@ -22,9 +23,13 @@ pub fn edit_text(
     candidate: &Config,
     touched: &[String],
 ) -> Result<String, ConfigError> {
-    let mut doc: DocumentMut = text
-        .parse()
-        .map_err(|e| ConfigError::save_failed(format!("config.toml does not parse: {e}")))?;
+    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        let at = e.span().map(|s| s.start);
+        ConfigError::save_failed(format!(
+            "config.toml does not parse: {}",
+            syntax_error(text, at, e.message())
+        ))
+    })?;
     let before = tree(current)?;
     let after = tree(candidate)?;
     let mut edit = Edit {

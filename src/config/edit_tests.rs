@@ -121,3 +121,14 @@ fn a_pairing_change_writes_the_token_list_only() {
         )
     );
 }
+
+#[test]
+fn a_file_that_does_not_parse_is_told_by_place_not_by_text() {
+    let text = "schema_version = 1\nsecret = \"sk-live-abc\n";
+    let current = Config::from_toml_str(Config::default_file_text()).unwrap();
+    let e = edit_text(text, &current, &current, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(!e.contains("sk-live"), "{e}");
+    assert!(e.contains("line 2, column"), "{e}");
+}
