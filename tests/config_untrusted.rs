@@ -2,7 +2,8 @@
 //! place is refused at once and no client waits behind it, a link to `/dev/zero` is refused
 //! without the daemon's memory growing, a syntax error is told by line, column and key but never
 //! by the text of the line (a secret with a missing quote, the environment block a link points
-//! at).
+//! at), and a write keeps a byte-order mark and CRLF line ends (docs/reliability.md, "Files the
+//! daemon reads on its own").
 
 // Unix only: FIFOs, symlinks, /dev/zero, /proc.
 #![cfg(unix)]
@@ -181,4 +182,24 @@ fn a_start_refused_for_a_syntax_error_does_not_print_the_line() {
     let text = failed.log.text();
     assert!(!text.contains(SECRET), "{text}");
     assert!(text.contains("line 9, column "), "{text}");
+}
+
+#[test]
+fn config_set_keeps_a_byte_order_mark_and_crlf_line_ends() {
+    let text = "\u{feff}# mine\r\nschema_version = 1\r\n\r\n[agents.echo]\r\nbackend = \"echo\"\r\nchunk_chars = 16\r\n";
+    let env = start(text, |b| b);
+    let mut c = env.client();
+    set(&mut c, "agents.echo.chunk_chars", json!(4)).expect("config/set");
+    let want = text.replace("chunk_chars = 16", "chunk_chars = 4");
+    assert_eq!(
+        String::from_utf8(config_bytes(&env.config_dir)).expect("UTF-8"),
+        want
+    );
+    // The command a person types, a new key this time: a line of its own, CRLF too.
+    let mut cmd = env.cli();
+    cmd.args(["config", "set", "agents.echo.timeout_secs", "30"]);
+    let (code, out, err) = common::run_cli_code(cmd);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let want = format!("{want}timeout_secs = 30\r\n");
+    assert_eq!(config_bytes(&env.config_dir), want.as_bytes());
 }

@@ -15,6 +15,28 @@ use super::error::ConfigError;
 use super::schema::{AgentConfig, Config, PermissionProfile, UserConfig};
 use super::toml_text::syntax_error;
 
+/// The UTF-8 byte-order mark some Windows editors start a file with.
+const BOM: &str = "\u{feff}";
+
+/// Whether `text` ends its lines with CRLF, judged by its first line end.
+fn uses_crlf(text: &str) -> bool {
+    text.find('\n').is_some_and(|i| text[..i].ends_with('\r'))
+}
+
+/// `text` with every LF not already preceded by a CR made CRLF.
+fn crlf_line_ends(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    let mut prev = '\0';
+    for c in text.chars() {
+        if c == '\n' && prev != '\r' {
+            out.push('\r');
+        }
+        out.push(c);
+        prev = c;
+    }
+    out
+}
+
 /// `text` (the bytes `current` was read from) edited to hold `candidate`; `touched` are the
 /// props a request named. The result parses back as exactly `candidate`, or the edit fails.
 pub fn edit_text(
@@ -23,11 +45,18 @@ pub fn edit_text(
     candidate: &Config,
     touched: &[String],
 ) -> Result<String, ConfigError> {
-    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+    // A byte-order mark and CRLF line ends are the file's own spelling, like its comments: the
+    // editor would drop the one and write LF for every line it touches, so both are taken off
+    // here and put back on the result.
+    let (bom, body) = match text.strip_prefix(BOM) {
+        Some(body) => (BOM, body),
+        None => ("", text),
+    };
+    let mut doc: DocumentMut = body.parse().map_err(|e: toml_edit::TomlError| {
         let at = e.span().map(|s| s.start);
         ConfigError::save_failed(format!(
             "config.toml does not parse: {}",
-            syntax_error(text, at, e.message())
+            syntax_error(body, at, e.message())
         ))
     })?;
     let before = tree(current)?;
@@ -37,7 +66,11 @@ pub fn edit_text(
         path: Vec::new(),
     };
     edit.table(doc.as_table_mut(), Shape::Standard, &before, &after);
-    let out = doc.to_string();
+    let mut out = doc.to_string();
+    if uses_crlf(body) {
+        out = crlf_line_ends(&out);
+    }
+    out.insert_str(0, bom);
     // The file must load back as exactly this config, or the next start would differ.
     match Config::from_toml_str(&out) {
         Ok(reparsed) if reparsed == *candidate => Ok(out),
@@ -212,6 +245,7 @@ fn set_leaf(doc: &mut dyn TableLike, shape: Shape, key: &str, value: &toml::Valu
 
 fn edit_value(v: &toml::Value) -> EditValue {
     match v {
+        toml::Value::String(s) if s.contains(['\n', '\r']) => one_line_string(s),
         toml::Value::String(s) => EditValue::from(s.as_str()),
         toml::Value::Integer(i) => EditValue::from(*i),
         toml::Value::Float(f) => EditValue::from(*f),
@@ -227,6 +261,34 @@ fn edit_value(v: &toml::Value) -> EditValue {
             }
             EditValue::InlineTable(inline)
         }
+    }
+}
+
+/// `s` as a basic string on one line, its line breaks escaped. The editor would write a
+/// multi-line string, whose raw line breaks are part of the value: the CRLF line ends put back
+/// on a CRLF file would then change the value, so a value never spans lines.
+fn one_line_string(s: &str) -> EditValue {
+    let mut text = String::with_capacity(s.len() + 8);
+    text.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => text.push_str("\\\""),
+            '\\' => text.push_str("\\\\"),
+            '\n' => text.push_str("\\n"),
+            '\r' => text.push_str("\\r"),
+            '\t' => text.push_str("\\t"),
+            c if c.is_control() => text.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => text.push(c),
+        }
+    }
+    text.push('"');
+    match text.parse::<EditValue>() {
+        Ok(mut value) => {
+            // Spaced like every other value the editor writes.
+            value.decor_mut().clear();
+            value
+        }
+        Err(_) => EditValue::from(s),
     }
 }
 
