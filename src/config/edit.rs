@@ -61,13 +61,15 @@ pub fn edit_text(
     })?;
     let before = tree(current)?;
     let after = tree(candidate)?;
+    let crlf = uses_crlf(body);
     let mut edit = Edit {
         touched,
         path: Vec::new(),
+        lines: if crlf { Lines::Crlf } else { Lines::Lf },
     };
     edit.table(doc.as_table_mut(), Shape::Standard, &before, &after);
     let mut out = doc.to_string();
-    if uses_crlf(body) {
+    if crlf {
         out = crlf_line_ends(&out);
     }
     out.insert_str(0, bom);
@@ -118,6 +120,18 @@ fn shape_of(item: &Item) -> Shape {
 struct Edit<'a> {
     touched: &'a [String],
     path: Vec<String>,
+    /// The file's line ends, which decide how a string with a line break is written.
+    lines: Lines,
+}
+
+/// How a file ends its lines.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lines {
+    Lf,
+    /// CRLF: a string with a line break is written on one line, escaped. The editor would write
+    /// a multi-line string, whose raw line breaks are part of the value, and the CRLF put back
+    /// on the whole text would then change the value.
+    Crlf,
 }
 
 impl Edit<'_> {
@@ -151,7 +165,7 @@ impl Edit<'_> {
                     let changed = old != Some(leaf);
                     let present = doc.contains_key(key);
                     if changed || (!present && self.is_touched(key)) {
-                        set_leaf(doc, shape, key, leaf);
+                        set_leaf(doc, shape, key, leaf, self.lines);
                     }
                 }
             }
@@ -207,7 +221,7 @@ impl Edit<'_> {
             // Not a table in the document (cannot happen for a file that loaded): replace it.
             doc.insert(
                 key,
-                Item::Value(edit_value(&toml::Value::Table(new.clone()))),
+                Item::Value(edit_value(&toml::Value::Table(new.clone()), self.lines)),
             );
         }
         self.path.pop();
@@ -221,8 +235,8 @@ fn is_map(key: &str) -> bool {
 /// Sets `doc[key]` to `value`, keeping the key's comments and the value's trailing comment.
 /// A key new to an inline table takes over the spacing before its `}` from the entry that
 /// was last (`{ A = "1", B = "2" }`, not `{ A = "1" , B = "2" }`).
-fn set_leaf(doc: &mut dyn TableLike, shape: Shape, key: &str, value: &toml::Value) {
-    let mut new = edit_value(value);
+fn set_leaf(doc: &mut dyn TableLike, shape: Shape, key: &str, value: &toml::Value, lines: Lines) {
+    let mut new = edit_value(value, lines);
     if let Some(old) = doc.get_mut(key).and_then(Item::as_value_mut) {
         *new.decor_mut() = old.decor().clone();
         *old = new;
@@ -243,30 +257,33 @@ fn set_leaf(doc: &mut dyn TableLike, shape: Shape, key: &str, value: &toml::Valu
     doc.insert(key, Item::Value(new));
 }
 
-fn edit_value(v: &toml::Value) -> EditValue {
+fn edit_value(v: &toml::Value, lines: Lines) -> EditValue {
     match v {
-        toml::Value::String(s) if s.contains(['\n', '\r']) => one_line_string(s),
+        toml::Value::String(s) if lines == Lines::Crlf && s.contains(['\n', '\r']) => {
+            one_line_string(s)
+        }
         toml::Value::String(s) => EditValue::from(s.as_str()),
         toml::Value::Integer(i) => EditValue::from(*i),
         toml::Value::Float(f) => EditValue::from(*f),
         toml::Value::Boolean(b) => EditValue::from(*b),
         toml::Value::Datetime(d) => EditValue::from(d.to_string()),
-        toml::Value::Array(items) => {
-            EditValue::Array(items.iter().map(edit_value).collect::<toml_edit::Array>())
-        }
+        toml::Value::Array(items) => EditValue::Array(
+            items
+                .iter()
+                .map(|v| edit_value(v, lines))
+                .collect::<toml_edit::Array>(),
+        ),
         toml::Value::Table(t) => {
             let mut inline = InlineTable::new();
             for (k, v) in t {
-                inline.insert(k, edit_value(v));
+                inline.insert(k, edit_value(v, lines));
             }
             EditValue::InlineTable(inline)
         }
     }
 }
 
-/// `s` as a basic string on one line, its line breaks escaped. The editor would write a
-/// multi-line string, whose raw line breaks are part of the value: the CRLF line ends put back
-/// on a CRLF file would then change the value, so a value never spans lines.
+/// `s` as a basic string on one line, its line breaks escaped (for a CRLF file, see [`Lines`]).
 fn one_line_string(s: &str) -> EditValue {
     let mut text = String::with_capacity(s.len() + 8);
     text.push('"');
