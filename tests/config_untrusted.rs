@@ -82,6 +82,15 @@ fn a_fifo_at_config_toml_is_refused_at_once_and_no_client_waits_behind_it() {
             .contains("not a regular file"),
         "{e}"
     );
+    // Pairing commits a token through the same write: answered at once too.
+    let e = c.request("pairing/create", json!({})).expect_err("refused");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not a regular file"),
+        "{e}"
+    );
     // SIGHUP takes the same road.
     let from = env.log.len();
     env.wait_for_handler(libc::SIGHUP);
@@ -93,6 +102,7 @@ fn a_fifo_at_config_toml_is_refused_at_once_and_no_client_waits_behind_it() {
     std::fs::remove_file(&file).expect("removing the FIFO");
     std::fs::rename(&aside, &file).expect("putting config.toml back");
     set(&mut c, "agents.echo.chunk_chars", json!(3)).expect("a write after the file is back");
+    c.ok("pairing/create", json!({}));
     let text = String::from_utf8(config_bytes(&env.config_dir)).expect("UTF-8");
     assert!(text.contains("chunk_chars = 3"), "{text}");
 }
