@@ -60,10 +60,14 @@ pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
 
 /// [`toml_error`] for an error given as an offset into `text` and a message.
 pub(crate) fn syntax_error(text: &str, offset: Option<usize>, message: &str) -> String {
-    let Some(offset) = offset.filter(|o| *o <= text.len()) else {
+    let Some(mut offset) = offset.filter(|o| *o <= text.len()) else {
         return format!("TOML parse error: {message}");
     };
-    let before = text.get(..offset).unwrap_or(text);
+    // An offset inside a character counts as that character's start.
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = text.get(..offset).unwrap_or_default();
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let line = before.matches('\n').count() + 1;
     let column = text
@@ -188,6 +192,18 @@ permission_profiles = ["operator"]
         assert!(!e.to_string().contains("s3cr3t"), "{e}");
         let e = Config::from_toml_str("[x\"s3cr3t\nb = 1\n").unwrap_err();
         assert!(!e.to_string().contains("s3cr3t"), "{e}");
+    }
+
+    #[test]
+    fn a_place_inside_a_character_counts_from_its_start() {
+        let text = "a = 1\nb = \"é\"\n";
+        let inside = text.find('é').unwrap() + 1;
+        assert_eq!(
+            syntax_error(text, Some(inside), "m"),
+            "TOML parse error at line 2, column 6 (key b): m"
+        );
+        assert_eq!(syntax_error(text, None, "m"), "TOML parse error: m");
+        assert_eq!(syntax_error(text, Some(999), "m"), "TOML parse error: m");
     }
 
     #[test]
