@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod authz;
 pub mod bounded;
+pub mod bounded_file;
 pub mod call_error;
 pub mod cli;
 pub mod codec;

@@ -58,3 +58,8 @@ pub const DEFAULT_BUDGET_MIB: u32 = 1024;
 pub const BUDGET_MIB_RANGE: std::ops::RangeInclusive<u32> = 1..=1024 * 1024;
 /// What a budget outside [`BUDGET_MIB_RANGE`] is told.
 pub const BUDGET_MIB_RULE: &str = "must be 1-1048576 (MiB)";
+
+/// Largest `config.toml` the daemon reads (at start, at a hot reload, before a commit): a
+/// hand-written config is a few KiB; anything near this is not one (a link to a log, to
+/// `/dev/zero`), and is refused with "is larger than … bytes" instead of being read whole.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 4 * 1024 * 1024;

@@ -113,10 +113,21 @@ fn the_everyday_commands_complete_and_are_in_the_man_page() {
 /// the script sourced, `_zeroclaw` called with the command, the word and the
 /// one before it; COMPREPLY one a line. `None` when bash is not installed.
 fn bash_complete(script: &str, cwd: &std::path::Path, words: &[&str]) -> Option<Vec<String>> {
+    bash_complete_as(common::BIN, script, cwd, words)
+}
+
+/// As [`bash_complete`], with `program` as the command word (what the script runs for
+/// `__complete`).
+fn bash_complete_as(
+    program: &str,
+    script: &str,
+    cwd: &std::path::Path,
+    words: &[&str],
+) -> Option<Vec<String>> {
     let dir = common::TestDir::new();
     let file = dir.path().join("completion.bash");
     std::fs::write(&file, script).expect("writing the script");
-    let mut all = vec![common::BIN.to_owned()];
+    let mut all = vec![program.to_owned()];
     all.extend(words.iter().map(|w| (*w).to_owned()));
     let quoted: Vec<String> = all.iter().map(|w| format!("'{w}'")).collect();
     let n = all.len() - 1;
@@ -378,4 +389,79 @@ fn fish_completes_agents_and_sessions_from_the_daemon() {
         ["fish-1"]
     );
     assert_eq!(complete("zeroclaw sessi").expect("fish"), ["sessions"]);
+}
+
+/// Files a glob, a brace or a tilde would turn a candidate into, in the directory Tab is
+/// pressed in.
+fn glob_bait(cwd: &std::path::Path) {
+    for name in ["abc", "a-b", "x", "y"] {
+        std::fs::write(cwd.join(name), "x").expect("a file");
+    }
+}
+
+/// No daemon: the aliases come from `config.toml` as a person wrote it, and only those the
+/// config's alias rule admits are offered, as they are (no glob, brace or tilde expansion).
+#[test]
+fn bash_offers_only_valid_aliases_from_config_toml_and_never_expands_them() {
+    let dir = common::TestDir::new();
+    let cfg = dir.config_dir();
+    common::start::write_config(
+        &cfg,
+        "schema_version = 1\n[agents.echo]\nbackend = \"echo\"\n[agents.\"a*\"]\nbackend = \"echo\"\n\
+         [agents.\"{x,y}\"]\nbackend = \"echo\"\n[agents.\"~root\"]\nbackend = \"echo\"\n\
+         [agents.\"a?\"]\nbackend = \"echo\"\n",
+    );
+    let cwd = dir.path().join("work");
+    std::fs::create_dir(&cwd).expect("a working directory");
+    glob_bait(&cwd);
+    let cfg = cfg.to_string_lossy().into_owned();
+    let script = zeroclaw(&["completions", "bash"]);
+    let ask = |cur: &str| {
+        bash_complete(
+            &script,
+            &cwd,
+            &["--config-dir", &cfg, "chat", "--agent", cur],
+        )
+    };
+    let Some(all) = ask("") else {
+        skip_test!("bash is not installed");
+    };
+    assert_eq!(all, ["echo"]);
+    assert_eq!(ask("a").expect("bash"), Vec::<String>::new());
+    assert_eq!(ask("~").expect("bash"), Vec::<String>::new());
+    assert_eq!(ask("{").expect("bash"), Vec::<String>::new());
+}
+
+/// Whatever the helper prints (an older or a foreign `zeroclaw`), the script takes each line
+/// literally: no glob, brace, tilde or command expansion, and nothing but plain words offered.
+#[test]
+fn the_bash_script_takes_candidates_literally() {
+    let dir = common::TestDir::new();
+    let helper = dir.path().join("fake-zeroclaw");
+    std::fs::write(
+        &helper,
+        "#!/bin/sh\nprintf '%s\\n' 'a*' '{x,y}' '~root' '$(touch pwned)' '`touch pwned2`' 'plain-1' 'a-b'\n",
+    )
+    .expect("writing the helper");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod the helper");
+    }
+    let cwd = dir.path().join("work");
+    std::fs::create_dir(&cwd).expect("a working directory");
+    glob_bait(&cwd);
+    let script = zeroclaw(&["completions", "bash"]);
+    let helper = helper.to_string_lossy().into_owned();
+    let ask = |words: &[&str]| bash_complete_as(&helper, &script, &cwd, words);
+    let Some(all) = ask(&["chat", "--agent", ""]) else {
+        skip_test!("bash is not installed");
+    };
+    assert_eq!(all, ["a-b", "plain-1"]);
+    assert_eq!(ask(&["chat", "--agent", "a"]).expect("bash"), ["a-b"]);
+    assert_eq!(
+        ask(&["sessions", "show", ""]).expect("bash"),
+        ["a-b", "plain-1"]
+    );
+    assert!(!cwd.join("pwned").exists() && !cwd.join("pwned2").exists());
 }

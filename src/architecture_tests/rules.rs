@@ -14,6 +14,7 @@ pub(super) const RANKS: &[(&str, u32)] = &[
     // base: constants and helpers with no crate imports
     ("limits", 0),
     ("bounded", 0),
+    ("bounded_file", 0),
     ("call_error", 0),
     ("hex", 0),
     ("shown", 0),

@@ -52,20 +52,21 @@ pub async fn candidates(config_dir: Option<&OsStr>, kind: Kind) -> i32 {
         (None, Kind::Sessions) => Vec::new(),
     };
     let mut out = std::io::stdout().lock();
-    for w in words.iter().filter(|w| is_word(w)) {
+    for w in words.iter().filter(|w| is_candidate(kind, w)) {
         let _ = writeln!(out, "{w}");
     }
     0
 }
 
-/// A candidate a shell can take as one word: no blanks, quotes or control
-/// characters (aliases and ids are names; anything else is not offered).
-fn is_word(w: &str) -> bool {
-    !w.is_empty()
-        && w.len() <= 256
-        && w.chars().all(|c| {
-            !c.is_control() && !c.is_whitespace() && !matches!(c, '\'' | '"' | '\\' | '`' | '$')
-        })
+/// Whether `w` may be offered: an alias by the config's own alias rule, a session id by the
+/// session id rule. Both leave out every character a shell would expand or split on (`*`,
+/// `{a,b}`, `~user`, `$`, blanks, quotes), so a hand-edited `config.toml` read on the fallback
+/// path cannot put a glob or a command on the user's line.
+fn is_candidate(kind: Kind, w: &str) -> bool {
+    match kind {
+        Kind::Agents => crate::config::is_valid_name(w),
+        Kind::Sessions => crate::session::valid_session_id(w),
+    }
 }
 
 async fn ask(config_dir: Option<&OsStr>, kind: Kind) -> Option<Vec<String>> {
@@ -94,7 +95,11 @@ fn configured_agents(config_dir: Option<&OsStr>) -> Vec<String> {
     let Ok(dirs) = crate::endpoint::resolve_dirs_from_env(config_dir) else {
         return Vec::new();
     };
-    let Ok(text) = std::fs::read_to_string(&dirs.config_file) else {
+    // Read as the daemon reads it: a FIFO there must not hang the user's Tab.
+    let Ok(bytes) = crate::config::store::read_config(&dirs.config_file) else {
+        return Vec::new();
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
         return Vec::new();
     };
     let Ok(table) = text.parse::<toml::Table>() else {
@@ -159,8 +164,15 @@ _zeroclaw_dynamic() {
     done
     # No file names when the daemon offers nothing (`-o default` would).
     compopt +o default +o bashdefault 2>/dev/null
-    local IFS=$'\n'
-    COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" "${dir[@]}" __complete "$kind" 2>/dev/null)" -- "$cur"))
+    # Each line is taken as it is: `compgen -W` would expand braces, `~`,
+    # `$(...)` in it and an unquoted `$(...)` result would be globbed against
+    # the current directory. Only the characters of aliases and session ids
+    # pass, so what lands on the command line needs no quoting either.
+    local c
+    COMPREPLY=()
+    while IFS= read -r c; do
+        [[ $c =~ ^[A-Za-z0-9._:-]+$ && $c == "$cur"* ]] && COMPREPLY+=("$c")
+    done < <("${COMP_WORDS[0]}" "${dir[@]}" __complete "$kind" 2>/dev/null)
 }
 
 _zeroclaw() {
@@ -258,10 +270,24 @@ mod tests {
 
     #[test]
     fn only_plain_words_are_offered() {
-        assert!(is_word("echo"));
-        assert!(is_word("chat-1f2e"));
-        for bad in ["", "a b", "a\nb", "$(x)", "a'b", "\u{1b}[31m"] {
-            assert!(!is_word(bad), "{bad:?}");
+        assert!(is_candidate(Kind::Agents, "echo"));
+        assert!(is_candidate(Kind::Sessions, "chat-1f2e"));
+        assert!(is_candidate(Kind::Sessions, "a.b:c"));
+        for bad in [
+            "",
+            "a b",
+            "a\nb",
+            "$(x)",
+            "a'b",
+            "\u{1b}[31m",
+            "a*",
+            "{a,b}",
+            "~root",
+            "a?",
+            "[ab]",
+        ] {
+            assert!(!is_candidate(Kind::Agents, bad), "{bad:?}");
+            assert!(!is_candidate(Kind::Sessions, bad), "{bad:?}");
         }
     }
 }

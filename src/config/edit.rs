@@ -13,6 +13,29 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value as EditV
 
 use super::error::ConfigError;
 use super::schema::{AgentConfig, Config, PermissionProfile, UserConfig};
+use super::toml_text::syntax_error;
+
+/// The UTF-8 byte-order mark some Windows editors start a file with.
+const BOM: &str = "\u{feff}";
+
+/// Whether `text` ends its lines with CRLF, judged by its first line end.
+fn uses_crlf(text: &str) -> bool {
+    text.find('\n').is_some_and(|i| text[..i].ends_with('\r'))
+}
+
+/// `text` with every LF not already preceded by a CR made CRLF.
+fn crlf_line_ends(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    let mut prev = '\0';
+    for c in text.chars() {
+        if c == '\n' && prev != '\r' {
+            out.push('\r');
+        }
+        out.push(c);
+        prev = c;
+    }
+    out
+}
 
 /// `text` (the bytes `current` was read from) edited to hold `candidate`; `touched` are the
 /// props a request named. The result parses back as exactly `candidate`, or the edit fails.
@@ -22,17 +45,34 @@ pub fn edit_text(
     candidate: &Config,
     touched: &[String],
 ) -> Result<String, ConfigError> {
-    let mut doc: DocumentMut = text
-        .parse()
-        .map_err(|e| ConfigError::save_failed(format!("config.toml does not parse: {e}")))?;
+    // A byte-order mark and CRLF line ends are the file's own spelling, like its comments: the
+    // editor would drop the one and write LF for every line it touches, so both are taken off
+    // here and put back on the result.
+    let (bom, body) = match text.strip_prefix(BOM) {
+        Some(body) => (BOM, body),
+        None => ("", text),
+    };
+    let mut doc: DocumentMut = body.parse().map_err(|e: toml_edit::TomlError| {
+        let at = e.span().map(|s| s.start);
+        ConfigError::save_failed(format!(
+            "config.toml does not parse: {}",
+            syntax_error(body, at, e.message())
+        ))
+    })?;
     let before = tree(current)?;
     let after = tree(candidate)?;
+    let crlf = uses_crlf(body);
     let mut edit = Edit {
         touched,
         path: Vec::new(),
+        lines: if crlf { Lines::Crlf } else { Lines::Lf },
     };
     edit.table(doc.as_table_mut(), Shape::Standard, &before, &after);
-    let out = doc.to_string();
+    let mut out = doc.to_string();
+    if crlf {
+        out = crlf_line_ends(&out);
+    }
+    out.insert_str(0, bom);
     // The file must load back as exactly this config, or the next start would differ.
     match Config::from_toml_str(&out) {
         Ok(reparsed) if reparsed == *candidate => Ok(out),
@@ -80,6 +120,18 @@ fn shape_of(item: &Item) -> Shape {
 struct Edit<'a> {
     touched: &'a [String],
     path: Vec<String>,
+    /// The file's line ends, which decide how a string with a line break is written.
+    lines: Lines,
+}
+
+/// How a file ends its lines.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lines {
+    Lf,
+    /// CRLF: a string with a line break is written on one line, escaped. The editor would write
+    /// a multi-line string, whose raw line breaks are part of the value, and the CRLF put back
+    /// on the whole text would then change the value.
+    Crlf,
 }
 
 impl Edit<'_> {
@@ -113,7 +165,7 @@ impl Edit<'_> {
                     let changed = old != Some(leaf);
                     let present = doc.contains_key(key);
                     if changed || (!present && self.is_touched(key)) {
-                        set_leaf(doc, shape, key, leaf);
+                        set_leaf(doc, shape, key, leaf, self.lines);
                     }
                 }
             }
@@ -169,7 +221,7 @@ impl Edit<'_> {
             // Not a table in the document (cannot happen for a file that loaded): replace it.
             doc.insert(
                 key,
-                Item::Value(edit_value(&toml::Value::Table(new.clone()))),
+                Item::Value(edit_value(&toml::Value::Table(new.clone()), self.lines)),
             );
         }
         self.path.pop();
@@ -183,8 +235,8 @@ fn is_map(key: &str) -> bool {
 /// Sets `doc[key]` to `value`, keeping the key's comments and the value's trailing comment.
 /// A key new to an inline table takes over the spacing before its `}` from the entry that
 /// was last (`{ A = "1", B = "2" }`, not `{ A = "1" , B = "2" }`).
-fn set_leaf(doc: &mut dyn TableLike, shape: Shape, key: &str, value: &toml::Value) {
-    let mut new = edit_value(value);
+fn set_leaf(doc: &mut dyn TableLike, shape: Shape, key: &str, value: &toml::Value, lines: Lines) {
+    let mut new = edit_value(value, lines);
     if let Some(old) = doc.get_mut(key).and_then(Item::as_value_mut) {
         *new.decor_mut() = old.decor().clone();
         *old = new;
@@ -205,23 +257,55 @@ fn set_leaf(doc: &mut dyn TableLike, shape: Shape, key: &str, value: &toml::Valu
     doc.insert(key, Item::Value(new));
 }
 
-fn edit_value(v: &toml::Value) -> EditValue {
+fn edit_value(v: &toml::Value, lines: Lines) -> EditValue {
     match v {
+        toml::Value::String(s) if lines == Lines::Crlf && s.contains(['\n', '\r']) => {
+            one_line_string(s)
+        }
         toml::Value::String(s) => EditValue::from(s.as_str()),
         toml::Value::Integer(i) => EditValue::from(*i),
         toml::Value::Float(f) => EditValue::from(*f),
         toml::Value::Boolean(b) => EditValue::from(*b),
         toml::Value::Datetime(d) => EditValue::from(d.to_string()),
-        toml::Value::Array(items) => {
-            EditValue::Array(items.iter().map(edit_value).collect::<toml_edit::Array>())
-        }
+        toml::Value::Array(items) => EditValue::Array(
+            items
+                .iter()
+                .map(|v| edit_value(v, lines))
+                .collect::<toml_edit::Array>(),
+        ),
         toml::Value::Table(t) => {
             let mut inline = InlineTable::new();
             for (k, v) in t {
-                inline.insert(k, edit_value(v));
+                inline.insert(k, edit_value(v, lines));
             }
             EditValue::InlineTable(inline)
         }
+    }
+}
+
+/// `s` as a basic string on one line, its line breaks escaped (for a CRLF file, see [`Lines`]).
+fn one_line_string(s: &str) -> EditValue {
+    let mut text = String::with_capacity(s.len() + 8);
+    text.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => text.push_str("\\\""),
+            '\\' => text.push_str("\\\\"),
+            '\n' => text.push_str("\\n"),
+            '\r' => text.push_str("\\r"),
+            '\t' => text.push_str("\\t"),
+            c if c.is_control() => text.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => text.push(c),
+        }
+    }
+    text.push('"');
+    match text.parse::<EditValue>() {
+        Ok(mut value) => {
+            // Spaced like every other value the editor writes.
+            value.decor_mut().clear();
+            value
+        }
+        Err(_) => EditValue::from(s),
     }
 }
 

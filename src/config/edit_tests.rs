@@ -121,3 +121,62 @@ fn a_pairing_change_writes_the_token_list_only() {
         )
     );
 }
+
+#[test]
+fn a_byte_order_mark_and_crlf_line_ends_are_kept() {
+    let crlf = USER_FILE.replace('\n', "\r\n");
+    let want = |text: &str| {
+        text.replace("ask_timeout_secs = 60 #", "ask_timeout_secs = 90 #")
+            .replace(
+                "backend = \"echo\"\r\n",
+                "backend = \"echo\"\r\nchunk_delay_ms = 5\r\n",
+            )
+    };
+    let sets = [
+        ("daemon.ask_timeout_secs", json!(90)),
+        ("agents.alpha.chunk_delay_ms", json!(5)),
+        ("agents.new.backend", json!("echo")),
+    ];
+    let new_entry = "\r\n[agents.new]\r\nbackend = \"echo\"\r\n";
+    // CRLF alone, a BOM alone, both: the bytes stay the file's own spelling.
+    let out = edited(&crlf, &sets);
+    assert_eq!(out, format!("{}{new_entry}", want(&crlf)));
+    let bom = format!("\u{feff}{USER_FILE}");
+    let out = edited(&bom, &[("daemon.ask_timeout_secs", json!(90))]);
+    assert_eq!(
+        out,
+        bom.replace("ask_timeout_secs = 60 #", "ask_timeout_secs = 90 #")
+    );
+    let both = format!("\u{feff}{crlf}");
+    let out = edited(&both, &sets);
+    assert_eq!(out, format!("{}{new_entry}", want(&both)));
+    assert!(out.as_bytes().starts_with(b"\xEF\xBB\xBF"));
+    assert!(!out.replace("\r\n", "").contains('\n'), "{out:?}");
+}
+
+#[test]
+fn a_file_that_does_not_parse_is_told_by_place_not_by_text() {
+    let text = "schema_version = 1\nsecret = \"sk-live-abc\n";
+    let current = Config::from_toml_str(Config::default_file_text()).unwrap();
+    let e = edit_text(text, &current, &current, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(!e.contains("sk-live"), "{e}");
+    assert!(e.contains("line 2, column"), "{e}");
+}
+
+#[test]
+fn a_multi_line_value_in_a_crlf_file_loads_back_as_written() {
+    let crlf = USER_FILE.replace('\n', "\r\n");
+    let out = edited(
+        &crlf,
+        &[("agents.alpha.system_prompt", json!("one\ntwo\r\nthree"))],
+    );
+    assert!(!out.replace("\r\n", "").contains('\n'), "{out:?}");
+    assert!(
+        out.ends_with("backend = \"echo\"\r\nsystem_prompt = \"one\\ntwo\\r\\nthree\"\r\n"),
+        "{out:?}"
+    );
+    let back = Config::from_toml_str(&out).unwrap();
+    assert_eq!(back.agents["alpha"].system_prompt, "one\ntwo\r\nthree");
+}

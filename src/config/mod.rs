@@ -39,4 +39,5 @@ pub use schema::{
 };
 pub use staging::{check_write_path, check_write_paths, stage_many, stage_one};
 pub use store::ConfigStore;
+pub use toml_text::toml_error;
 pub use validate::{validate, Failure};

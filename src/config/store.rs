@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use super::edit::edit_text;
 use super::error::ConfigError;
 use super::schema::Config;
+use crate::bounded_file::{self, ReadError};
+use crate::limits::MAX_CONFIG_FILE_BYTES;
 use crate::storage_fault::StorageFault;
 
 const FILE: &str = "config.toml";
@@ -59,7 +61,10 @@ impl ConfigStore {
             let _ = fs::remove_file(&tmp);
             created.map_err(|e| startup_io("cannot create: ", &e))?;
         }
-        let bytes = fs::read(&path).map_err(|e| startup_io("cannot read: ", &e))?;
+        let bytes = read_config(&path).map_err(|e| ConfigError::StartupIo {
+            fault: fault_of(&e),
+            message: format!("{}: cannot read: {e}", path.display()),
+        })?;
         let text = std::str::from_utf8(&bytes).map_err(|e| startup("not UTF-8: ", &e))?;
         // The daemon never writes an empty file (it writes whole files and
         // renames them into place): an empty one was truncated by something
@@ -108,10 +113,11 @@ impl ConfigStore {
     }
 
     /// The file's bytes when they differ from the ones this store last read or wrote (a hand
-    /// edit to reload), read under `config.toml.lock`; `None` when they do not.
-    pub fn read_if_changed(&self) -> io::Result<Option<Vec<u8>>> {
+    /// edit to reload), read under `config.toml.lock`; `None` when they do not. The read cannot
+    /// block (see [`read_config`]), so holding the locks across it stalls nobody.
+    pub fn read_if_changed(&self) -> Result<Option<Vec<u8>>, ReadError> {
         let _lock = self.lock_file()?;
-        let bytes = fs::read(self.path())?;
+        let bytes = read_config(&self.path())?;
         Ok((bytes != self.last_bytes).then_some(bytes))
     }
 
@@ -120,13 +126,8 @@ impl ConfigStore {
         self.last_bytes = bytes;
     }
 
-    fn lock_file(&self) -> io::Result<File> {
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode_0600()
-            .open(self.dir.join(LOCK))?;
+    fn lock_file(&self) -> Result<File, ReadError> {
+        let lock = bounded_file::open_lock_file(&self.dir.join(LOCK))?;
         lock.lock()?;
         Ok(lock)
     }
@@ -139,14 +140,12 @@ impl ConfigStore {
     ) -> Result<(), ConfigError> {
         let lock = self
             .lock_file()
-            .map_err(|e| storage("cannot lock config.toml.lock", &e))?;
-        match fs::read(self.path()) {
+            .map_err(|e| read_failed("cannot lock config.toml.lock", &e))?;
+        match read_config(&self.path()) {
             Ok(bytes) if bytes == self.last_bytes => {}
             Ok(_) => return Err(ConfigError::ConfigChanged),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(ConfigError::ConfigChanged)
-            }
-            Err(e) => return Err(storage("cannot read config.toml", &e)),
+            Err(e) if e.is_not_found() => return Err(ConfigError::ConfigChanged),
+            Err(e) => return Err(read_failed("cannot read config.toml", &e)),
         }
         let text = make(&self.last_bytes)?;
         if self.fail_commit {
@@ -182,6 +181,25 @@ impl ConfigStore {
         let mut tmp = target.clone().into_os_string();
         tmp.push(".zeroclaw-tmp");
         Ok((target, PathBuf::from(tmp)))
+    }
+}
+
+/// The bytes of `config.toml` at `path`: a file nobody vouches for (a hand edit, a link to
+/// anything), so read without blocking, only when it is a regular file (a link is followed to
+/// one), and at most [`MAX_CONFIG_FILE_BYTES`]. A FIFO or a device is refused at once, which is
+/// why a reload and a commit may read it while holding the config locks.
+pub fn read_config(path: &Path) -> Result<Vec<u8>, ReadError> {
+    bounded_file::read(path, MAX_CONFIG_FILE_BYTES)
+}
+
+fn fault_of(e: &ReadError) -> StorageFault {
+    e.io().map_or(StorageFault::Other, StorageFault::of_io)
+}
+
+fn read_failed(what: &str, e: &ReadError) -> ConfigError {
+    ConfigError::Storage {
+        fault: fault_of(e),
+        message: format!("{what}: {e}"),
     }
 }
 

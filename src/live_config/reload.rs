@@ -70,7 +70,11 @@ fn change_time(_m: &std::fs::Metadata) -> u64 {
 
 impl LiveConfig {
     /// Reads `config.toml` and installs it when it changed and is valid (`trigger` names why,
-    /// for the log: `sighup` or `watch`). Under the config write lock, like a commit.
+    /// for the log: `sighup` or `watch`). Under the config write lock, like a commit: bytes read
+    /// before taking it could be the file as it was before a commit that ran meanwhile, and
+    /// installing them would undo that commit. Holding the lock across the read is harmless
+    /// because the read cannot wait (`ConfigStore::read_if_changed`: a FIFO or a device is
+    /// refused at once, a regular file is read through a bound).
     pub async fn reload(&self, trigger: &'static str) -> Reloaded {
         let lock = self.lock().await;
         let store = self.store.clone();

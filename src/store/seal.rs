@@ -27,7 +27,11 @@ fn seal_path(db: &Path) -> PathBuf {
 
 /// Whether `db` is exactly as a graceful shutdown of this daemon left it.
 pub(super) fn intact(db: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(seal_path(db)) else {
+    // A few dozen bytes; anything that is not a small regular file is no seal.
+    let Ok(bytes) = crate::bounded_file::read(&seal_path(db), 4096) else {
+        return false;
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
         return false;
     };
     let wal_empty = std::fs::metadata(wal_path(db)).map_or(true, |m| m.len() == 0);

@@ -6,8 +6,9 @@
 //! regular file readable by its owner only (like ssh's keys), at most
 //! [`MAX_KEY_FILE`] bytes, its text trimmed.
 
-use std::io::Read;
 use std::path::Path;
+
+use crate::bounded_file::{self, ReadError};
 
 use crate::config::agent_spec::OpenAiSettings;
 
@@ -36,13 +37,12 @@ pub fn api_key(settings: &OpenAiSettings) -> Result<Option<String>, String> {
 pub fn from_file(path: &Path) -> Result<String, String> {
     let shown = path.display();
     let fail = |why: String| format!("the API key file {shown} {why}");
-    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot be read: {e}")))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| fail(format!("cannot be read: {e}")))?;
-    if !meta.is_file() {
-        return Err(fail("is not a regular file".to_owned()));
-    }
+    // Read at turn start and whenever a commit installs the secrets to mask (under the config
+    // write lock): a FIFO or a device at the path is refused at once instead of blocking there.
+    let (file, meta) = bounded_file::open(path).map_err(|e| match e {
+        ReadError::Io(e) => fail(format!("cannot be read: {e}")),
+        e => fail(e.to_string()),
+    })?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -53,13 +53,12 @@ pub fn from_file(path: &Path) -> Result<String, String> {
             )));
         }
     }
-    let mut text = String::new();
-    file.take(MAX_KEY_FILE + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| fail(format!("cannot be read: {e}")))?;
-    if text.len() as u64 > MAX_KEY_FILE {
-        return Err(fail(format!("is over {MAX_KEY_FILE} bytes")));
-    }
+    let bytes = bounded_file::read_opened(file, &meta, MAX_KEY_FILE).map_err(|e| match e {
+        ReadError::TooLarge { .. } => fail(format!("is over {MAX_KEY_FILE} bytes")),
+        e => fail(format!("cannot be read: {e}")),
+    })?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| fail("cannot be read: not UTF-8".to_owned()))?;
     let key = text.trim();
     if key.is_empty() {
         return Err(fail("is empty".to_owned()));

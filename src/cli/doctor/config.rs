@@ -11,17 +11,24 @@ use std::path::Path;
 use super::Check;
 use crate::config::admit_all;
 use crate::config::shape::check_toml_shape_all;
+use crate::config::store::read_config;
 use crate::config::validate::Failure;
-use crate::config::Config;
+use crate::config::{toml_error, Config};
 
 const NAME: &str = "config.toml";
 const FIX: &str = "correct it (the daemon will not start with it)";
 
 /// The checks of the file, and the config when it is valid.
 pub fn read(path: &Path) -> (Vec<Check>, Option<Config>) {
-    let text = match std::fs::read_to_string(path) {
+    // Read as the daemon reads it: a FIFO, a device or a huge file is a fault to report, not
+    // something to wait on or to fill memory with.
+    let read = read_config(path).and_then(|bytes| {
+        String::from_utf8(bytes)
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8").into())
+    });
+    let text = match read {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if e.is_not_found() => {
             let detail = format!(
                 "{} does not exist yet (the daemon writes a default one)",
                 path.display()
@@ -56,15 +63,10 @@ pub fn read(path: &Path) -> (Vec<Check>, Option<Config>) {
 
 /// The valid config, or every fault found (never empty).
 fn faults(text: &str) -> Result<Config, Vec<String>> {
-    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        // toml's message quotes the line over several; one line here.
-        let one_line = e
-            .to_string()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
-        vec![one_line]
-    })?;
+    // toml's own message quotes the line, which may hold a secret: place and key instead.
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| vec![toml_error(text, &e)])?;
     let shape = check_toml_shape_all(&table);
     // What remains without the bad keys is still checked for the rest.
     let bad: BTreeSet<&str> = shape.iter().map(|f| f.path.as_str()).collect();
