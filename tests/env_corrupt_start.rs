@@ -138,6 +138,33 @@ fn a_database_that_is_not_sqlite_is_refused_untouched() {
 }
 
 #[test]
+fn a_fifo_at_the_database_is_refused_at_once() {
+    let env = AcpEnv::stopped(&echo_config(""));
+    std::fs::create_dir_all(env.config_dir().join("data/sessions")).unwrap();
+    let _ = std::fs::remove_file(env.db());
+    let db = std::ffi::CString::new(env.db().as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(db.as_ptr(), 0o600) }, 0);
+    let started = std::time::Instant::now();
+    let f = match DaemonBuilder::new()
+        .config_dir(env.config_dir())
+        .try_spawn()
+    {
+        Ok(_) => panic!("the daemon started on a FIFO"),
+        Err(f) => f,
+    };
+    assert_eq!(f.status.code(), Some(1), "stderr: {}", f.log.text());
+    assert!(
+        f.log.text().contains("not a regular file"),
+        "{}",
+        f.log.text()
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(env.db()).unwrap().file_type().is_fifo());
+}
+
+#[test]
 fn a_truncated_database_is_refused_untouched() {
     let env = stopped_env_with_sessions();
     let bytes = std::fs::read(env.db()).unwrap();

@@ -102,14 +102,17 @@ async fn open_pool(path: &Path, check: bool) -> Result<SqlitePool, StoreError> {
 }
 
 /// A non-empty file that does not start like a SQLite database (garbage, or
-/// cut inside its 100-byte header) is refused before SQLite opens it. An
-/// empty file is a new database: `prepare_files` creates it so.
+/// cut inside its 100-byte header) is refused before SQLite opens it, and so
+/// is anything but a regular file (a FIFO would block the start). An empty
+/// file is a new database: `prepare_files` creates it so.
 fn check_header(path: &Path) -> Result<(), StoreError> {
     use std::io::Read;
     let mut head = Vec::with_capacity(100);
-    std::fs::File::open(path)?
-        .take(100)
-        .read_to_end(&mut head)?;
+    let (file, _) = crate::bounded_file::open(path).map_err(|e| match e {
+        crate::bounded_file::ReadError::Io(e) => StoreError::from(e),
+        other => StoreError::Corrupt(format!("sessions.db {other}")),
+    })?;
+    file.take(100).read_to_end(&mut head)?;
     match head.len() {
         0 => Ok(()),
         n if n < 100 => Err(StoreError::Corrupt(format!(
@@ -239,7 +242,9 @@ fn prepare_files(data_dir: &Path) -> Result<PathBuf, StoreError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        file.mode(0o600);
+        // Never blocks on a FIFO or a device put there; `check_header` refuses them.
+        file.mode(0o600)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC);
         file.open(&path)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     }
