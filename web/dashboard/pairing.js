@@ -1,4 +1,4 @@
-// Pairing: the 6-digit code the daemon logs (or `zeroclaw pair` prints) is
+// Pairing: the 12-digit code the daemon logs (or `zeroclaw pair` prints) is
 // redeemed at POST /pair for a token. The token lives in sessionStorage:
 // it survives a reload of this tab but is not shared with other tabs and
 // is not written to disk by the browser as localStorage would be. It is
