@@ -4,15 +4,17 @@
 //! compiled the harness (`common`, `gateway_support`) again and linked the
 //! whole crate with its dependencies again. As modules of one crate the
 //! harness is built once and the tests are linked once; libtest runs them all
-//! in one process, two at a time on this machine as before. Run one area with
-//! a name filter: `cargo test --test it -- golden::` (filters match any part
-//! of a test's path, so `golden::` also runs `gateway_golden::`).
+//! in one process, as many at a time as before (one per core). Run one area
+//! with a name filter: `cargo test --test it -- golden::` (filters match any
+//! part of a test's path, so `golden::` also runs `gateway_golden::`).
 //!
-//! What a module may not do here, since every test shares the process: set
-//! environment variables, the umask, signal dispositions, the current
-//! directory or resource limits of the test process itself (a child's are
-//! set in `pre_exec`). A test that needs that would be a `[[test]]` binary
-//! of its own in Cargo.toml.
+//! What a test may not do here, since every test shares the process: change
+//! the environment variables, umask, signal dispositions, current directory
+//! or resource limits of the test process itself (a child's are set on its
+//! `Command` or in `pre_exec`). A test that needs that would be a `[[test]]`
+//! binary of its own in Cargo.toml; none does today. Process-wide state the
+//! harness keeps (built agents, the named pipes' runtime, the lock around
+//! `useradd`) is shared by every module, which is what it is for.
 //!
 //! The modules about Unix-only means are compiled out on Windows
 //! (`#[cfg(unix)]` below); each says why in its header (`// Unix only: ...`,
