@@ -1,7 +1,7 @@
 //! The ACP test agent written with the official SDK (tests/acp-sdk-agent/,
 //! a package of its own so the SDK never joins zeroclaw's dependency graph):
 //! built once per test run into `target/acp-sdk-agent`, under a `flock` so
-//! parallel test binaries do not race on one cargo build; or built ahead
+//! concurrent test processes do not race on one cargo build; or built ahead
 //! and named by `ZC_ACP_SDK_AGENT` where the test cannot run cargo (a
 //! Windows build under Wine: scripts/windows.sh builds it for the target).
 

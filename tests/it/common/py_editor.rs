@@ -1,7 +1,7 @@
 //! A real third-party ACP client for tests/it/acp_bridge.rs: the official
 //! Python SDK (`agent-client-protocol` on PyPI, pinned) installed once per
-//! test run into a venv at `target/acp-py`, under a `flock` so parallel
-//! test binaries do not race; and a runner of tests/acp_bridge/editor.py's
+//! test run into a venv at `target/acp-py`, under a `flock` so concurrent
+//! test processes do not race; and a runner of tests/acp_bridge/editor.py's
 //! scenarios. Without python3, venv or the package index, the tests print
 //! "SKIPPED: reason" (`.ci/run` installs the venv, so CI never skips).
 
