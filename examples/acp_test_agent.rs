@@ -1,4 +1,4 @@
-//! The ACP test agent of tests/acp_backend*.rs, tests/acp_terminal.rs and
+//! The ACP test agent of tests/it/acp_backend*.rs, tests/it/acp_terminal.rs and
 //! benches/acp_agent.rs: an Agent Client Protocol (v1) agent over stdio
 //! whose prompts are directives,
 //! one per line, so a test says exactly what the agent does:

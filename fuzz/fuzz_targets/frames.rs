@@ -17,7 +17,7 @@
 //!   frame; a request's params are an object or array;
 //! - when the line is not JSON, or is JSON that `serde_json::Value` can hold
 //!   (and has no repeated member names), the class equals the reference
-//!   model's (`fuzz/src/model.rs`, also used by `tests/prop_envelope.rs`),
+//!   model's (`fuzz/src/model.rs`, also used by `tests/it/prop_envelope.rs`),
 //!   ids compared as values.
 
 #![no_main]

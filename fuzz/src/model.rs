@@ -3,7 +3,7 @@
 //! mapping of the daemon's real [`Classified`] onto the same small type.
 //!
 //! Shared by the fuzz target (`fuzz_targets/frames.rs`) and the property
-//! test `tests/prop_envelope.rs` (which includes this file by path), so the
+//! test `tests/it/prop_envelope.rs` (which includes this file by path), so the
 //! two check the daemon against one model.
 //!
 //! What the model cannot see, and its users must keep out of comparisons:

@@ -1,6 +1,6 @@
 """An editor, as far as ACP goes: the official Python SDK's client side
 (`agent-client-protocol` on PyPI) launches `zeroclaw acp` over stdio and
-plays one scenario of tests/acp_bridge.rs.
+plays one scenario of tests/it/acp_bridge.rs.
 
 Usage: editor.py SCENARIO [ARG...]; the environment names the bridge
 (ZC_BIN, ZC_CONFIG_DIR, ZC_AGENT). The scenario prints one JSON line per

@@ -1,5 +1,5 @@
 // The dashboard in a real browser (Debian's Chromium, headless, driven by
-// playwright-core). Run by tests/dashboard_browser.rs, which starts the
+// playwright-core). Run by tests/it/dashboard_browser.rs, which starts the
 // daemon and passes:
 //   ZC_URL       http://127.0.0.1:<port>   the gateway
 //   ZC_CODE      the pairing code the daemon logged

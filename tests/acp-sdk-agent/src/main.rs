@@ -1,6 +1,6 @@
 //! The ACP test agent written with the official Rust SDK's agent side
 //! (`agent-client-protocol`, `Agent.v1()` over `Stdio`): the conformance
-//! counterpart of examples/acp_test_agent.rs for tests/acp_sdk_agent.rs.
+//! counterpart of examples/acp_test_agent.rs for tests/it/acp_sdk_agent.rs.
 //! This file owns the wiring: initialize (advertising `loadSession`),
 //! `session/new`, `session/load` (replaying the history), `session/prompt`
 //! (run by [`turn`] outside the SDK's dispatch loop) and `session/cancel`.
