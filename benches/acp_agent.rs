@@ -1,4 +1,4 @@
-//! A hosted ACP agent (`backend = "acp"`, issue 16) through the daemon,
+//! A hosted ACP agent (`backend = "acp"`) through the daemon,
 //! against the same agent driven directly, in the same run
 //! (docs/performance.md).
 //!

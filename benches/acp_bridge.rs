@@ -1,4 +1,4 @@
-//! `zeroclaw acp` (issue 27) against the real release daemon
+//! `zeroclaw acp` against the real release daemon
 //! (docs/performance.md): one echo turn of 100,000 one-byte chunks
 //! (`::chunk 1`, `::repeat 100000 x`) in a durable session,
 //!

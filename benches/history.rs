@@ -1,4 +1,4 @@
-//! Cost against history (issue 24, docs/performance.md "History"): the real
+//! Cost against history (docs/performance.md "History"): the real
 //! release daemon on a data dir holding N persisted sessions of each kind
 //! (durable "acp" and chat, four messages each), for N = 3,000 and 30,000.
 //!

@@ -1,4 +1,4 @@
-//! Streaming cost of `backend = "openai"` (issue 17, docs/performance.md):
+//! Streaming cost of `backend = "openai"` (docs/performance.md):
 //! a model server in this process streams 50,000 one-token content deltas
 //! as fast as it can write them; the real `zeroclaw` release binary (agent
 //! `m`, an ACP session: every chunk committed to SQLite before its

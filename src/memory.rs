@@ -1,4 +1,4 @@
-//! The daemon-wide memory budget (issue 13, docs/reliability.md "Memory
+//! The daemon-wide memory budget (docs/reliability.md "Memory
 //! budget"): one counter of the bytes the daemon holds for its clients, so
 //! that over it new work is refused with `-32004` `{"limit":"memory"}`
 //! instead of the allocator failing and the process dying.
@@ -206,7 +206,7 @@ const MMAP_THRESHOLD_BYTES: i32 = 128 * 1024;
 /// otherwise raises its mmap threshold to 32 MiB after the first large free,
 /// and then each of its arenas (about one per thread) keeps the freed
 /// buffers resident: one 16 MB ACP turn peaked at ~220 MiB for ~70 MiB in
-/// use (issue 13 item 1, docs/reliability.md). Called once at startup.
+/// use (docs/reliability.md). Called once at startup.
 pub fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets a malloc parameter; a fixed threshold also
@@ -218,7 +218,7 @@ pub fn tune_allocator() {
 
 /// Hands memory freed by a large turn back to the kernel: glibc keeps freed
 /// heap in its arenas, so a 16 MiB turn would otherwise stay resident
-/// (issue 13 item 1: ~240 MB after one `::repeat` turn).
+/// (~240 MB after one `::repeat` turn).
 pub fn release_freed() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free heap pages to the kernel.

@@ -95,7 +95,7 @@ impl Outbound {
     /// [`CANCELLED_WRITE_GRACE`] more, then closes the connection as a
     /// stalled one. A cancelled turn so ends within its grace whatever its
     /// client does, and a frame is never dropped silently from a stream
-    /// that goes on (issue 13 item 3).
+    /// that goes on.
     pub async fn send_or_cancelled(
         &self,
         frame: Vec<u8>,

@@ -4,7 +4,7 @@
 //! A pre-existing directory is narrowed only when it is the daemon's own:
 //! reached without a symbolic link as its last component, owned by the
 //! daemon's effective uid, and writable by nobody else. Anything else is
-//! refused with a message naming the directory and why (issue 13 item 7: a
+//! refused with a message naming the directory and why (a
 //! data dir at `/tmp`, or a `data` link to it, must never make `/tmp`
 //! `0700`). The checks and the `chmod` go through one descriptor opened with
 //! `O_NOFOLLOW | O_DIRECTORY`, so a link swapped in after the check is

@@ -87,7 +87,7 @@ impl RequestParts {
 
     /// Frees the frame once its params are decoded into owned values: a
     /// prompt waiting in its session's queue then holds its text once, not
-    /// twice (issue 13 item 8). The in-flight accounting keeps the size it
+    /// twice. The in-flight accounting keeps the size it
     /// charged at admission; params read afterwards are `{}`.
     pub fn release_frame(&mut self) {
         self.frame = String::new();

@@ -1,4 +1,4 @@
-//! `session/attach` (protocol addition, issue 25): a connection joins a
+//! `session/attach` (protocol addition): a connection joins a
 //! live session as a further client without replacing it.
 
 use std::sync::Arc;

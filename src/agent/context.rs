@@ -140,7 +140,7 @@ pub fn append_context_document(
 
 /// [`append_context_document`], writing at most `max` bytes of it: the
 /// serializer is stopped once `out` holds `max` bytes, so a huge context
-/// never exists twice in memory (issue 13 item 1). Returns whether the
+/// never exists twice in memory. Returns whether the
 /// document was cut; the caller marks the cut (`…[truncated]`, §3.1).
 pub fn append_context_document_bounded(
     out: &mut String,

@@ -272,7 +272,7 @@ fn accepted_answer(content: &RawValue) -> Cow<'_, str> {
 /// The output of an approved or plain tool: the compact input, or for `big`
 /// `::repeat N TEXT` as pieces: a block of whole copies of TEXT of about
 /// [`REPEAT_BLOCK_BYTES`], repeated, then a shorter tail of it. A 16 MiB item
-/// is never built whole (issue 13 item 1: the echo segment's copy).
+/// is never built whole (the echo segment's copy).
 struct RepeatBlock {
     block: String,
     copies: usize,

@@ -28,10 +28,10 @@ pub enum ExtraKind {
     ConfigOptions,
     /// ACP `session_info_update`: title and last update time.
     SessionInfo,
-    /// The daemon's own (issue 25): an approval request of a session with
+    /// The daemon's own: an approval request of a session with
     /// attached clients was resolved (answered, timed out, unreachable).
     ApprovalResolved,
-    /// The daemon's own (issue 25): the question of a session with attached
+    /// The daemon's own: the question of a session with attached
     /// clients was answered by one of them (or became unavailable).
     ElicitationResolved,
 }

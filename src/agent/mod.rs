@@ -8,7 +8,7 @@
 //!
 //! - [`echo`]: the built-in deterministic agent and its directive language.
 //! - [`command`]: runs a configured local program once per turn.
-//! - [`acp`]: hosts an Agent Client Protocol agent process (issue 16).
+//! - [`acp`]: hosts an Agent Client Protocol agent process.
 //! - [`openai`]: streams from an OpenAI-compatible model server, with tools.
 
 use std::collections::HashSet;

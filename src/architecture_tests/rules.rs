@@ -87,7 +87,7 @@ const CLIENT_FILES: &[&str] = &[
 ];
 
 /// Arrows that still run the wrong way, as `(file, module)`. Each row is a
-/// debt with its fix named in issue 14; the list may only shrink.
+/// debt to pay back; the list may only shrink.
 pub(super) const KNOWN_VIOLATIONS: &[(&str, &str)] = &[];
 
 pub(super) fn rank(module: &str) -> Option<u32> {

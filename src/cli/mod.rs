@@ -1,6 +1,6 @@
-//! The commands a person types (issue 18, docs/operations.md): `zeroclaw
-//! acp` (the bridge editors launch, issue 27), `zeroclaw chat`, `zeroclaw logs` and `zeroclaw doctor`, and the everyday commands
-//! of issue 25 (`stop`, `sessions`, `agents`, `config`, `run`), and the
+//! The commands a person types (docs/operations.md): `zeroclaw
+//! acp` (the bridge editors launch), `zeroclaw chat`, `zeroclaw logs` and `zeroclaw doctor`, and the everyday commands
+//! (`stop`, `sessions`, `agents`, `config`, `run`), and the
 //! one-shot `zeroclaw rpc|status|pair|upload`. They are clients of the
 //! daemon through one bounded peer ([`conn`]) and share its exit statuses
 //! ([`exit`]).

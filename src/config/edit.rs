@@ -1,4 +1,4 @@
-//! Format-preserving writes of `config.toml` (issue 25): a commit edits the user's own document
+//! Format-preserving writes of `config.toml`: a commit edits the user's own document
 //! with `toml_edit` instead of serializing the typed config, so the comments, the order, the
 //! blank lines and the quoting of every key it does not change stay as the user wrote them.
 //!

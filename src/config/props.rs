@@ -174,7 +174,7 @@ fn mask_secrets(tree: &mut Value) {
     }
 }
 
-/// The values the daemon never shows, in a log line or an answer (issue #23): the `env` values
+/// The values the daemon never shows, in a log line or an answer: the `env` values
 /// of agents on an added backend (the ones [`mask_secrets`] masks in reads) and the value of the
 /// variable each agent's `api_key_env` names (`var` reads the daemon's environment), and the
 /// key in each agent's `api_key_file` (`file` reads it; an unreadable file holds none). Not the

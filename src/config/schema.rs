@@ -21,7 +21,7 @@ pub struct Config {
     /// Format version; read-only, must be 1.
     #[serde(default = "one")]
     pub schema_version: u32,
-    /// The agent a client that names none gets (issue 25): `session/new`
+    /// The agent a client that names none gets: `session/new`
     /// without `agent_alias`, `zeroclaw chat` and `run` without `--agent`.
     /// Must name a configured agent; unset = the alias that sorts first, for
     /// the CLI only (docs/config.md).
@@ -153,7 +153,7 @@ pub struct AgentConfig {
     pub fs: String,
     /// ACP: serve `terminal/*` (commands run in the working directory).
     pub terminal: bool,
-    // --- backend = "openai" (issue 17, docs/config.md): all optional and
+    // --- backend = "openai" (docs/config.md): all optional and
     // omitted when unset, so other agents' entries are unchanged; defaults
     // are resolved in `crate::agent::openai::OpenAiSettings`.
     /// OpenAI: the API root (`…/v1`); default Ollama's.

@@ -1,4 +1,4 @@
-//! Unit tests of the `backend = "openai"` keys (issue 17): each rule, its
+//! Unit tests of the `backend = "openai"` keys: each rule, its
 //! exact path and reason, and the key/type check of the new kinds.
 
 use super::*;

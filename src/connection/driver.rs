@@ -268,7 +268,7 @@ impl<W: Wire> Driver<'_, W> {
         }
         write(&mut self.out);
         // Every frame to a client passes here: no configured secret leaves
-        // the daemon in an answer, a notification or a request (issue #23).
+        // the daemon in an answer, a notification or a request.
         let masked = match crate::logging::secrets::mask_json(&self.out[start..]) {
             Cow::Owned(masked) => Some(masked),
             Cow::Borrowed(_) => None,

@@ -5,8 +5,8 @@
 //!
 //! The byte form never waits for the socket while a complete frame is
 //! already in its buffer: a frame is decoded before anything is read, so no
-//! readiness edge is needed for bytes that have already arrived (the defect
-//! of issue 12, where frames left in the buffer were never answered).
+//! readiness edge is needed for bytes that have already arrived (an earlier
+//! defect: frames left in the buffer were never answered).
 
 use std::io;
 use std::pin::Pin;

@@ -37,7 +37,7 @@ pub enum Reason {
     // -32002
     QueueFull,
     QueueTimeout,
-    /// `session/attach` (issue 25): the session has its most attached clients.
+    /// `session/attach`: the session has its most attached clients.
     TooManyClients,
     // -32000 (`session/cancel`)
     NoActiveTurn,

@@ -1,4 +1,4 @@
-//! Hot reload of a hand-edited `config.toml` (issue 25): on SIGHUP and when a cheap poll of the
+//! Hot reload of a hand-edited `config.toml`: on SIGHUP and when a cheap poll of the
 //! file's metadata sees it change. The new text is checked as a whole (every error listed); an
 //! invalid one is refused and logged (`config_reload_refused`) and the running config stays; a
 //! valid one is installed through the commit's own install step (policy and generation, tokens,

@@ -1,5 +1,5 @@
-//! The configured secrets, and their mask in everything the daemon shows
-//! (issue #23): every log line (stderr, and the capture `logs/query` and
+//! The configured secrets, and their mask in everything the daemon shows:
+//! every log line (stderr, and the capture `logs/query` and
 //! `logs/subscribe` read) and every frame written to a client. The set is
 //! installed from the config at startup and at each commit
 //! (`config::secret_values`: agent `env` values of added backends, the

@@ -1,4 +1,4 @@
-//! `session/attach` (issue 25): a connection joins a live session as a
+//! `session/attach`: a connection joins a live session as a
 //! further client, replacing nothing (docs/protocol-additions.md). The
 //! fan-out of updates to attached clients is `Session::audience`'s.
 
@@ -9,7 +9,7 @@ use crate::config::Principal;
 use crate::conn_state::Conn;
 use crate::error::{ErrorData, Reason, RpcError};
 
-/// The `session/attach` result (issue 25).
+/// The `session/attach` result.
 #[derive(Debug, serde::Serialize)]
 pub struct AttachResult {
     pub session_id: String,
@@ -23,7 +23,7 @@ pub struct AttachResult {
     pub clients: usize,
 }
 
-/// `session/attach` (issue 25): joins `conn` to the LIVE session `id` as a
+/// `session/attach`: joins `conn` to the LIVE session `id` as a
 /// further client, replacing nothing. Ownership and the agent selector as
 /// for `session/prompt`; a session that is not live is not found (resume
 /// it with `session/new`).

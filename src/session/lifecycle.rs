@@ -66,7 +66,7 @@ pub struct NewRequest {
     pub mode: ChatMode,
     pub cwd: Option<PathBuf>,
     /// Replace a live session even while another connection uses it
-    /// (`replace: true`, issue 25); otherwise such a session is joined.
+    /// (`replace: true`); otherwise such a session is joined.
     pub replace: bool,
 }
 
@@ -80,7 +80,7 @@ pub struct NewResult {
     pub message_count: u64,
     pub workspace_dir: String,
     pub resumed: bool,
-    /// The request joined a live session another connection uses (issue 25);
+    /// The request joined a live session another connection uses;
     /// absent otherwise, so version-1 results keep their exact shape.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub attached: bool,
@@ -143,7 +143,7 @@ pub async fn new_session(
             max: MAX_LIVE_SESSIONS as u64,
         });
     }
-    // 5. Join (issue 25) or replace: a session another open connection
+    // 5. Join or replace: a session another open connection
     //    still uses is joined unless the request says `replace`.
     if let Some(s) = live.as_ref().filter(|s| {
         !req.replace && s.mode == req.mode && s.ending().is_none() && s.used_by_another(conn)

@@ -26,7 +26,7 @@ pub struct Entry {
     created_at: String,
     last_activity: String,
     message_count: u64,
-    /// Addition (issue 25): where the session works, so a client can pick
+    /// Addition: where the session works, so a client can pick
     /// the session of a project directory.
     workspace_dir: String,
 }

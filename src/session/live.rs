@@ -40,7 +40,7 @@ fn charged(context: &[ContextMessage]) -> Charge {
 
 /// Prompts that may wait for a running turn (§4).
 pub const MAX_QUEUED_PROMPTS: usize = 32;
-/// Clients attached to one live session at once (issue 25).
+/// Clients attached to one live session at once.
 pub const MAX_ATTACHED_CLIENTS: usize = 16;
 /// How long a prompt waits for the session.
 pub const QUEUE_WAIT: Duration = Duration::from_secs(30);
@@ -81,7 +81,7 @@ struct State {
     context_charge: Charge,
     always_allowed: HashSet<String>,
     channel: Option<Conn>,
-    /// Clients attached with `session/attach` (issue 25): empty until the
+    /// Clients attached with `session/attach`: empty until the
     /// first attach, so a version-1 session streams to its channel only.
     attached: Vec<Conn>,
     running: Option<TurnSignals>,
@@ -288,7 +288,7 @@ impl Session {
         st.attached.clear();
     }
 
-    /// Attaches `conn` as a further client (issue 25): the first attach also
+    /// Attaches `conn` as a further client: the first attach also
     /// attaches the channel, so the session's clients so far keep their
     /// stream. Closed connections are dropped first. `Err(max)` when
     /// [`MAX_ATTACHED_CLIENTS`] are attached. Returns how many are attached.
@@ -311,7 +311,7 @@ impl Session {
     }
 
     /// Whether a connection other than `conn` still uses the session: its
-    /// channel or an attached client, open (issue 25: `session/new` on such
+    /// channel or an attached client, open (`session/new` on such
     /// a session joins it instead of replacing it).
     pub fn used_by_another(&self, conn: &Conn) -> bool {
         let st = self.state();
@@ -354,7 +354,7 @@ impl Session {
             .collect()
     }
 
-    /// The retained context, shared (not copied: issue 13 item 1). Drop it
+    /// The retained context, shared (not copied). Drop it
     /// before [`Session::extend_context`], which copies a context still shared.
     pub fn context(&self) -> Arc<Vec<ContextMessage>> {
         self.state().context.clone()

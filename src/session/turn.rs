@@ -77,7 +77,7 @@ pub async fn run_prompt(
     prompt: String,
     responder: Option<Responder>,
 ) -> Answered {
-    // Over the daemon's memory budget no new turn starts (issue 13).
+    // Over the daemon's memory budget no new turn starts.
     if let Err(e) = crate::memory::budget().check() {
         return Answered::early(e.into());
     }
@@ -333,7 +333,7 @@ async fn send_event(conn: &Conn, session: &Session, event: Event<'_>, cancel: &C
 const RELEASE_AFTER_BYTES: usize = 1024 * 1024;
 
 /// Bytes of retained context past which compaction is due whatever the
-/// message count (issue 13 item 1; docs/decisions.md): with
+/// message count (docs/decisions.md): with
 /// [`MAX_TURN_OUTPUT_BYTES`] per turn, a session's context, its snapshot and
 /// its rehydration stay under ~96 MiB.
 pub const MAX_RETAINED_CONTEXT_BYTES: usize = 64 * 1024 * 1024;

@@ -72,7 +72,7 @@ pub struct TurnSink {
 }
 
 /// The most message and thought text one turn may produce, whatever the
-/// backend (issue 13 item 1): two echo items of 16 MiB. Past it the turn
+/// backend: two echo items of 16 MiB. Past it the turn
 /// fails; its retained context grows by at most this much.
 pub const MAX_TURN_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
 
@@ -308,7 +308,7 @@ impl EventSink for TurnSink {
         schema: &RawValue,
     ) -> Result<AskOutcome, SinkClosed> {
         // With attached clients, every one that supports elicitation is
-        // asked; the first answer wins (issue 25). Otherwise the channel only.
+        // asked; the first answer wins. Otherwise the channel only.
         let attached = self.session.has_attached();
         let askers: Vec<Conn> = if attached {
             self.session.audience(&self.conn)
@@ -383,7 +383,7 @@ fn daemon_update(kind: crate::agent::ExtraKind, members: &[(&'static str, &str)]
     }
 }
 
-/// The `approval_resolved` update of `request_id` (issue 25).
+/// The `approval_resolved` update of `request_id`.
 fn resolved(request_id: &str, outcome: &ApprovalDecision) -> Extra {
     daemon_update(
         crate::agent::ExtraKind::ApprovalResolved,

@@ -14,7 +14,7 @@ use super::{utc_now, StoreError};
 /// `(version, SQL)`, in increasing version order.
 pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_SCHEMA), (2, V2_AGENT_LINKS)];
 
-/// Version 2 (issue 16, additive): which ACP session of a hosted agent
+/// Version 2 (additive): which ACP session of a hosted agent
 /// (`backend = "acp"`) holds each of our sessions' agent-side context, and
 /// how often that context was lost (a new agent session had to be started
 /// for a session that had one). Keyed by our session id whatever the

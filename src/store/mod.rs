@@ -167,7 +167,7 @@ impl Store {
 
     /// The last step of a graceful shutdown: folds the WAL into the
     /// database and truncates it, so `sessions.db` alone is whole (a copy
-    /// of it without `-wal` loses nothing; issue 13 item 8), closes the
+    /// of it without `-wal` loses nothing), closes the
     /// pool, and seals the file (`seal.rs`: the next start may skip the
     /// integrity check). Bounded by `wait`: a connection a still-aborting
     /// task holds must not keep the process from exiting (the WAL is then

@@ -231,7 +231,7 @@ fn prepare_files(data_dir: &Path) -> Result<PathBuf, StoreError> {
         builder.mode(0o700);
         builder.create(dir)?;
         // An existing directory keeps its old mode through `create`; it is
-        // narrowed only if it is ours and no link (issue 13 item 7).
+        // narrowed only if it is ours and no link.
         crate::private_dir::make_private(dir, 0o700, None).map_err(std::io::Error::from)?;
     }
     #[cfg(not(unix))]

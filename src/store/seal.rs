@@ -1,5 +1,5 @@
 //! The clean-close seal: what lets a start skip `PRAGMA quick_check`, whose
-//! cost grows with the file (issue 24: startup independent of history).
+//! cost grows with the file (startup independent of history).
 //!
 //! A graceful shutdown, once the WAL is folded in and the pool closed,
 //! writes `sessions/sessions.seal`: the database file's device, inode, size,

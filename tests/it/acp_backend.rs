@@ -1,4 +1,4 @@
-//! `backend = "acp"` (issue 16): the daemon hosting the ACP test agent
+//! `backend = "acp"`: the daemon hosting the ACP test agent
 //! (examples/acp_test_agent.rs) over its stdio, driven over the real socket:
 //! every update mapping, permissions, confined `fs/*`, unserved requests,
 //! authentication, the SQLite link and the config keys.

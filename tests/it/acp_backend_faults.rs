@@ -1,4 +1,4 @@
-//! `backend = "acp"` faults (issue 16): the agent crashing, writing garbage
+//! `backend = "acp"` faults: the agent crashing, writing garbage
 //! or an oversized line, hanging, not reading its stdin, flooding a client
 //! that does not read; and a kill -9 of the daemon mid-turn, recovered with
 //! `session/load` (or without it, recorded as a context loss).
@@ -174,7 +174,7 @@ fn a_flood_of_one_character_chunks_to_a_client_that_does_not_read_is_complete() 
     assert!((1..=20_000).contains(&chunks), "{chunks} chunks");
 }
 
-/// The most a turn may produce (src/session/turn_sink.rs, issue 13).
+/// The most a turn may produce (src/session/turn_sink.rs).
 const MAX_TURN_OUTPUT: u64 = 32 << 20;
 /// The size of one `floodbig` chunk: the largest the reader and the
 /// coalescer pass on unjoined, so every queue below holds whole chunks.

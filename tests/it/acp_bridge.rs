@@ -1,4 +1,4 @@
-//! `zeroclaw acp` (issue 27): the bridge editors launch, driven by a real
+//! `zeroclaw acp`: the bridge editors launch, driven by a real
 //! third-party ACP client, the official Python SDK (tests/acp_bridge/editor.py,
 //! installed by tests/it/common/py_editor.rs), over the bridge's stdio, in
 //! front of a real daemon with real SQLite: new, a streamed prompt, the

@@ -1,4 +1,4 @@
-//! `backend = "acp"` (issue 16) hosting the agent written with the official
+//! `backend = "acp"` hosting the agent written with the official
 //! SDK's agent side (tests/acp-sdk-agent/), driven over the real socket:
 //! the update mapping, permissions, confined `fs/*`, cancel, a crash and a
 //! flood mid-turn, and recovery with `session/load` after a kill -9 of the

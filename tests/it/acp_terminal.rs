@@ -1,4 +1,4 @@
-//! ACP `terminal/*` (issue 16, `[agents.<a>] terminal = true`): the daemon
+//! ACP `terminal/*` (`[agents.<a>] terminal = true`): the daemon
 //! running the test agent's commands (examples/acp_test_agent/terminal.rs)
 //! over the real socket: exact output and exit status, truncation from the
 //! beginning, the working-directory confinement, the limit of terminals per

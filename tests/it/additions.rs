@@ -1,6 +1,6 @@
 //! The protocol additions (docs/protocol-additions.md) over the real socket:
 //! exact shapes, bad params `-32602` naming the member, and the effective
-//! `config/get` view (issue 12).
+//! `config/get` view.
 
 // Unix only: one test maps the test's own uid through the roster (a pipe carries no uid).
 
@@ -172,7 +172,7 @@ fn sections_templates_map_keys_and_list_have_exact_shapes() {
     assert_eq!(tokens["entries"][0]["is_secret"], true);
 }
 
-/// An ACP agent's credentials live in its `env` (issue 16): reads never show
+/// An ACP agent's credentials live in its `env`: reads never show
 /// them, whichever read; a version-1 `command` agent's `env` reads as written.
 #[test]
 fn an_acp_agents_env_reads_masked_and_a_command_agents_as_written() {

@@ -1,5 +1,5 @@
 //! The turn's deadline (the agent's `timeout_secs`) bounds every await
-//! inside the turn, approvals included (issue #23): with `timeout_secs = 2`
+//! inside the turn, approvals included: with `timeout_secs = 2`
 //! and `daemon.approval_timeout_secs = 120`, an approval nobody answers
 //! ends the turn at about 2 s with the backend's timeout error, for an ACP
 //! agent, an `openai` agent and the echo agent. (It used to wait the whole

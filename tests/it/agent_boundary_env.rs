@@ -1,4 +1,4 @@
-//! The agent boundary, credentials (issue 23, item 6): every process the
+//! The agent boundary, credentials: every process the
 //! daemon starts gets its agent's `env` on top of the minimal base
 //! (docs/agents.md "Environment"), never another agent's credential: not an
 //! ACP agent, not its terminals, not the openai `shell` tool (nor through

@@ -1,4 +1,4 @@
-//! The agent boundary on the file system (issue 23 items 1-3), over the real
+//! The agent boundary on the file system over the real
 //! socket: a FIFO read by ACP `fs/read_text_file`, the openai `read_file`
 //! tool or `session/git_branch` answers at once (no unbounded read, no
 //! blocking thread held), and a read is charged to the memory budget; a

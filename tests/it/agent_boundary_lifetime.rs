@@ -1,4 +1,4 @@
-//! The agent boundary, lifetimes (issue 23, items 7 and 10): an ACP agent's
+//! The agent boundary, lifetimes: an ACP agent's
 //! exit is noticed by waiting on it, not on the end of its stdout (a
 //! descendant may hold that open); and every process the daemon starts dies
 //! with its session and with the daemon: a `setsid` descendant of a

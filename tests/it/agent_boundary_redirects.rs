@@ -1,4 +1,4 @@
-//! A model server's redirect is never followed (issue #23): a 307/302
+//! A model server's redirect is never followed: a 307/302
 //! answer ends the turn `provider_protocol`, naming the status and the
 //! `Location`, and the URL it points to is never contacted, neither by a
 //! turn nor by `zeroclaw doctor`'s model-server check. (Followed, a 307

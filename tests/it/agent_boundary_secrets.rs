@@ -1,4 +1,4 @@
-//! No configured secret is shown (issue #23): an ACP agent that prints its
+//! No configured secret is shown: an ACP agent that prints its
 //! own `env` value, or the value behind an `openai` agent's `api_key_env`
 //! (which no agent inherits: the test agent prints it as text, as one that
 //! learnt it elsewhere would), on stderr is logged with `****` in its place, in the

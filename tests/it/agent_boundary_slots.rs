@@ -1,5 +1,5 @@
 //! A request's in-flight slot is free before its answer's bytes are
-//! written (issue #23): with 63 of a connection's 64 slots held by prompts
+//! written: with 63 of a connection's 64 slots held by prompts
 //! that keep waiting, a client that sends its next request the moment it
 //! reads a `session/prompt` answer is never refused `-32004
 //! requests_in_flight`. (The turn writes that answer itself; the slot used

@@ -1,5 +1,5 @@
 //! The session lifecycle audit events carry the peer label and the bound
-//! principal (§2.5, issue 12 item 3): `session_created`,
+//! principal (§2.5): `session_created`,
 //! `session_closed` (closed and replaced), `session_recovered` (by prompt
 //! and by `session/new`), `session_killed`, `session_deleted`, read from the
 //! daemon's stderr JSON lines.

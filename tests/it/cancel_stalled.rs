@@ -1,5 +1,5 @@
 //! A client that stops reading cannot make cancel ineffective (§8.6,
-//! §10.1, issue 13 item 3): its turn's producer stops waiting on the full
+//! §10.1): its turn's producer stops waiting on the full
 //! write queue once the turn is cancelled, so a cancelled turn ends within
 //! the 5 s grace, and `session/close` or a replacing `session/new` from
 //! other connections are answered within it, not after the 30 s stall policy.
@@ -89,8 +89,8 @@ fn a_replacing_session_new_beats_a_stalled_client() {
     let d = start_echo();
     let _a = stalled_client(&d, "st2", "acp");
     let mut c = d.client();
-    // `replace`: a session another connection uses is joined otherwise
-    // (issue 25), and the join would queue behind the stalled turn.
+    // `replace`: a session another connection uses is joined otherwise,
+    // and the join would queue behind the stalled turn.
     let new = c.send(
         "session/new",
         json!({"agent_alias": "echo", "session_id": "st2", "chat_mode": "acp", "replace": true}),

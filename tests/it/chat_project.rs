@@ -1,4 +1,4 @@
-//! `zeroclaw chat` in a project (issue 25): durable sessions by default,
+//! `zeroclaw chat` in a project: durable sessions by default,
 //! the current directory (or `--cwd`) as the agent's working directory, the
 //! most recent session of that directory continued, `/upload` naming the
 //! file for the agent, and another client's turn shown and approved at the

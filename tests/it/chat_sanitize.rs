@@ -1,4 +1,4 @@
-//! One sanitizer between the daemon and a terminal (issue 23, item 4): the
+//! One sanitizer between the daemon and a terminal: the
 //! same hostile text — OSC 52 (clipboard), OSC 0 (window title), a CSI erase
 //! and a `\r` overwrite forging `ls -la (read only)`, C1 CSI, a bidi
 //! override, NUL, DEL — sent by an agent down every path `zeroclaw chat`,

@@ -1,4 +1,4 @@
-//! The everyday commands (issue 25) against a real daemon over its socket:
+//! The everyday commands against a real daemon over its socket:
 //! `zeroclaw stop`, `sessions [show|kill|delete]`, `agents`,
 //! `config get|set` and `run`: their human output, their `--json`
 //! documents, their exit statuses, and colour only on a terminal.

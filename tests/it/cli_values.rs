@@ -1,5 +1,5 @@
-//! Every value on a command line is checked when it is parsed (issue 25,
-//! item 5): a typo exits 2 at once with clap's message, naming the valid
+//! Every value on a command line is checked when it is parsed: a
+//! typo exits 2 at once with clap's message, naming the valid
 //! values where there is a closed set, and never reaches the daemon.
 
 use crate::common;

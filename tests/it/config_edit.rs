@@ -1,4 +1,4 @@
-//! `zeroclaw config edit` (issue 25) with `EDITOR` a script that rewrites the copy: committed
+//! `zeroclaw config edit` with `EDITOR` a script that rewrites the copy: committed
 //! through the daemon (`config/replace`) when one runs, directly when none does; an invalid
 //! text refused with every error and the file untouched; the copy private and removed.
 

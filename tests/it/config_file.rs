@@ -1,4 +1,4 @@
-//! The user's `config.toml` (issue 25) over a real daemon and socket: a write edits the file in
+//! The user's `config.toml` over a real daemon and socket: a write edits the file in
 //! place (exact bytes compared), a hand edit is picked up without a restart (poll and SIGHUP),
 //! an invalid one is refused and logged while the running config stays, an edit racing a write
 //! is never lost silently, `default_agent`, and `config/replace`.

@@ -1,6 +1,6 @@
 //! A `config.toml` that is a symbolic link (a dotfiles checkout) is written
 //! through to its target: `config/set` replaces the target atomically and
-//! the link stays a link (issue 13 item 8; docs/decisions.md).
+//! the link stays a link (docs/decisions.md).
 
 // Unix only: a config.toml that is a symlink (std::os::unix::fs::symlink).
 

@@ -208,8 +208,8 @@ fn a_model_server_that_answers_passes_and_one_refusing_the_key_fails() {
 }
 
 /// Every fault of `config.toml` at once, each on its own line naming its
-/// path: an unknown key, a wrong type and failed checks (issue 25: doctor
-/// named one a run).
+/// path: an unknown key, a wrong type and failed checks (doctor
+/// used to name one a run).
 #[test]
 fn every_config_fault_is_listed_at_once() {
     let dir = TestDir::new();

@@ -1,5 +1,5 @@
-//! A turn's memory is bounded whatever the backend produces (issue 13 item
-//! 1): the echo `::context` bomb (the context fed back into itself, ~3× a
+//! A turn's memory is bounded whatever the backend produces: the
+//! echo `::context` bomb (the context fed back into itself, ~3× a
 //! turn) is cut at 16 MiB like `::repeat`, the retained context is compacted
 //! by bytes, and the session survives a restart and rehydrates within bounds.
 
@@ -64,7 +64,7 @@ fn one_16_mb_repeat_turn_peaks_under_240_mib_and_gives_memory_back() {
     let peak = peak_mib(env.d());
     let after = env.d().rss_kib().unwrap() / 1024;
     eprintln!("one 16 MB ::repeat turn (acp): peak {peak} MiB, resident after {after} MiB");
-    // Before: ~295 MiB peak, ~240 MiB kept (issue 13 item 1).
+    // Before: ~295 MiB peak, ~240 MiB kept.
     assert!(peak < 240, "peak RSS {peak} MiB");
     assert!(after < 160, "resident {after} MiB after the turn");
 }

@@ -1,5 +1,4 @@
-//! `file/attach` path mode never trusts `st_size` (§8.17, issue 13
-//! item 2): a file that says it is empty and never ends
+//! `file/attach` path mode never trusts `st_size` (§8.17): a file that says it is empty and never ends
 //! (`/proc/self/pagemap`, the daemon's own) is read up to 10 MiB + 1 byte
 //! and refused with `file_too_large`, in `file/attach` and in prompt
 //! attachments alike; the daemon stays small and answers.

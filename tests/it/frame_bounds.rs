@@ -2,7 +2,7 @@
 //! client echoes at the daemon: method names, ids, agent failure texts and
 //! error `data` members are bounded; an id too long to echo makes the
 //! request invalid (docs/decisions.md, "Echoed text and oversized ids").
-//! Also: what a `"\ud800"` method is told (issue 13 item 8).
+//! Also: what a `"\ud800"` method is told.
 
 use crate::common;
 

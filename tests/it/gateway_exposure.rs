@@ -59,13 +59,22 @@ async fn wrong_codes_from_a_hundred_loopback_addresses_burn_the_code() {
     let (status, body) = pair_from(IpAddr::from([127, 0, 0, 200]), gw.port, &code).await;
     assert_eq!(status, 429, "{body}");
     assert!(gateway_support::paired_in_file(&gw.daemon.config_dir).is_empty());
+    // Every refusal is logged (the log arrives on its own pipe: wait for the
+    // last), and the code never is (only at startup).
+    let deadline = std::time::Instant::now() + common::RECV_TIMEOUT;
+    while gw.daemon.log.events_named("pairing_refused").len() < 101 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fewer than 101 pairing_refused events"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     // Five wrong guesses in total burned the code itself, whatever the lockout.
     let burned = gw.daemon.log.events_named("pairing_code_burned");
     assert_eq!(burned.len(), 1, "{burned:?}");
     assert_eq!(burned[0]["wrong_guesses"], 5);
     let locked = gw.daemon.log.events_named("pairing_locked_out");
     assert_eq!(locked[0]["source"], "loopback", "{locked:?}");
-    // Every refusal is logged, and the code never is (only at startup).
     assert_eq!(gw.daemon.log.events_named("pairing_refused").len(), 101);
     let lines = gw.daemon.log.text();
     let naming: Vec<&str> = lines.lines().filter(|l| l.contains(&code)).collect();

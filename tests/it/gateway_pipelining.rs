@@ -1,5 +1,5 @@
 //! The WebSocket gateway answers a pipelining client exactly as the local
-//! socket does (issue 12): many messages sent before anything is read, and
+//! socket does: many messages sent before anything is read, and
 //! every request answered exactly once, in the shared driver.
 
 use crate::common;

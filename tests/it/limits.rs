@@ -97,14 +97,15 @@ fn the_257th_connection_is_refused_with_the_exact_frame_and_never_counted() {
     assert_eq!(refused.recv_line(), TOO_MANY);
     refused.expect_eof(common::RECV_TIMEOUT);
 
-    // Audited as refused, with the peer label.
+    // Audited as refused, with the peer label (the log arrives on its own
+    // pipe: wait for it).
     assert!(
         d.log
-            .events()
-            .iter()
-            .any(|e| e["peer"] == common::own_peer_label()
+            .wait_for(0, common::RECV_TIMEOUT, |e| e["peer"]
+                == common::own_peer_label()
                 && e.to_string().contains("connections")
-                && e["event"] != "connection_accepted"),
+                && e["event"] != "connection_accepted")
+            .is_some(),
         "no audit event for the refused connection:\n{}",
         d.log.lines()[..20.min(d.log.len())].join("\n")
     );

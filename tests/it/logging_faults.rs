@@ -1,4 +1,4 @@
-//! Logging can never take the daemon down (issue 12): stderr whose reader
+//! Logging can never take the daemon down: stderr whose reader
 //! went away, stderr nobody reads (a full pipe), stdout closed or broken.
 //! In each case the daemon serves new connections, never holds a request on
 //! a log write, leaves `--ephemeral` when its last client goes and exits 0

@@ -1,4 +1,4 @@
-//! `ZEROCLAW_LOG` is checked at startup (issue 25, item 5): a value that is
+//! `ZEROCLAW_LOG` is checked at startup: a value that is
 //! not a filter is reported on the daemon's stderr (sanitized, with why)
 //! and the default `info` applies. `infoo` used to be read as a target and
 //! turned every log line off, silently.

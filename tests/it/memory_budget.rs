@@ -1,7 +1,7 @@
-//! The daemon-wide memory budget (issue 13 "What must be true";
-//! docs/reliability.md "Memory budget"): over it, new work is refused with
+//! The daemon-wide memory budget
+//! (docs/reliability.md "Memory budget"): over it, new work is refused with
 //! `-32004` `{"limit":"memory"}`, never a crash; under `ulimit -v 2 GiB`
-//! every memory attack of issue 13 leaves the daemon up and answering, its
+//! every memory attack we know leaves the daemon up and answering, its
 //! peak RSS under the stated bound (budget + 512 MiB).
 
 // Unix only: ulimit -v (setrlimit), /proc/self/pagemap and the daemon's memory from /proc.
@@ -167,7 +167,7 @@ fn seven_queued_8_mib_prompts_cost_about_their_frames() {
     let grown = (d.rss_kib().unwrap() - before) / 1024;
     let frames = 7 * MAX_FRAME as u64 / (1024 * 1024);
     eprintln!("7 queued 8 MiB prompts: RSS +{grown} MiB for {frames} MiB of frames");
-    // The frame is freed once its prompt is decoded: ~1.3x, not 2.1x (issue 13 item 8).
+    // The frame is freed once its prompt is decoded: ~1.3x, not 2.1x.
     assert!(
         grown * 10 < frames * 17,
         "RSS grew {grown} MiB for {frames} MiB"

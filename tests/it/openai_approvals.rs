@@ -1,5 +1,5 @@
-//! The two approvals of `backend = "openai"` nobody answers (issue 17,
-//! §8.12): one left unanswered past `daemon.approval_timeout_secs` is a
+//! The two approvals of `backend = "openai"` nobody answers
+//! (§8.12): one left unanswered past `daemon.approval_timeout_secs` is a
 //! denial `timed_out`, one whose client goes away is a denial `unreachable`;
 //! either way the tool does not run and the model is told why.
 

@@ -1,5 +1,5 @@
 //! `backend = "openai"` over the real socket against a scripted model
-//! server (issue 17): streamed text and reasoning, the request the daemon
+//! server: streamed text and reasoning, the request the daemon
 //! sends (model, messages, tools, key), the key never leaking, compaction,
 //! and a restart in the middle of a streamed answer.
 

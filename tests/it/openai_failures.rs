@@ -1,4 +1,4 @@
-//! Failures of the model server over the real socket (issue 17): each ends
+//! Failures of the model server over the real socket: each ends
 //! the turn `failed` with `-32603` and a `data.reason` of its class
 //! (`provider_unreachable`, `provider_error` with the HTTP status,
 //! `provider_timeout`, `provider_protocol`), the partial text kept;

@@ -1,4 +1,4 @@
-//! Tool calls of `backend = "openai"` over the real socket (issue 17):
+//! Tool calls of `backend = "openai"` over the real socket:
 //! streamed `tool_calls` assembled across split and interleaved deltas, the
 //! approval flow (allow, reject, reject with edit, allow always), the round
 //! limit, tool errors sent back to the model, and confinement.

@@ -1,5 +1,5 @@
 //! Every pipelined request is answered exactly once, whatever the client's
-//! write and read pattern (issue 12): a burst in one write with a reader
+//! write and read pattern: a burst in one write with a reader
 //! reading all along, a burst then a half-close, seeded random splits and
 //! pauses up to 100,000 requests on one connection, and the real `socat`
 //! piping a file.

@@ -1,5 +1,5 @@
 //! A prompt arriving while its session is closing fails at once with
-//! `-32000` `closed` (§8.7, issue 13 item 4): it neither waits for the
+//! `-32000` `closed` (§8.7): it neither waits for the
 //! close nor rehydrates the session behind it.
 
 // Unix only: a command agent in POSIX sh that traps SIGTERM.

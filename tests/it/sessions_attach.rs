@@ -1,4 +1,4 @@
-//! `session/attach` (protocol addition, issue 25 item 1) over the real
+//! `session/attach` (protocol addition) over the real
 //! socket: a second client joins a live session without replacing it, sees
 //! the same `session/update` stream frame for frame, answers approvals
 //! (first answer wins, every client sees `approval_resolved`), and a client

@@ -318,7 +318,7 @@ fn replacing_a_session_fails_its_queued_prompts_with_closed() {
     a.until_update(|u| u["text"] == "abc");
     let queued = a.start_prompt("s-1", "queued");
     sync(&mut a);
-    // B replaces it (explicitly: issue 25 joins a session in use otherwise):
+    // B replaces it (explicitly: otherwise it joins a session in use):
     // the running turn is soft-cancelled and waited for.
     let r = b.ok(
         "session/new",
@@ -675,7 +675,7 @@ fn session_list_entries_states_and_limit() {
         let o = e.as_object_mut().unwrap();
         o.remove("created_at");
         o.remove("last_activity");
-        // Addition (issue 25): where the session works.
+        // Addition: where the session works.
         let ws = o.remove("workspace_dir").unwrap();
         assert!(
             std::path::Path::new(ws.as_str().unwrap()).ends_with("agents/echo/workspace"),

@@ -1,5 +1,5 @@
 //! The daemon never makes a pre-existing shared directory private
-//! (§2.3 step 1, issue 13 item 7): a data dir that is group- or
+//! (§2.3 step 1): a data dir that is group- or
 //! world-writable, owned by another uid, or reached through a symbolic link
 //! it would have to chmod stops startup with exit status 1 and a message
 //! naming the directory and why; the directory's mode is left as it was.

@@ -1,4 +1,4 @@
-//! A graceful shutdown folds the WAL into `sessions.db` (issue 13 item 8):
+//! A graceful shutdown folds the WAL into `sessions.db`:
 //! after SIGTERM the `-wal` file is gone or empty, and a copy of
 //! `sessions.db` alone holds every session and transcript row.
 

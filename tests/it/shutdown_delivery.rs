@@ -1,4 +1,4 @@
-//! A graceful shutdown delivers what it owes (§2.6, §8.4; issue 13):
+//! A graceful shutdown delivers what it owes (§2.6, §8.4):
 //! a turn running at SIGTERM is soft-cancelled, persisted, and its
 //! `turn_complete` and the prompt's answer reach the client before the
 //! connection closes; the daemon then exits 0 and removes its socket.

@@ -1,4 +1,4 @@
-//! The copies of one big turn (issue 13 item 1, docs/reliability.md "The
+//! The copies of one big turn (docs/reliability.md "The
 //! copies of a 16 MB turn"): one ACP `::repeat` of 16 MB, streamed in the
 //! same 64 KiB chunks as ever, peaks under 8× its content and keeps under
 //! 4× resident once the turn is over (b845396: ~14.6× and ~6×), and a

@@ -1,5 +1,5 @@
-//! Staged uploads charged to the daemon-wide memory budget (issue 13,
-//! docs/reliability.md "Memory budget"): each accepted chunk counts while
+//! Staged uploads charged to the daemon-wide memory budget
+//! (docs/reliability.md "Memory budget"): each accepted chunk counts while
 //! staged; over the budget a chunk is refused with `-32004`
 //! `{"limit":"memory"}` and the upload stays as it was; the bytes are given
 //! back when the upload is committed or its connection closes.

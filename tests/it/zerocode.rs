@@ -1,4 +1,4 @@
-//! zerocode, ZeroClaw's own terminal client (issue 15), against the real
+//! zerocode, ZeroClaw's own terminal client, against the real
 //! daemon: its exact startup sequence and chat turns, frames written as its
 //! source writes them and every answer checked with its decoders' rules
 //! (tests/it/common/zerocode.rs names the commit read).

@@ -1,4 +1,4 @@
-//! The `acp` backend (issue 16, docs/agents.md): the daemon as an Agent
+//! The `acp` backend (docs/agents.md): the daemon as an Agent
 //! Client Protocol client of a hosted agent process (Claude Code, Codex,
 //! Gemini CLI, …) over its stdin/stdout, protocol version 1.
 //!

@@ -1,4 +1,4 @@
-//! The `openai` backend (issue 17): one turn against an OpenAI-compatible
+//! The `openai` backend: one turn against an OpenAI-compatible
 //! `/v1/chat/completions` server (Ollama, llama.cpp, vLLM, LM Studio,
 //! OpenAI), streamed, with the built-in tools under approval.
 //!
@@ -319,7 +319,7 @@ impl CallInput {
     /// text when it is an object (byte for byte, so a server's prompt cache
     /// still matches; `{}` for none), else what the transcript records.
     /// Never broken JSON: a server that parses its calls back (llama.cpp's)
-    /// answers 500 to it, failing the whole turn (issue #25, item 6).
+    /// answers 500 to it, failing the whole turn.
     fn sent<'a>(&'a self, text: &'a str) -> &'a str {
         match &self.args {
             Ok(_) if text.trim().is_empty() => "{}",

@@ -1,4 +1,4 @@
-//! Model-server redirects are never followed (issue #23): a 307/308 would
+//! Model-server redirects are never followed: a 307/308 would
 //! re-post the whole conversation (and the key) to wherever the server
 //! points, a 302 would make the daemon fetch an arbitrary URL every turn,
 //! and either may downgrade https to http. The clients are built with

@@ -1,6 +1,6 @@
 //! `zeroclaw acp [--agent ALIAS]`: an ACP agent (protocol version 1) on
 //! stdin/stdout that editors launch, bridging into the daemon's durable,
-//! shared sessions (issue 27, docs/clients.md).
+//! shared sessions (docs/clients.md).
 //!
 //! | file | owns |
 //! |---|---|

@@ -366,8 +366,8 @@ impl Chat {
         }
     }
 
-    /// Remembers an uploaded file's marker for the next prompt (issue 25:
-    /// the file is stored under its hash, so the agent is told its name,
+    /// Remembers an uploaded file's marker for the next prompt (the
+    /// file is stored under its hash, so the agent is told its name,
     /// where it is, and where it came from); the lines shown.
     fn uploaded(&mut self, path: &Path, entry: &Value) -> Vec<String> {
         let s = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or_default();

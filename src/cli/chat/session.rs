@@ -23,7 +23,7 @@ pub struct Current {
 }
 
 /// The wire name of durable sessions (every event persisted as it
-/// happens): `zeroclaw chat`'s default (issue 25).
+/// happens): `zeroclaw chat`'s default.
 pub const DURABLE: &str = "acp";
 /// The wire name of chat-mode sessions (history written at turn end).
 pub const CHAT: &str = "chat";
@@ -152,7 +152,7 @@ fn sessions(list: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// Attaches to `current` when it is live (`session/attach`, issue 25: a
+/// Attaches to `current` when it is live (`session/attach`: a
 /// second window no longer replaces the first's session and ends its
 /// turn), else `session/new` (resuming when it has history; a new id when
 /// empty) in `cwd` when given; the result, with `resumed` and

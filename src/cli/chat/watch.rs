@@ -1,4 +1,4 @@
-//! Turns of the session that another attached client started (issue 25),
+//! Turns of the session that another attached client started,
 //! shown while this chat waits at its prompt: the stream under a one-line
 //! heading, its outcome, and the approvals it asks, which `/approve`
 //! answers here (first answer wins; the daemon tells every client).

@@ -1,4 +1,4 @@
-//! `zeroclaw config edit [--json]` (issue 25): `$VISUAL`, else `$EDITOR`, else `vi`, on a
+//! `zeroclaw config edit [--json]`: `$VISUAL`, else `$EDITOR`, else `vi`, on a
 //! private copy of `config.toml` (a fresh `0600` file in the temporary directory), and when the
 //! editor exits 0 having changed the copy, one atomic commit of the whole text.
 //!

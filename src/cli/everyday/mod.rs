@@ -1,4 +1,4 @@
-//! The everyday commands (issue 25, docs/operations.md): `zeroclaw stop`,
+//! The everyday commands (docs/operations.md): `zeroclaw stop`,
 //! `sessions`, `agents`, `config get|set|edit` and `run`. Each is one or a few
 //! requests over a [`ClientPeer`]; by default a person reads the answer (a table,
 //! a transcript), with `--json` a script gets the result as one JSON

@@ -12,7 +12,7 @@ use crate::store::CheckpointEvent;
 /// Events waiting for the emitter (bounds memory when the client is slow).
 pub(in crate::session) const EMIT_QUEUE: usize = 1024;
 /// Bytes of message text waiting for the emitter: a fast agent's 16 MiB
-/// item is not copied whole into the queue (issue 13 item 1).
+/// item is not copied whole into the queue.
 pub(in crate::session) const EMIT_QUEUE_BYTES: usize = 4 * 1024 * 1024;
 /// Most events committed in one transaction.
 pub(in crate::session) const MAX_GROUP: usize = 512;

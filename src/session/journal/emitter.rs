@@ -151,7 +151,7 @@ impl Notifier<'_> {
 /// Appends to `sent` only what the answer can show: `turn_complete` and the
 /// prompt result carry the text bounded at [`MAX_CONTENT_BYTES`], so a few
 /// bytes past it are enough for the same cut and its `…[truncated]`; the
-/// whole text is in the transcript (issue 13 item 1: one copy less of a
+/// whole text is in the transcript (one copy less of a
 /// 16 MiB turn).
 pub(in crate::session) fn keep_answer_prefix(sent: &mut String, t: &str) {
     let room = (MAX_CONTENT_BYTES + 4).saturating_sub(sent.len());

@@ -1,4 +1,4 @@
-//! Pipelining clients as real programs behave (issue 12): a script of many
+//! Pipelining clients as real programs behave: a script of many
 //! requests written with arbitrary split points, read by a separate reader
 //! with pauses, with or without a half-close, and one checker for what came
 //! back.
