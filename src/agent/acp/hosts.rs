@@ -5,6 +5,11 @@
 //! dead one), and stopped [`IDLE_GRACE`] after its session stops being live
 //! (closed, reclaimed, killed, deleted) unless a new incarnation of the same
 //! session takes it first.
+//!
+//! Only sessions that ran a turn here, and only while they are live or have
+//! a process parked, are remembered: a daemon serves many sessions that
+//! never start an agent process (every echo or chat turn ends as a release),
+//! and each of those must leave nothing behind.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,8 +24,10 @@ pub const IDLE_GRACE: Duration = Duration::from_secs(5);
 #[derive(Default)]
 struct Table {
     parked: HashMap<String, Host>,
-    /// Sessions no live incarnation holds any more.
-    released: HashSet<String>,
+    /// Sessions a live incarnation holds that have taken (or asked for) a
+    /// process; a process parked for any other session is stopped after
+    /// the grace.
+    live: HashSet<String>,
 }
 
 /// The daemon's ACP agent processes, by our session id.
@@ -48,10 +55,13 @@ impl AcpHosts {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The parked process of `session_id`, for one turn.
+    /// The parked process of `session_id`, for one turn. Only a live
+    /// session runs turns, so `session_id` is live until [`Self::release`].
     pub fn take(&self, session_id: &str) -> Option<Host> {
         let mut t = self.table();
-        t.released.remove(session_id);
+        if !t.live.contains(session_id) {
+            t.live.insert(session_id.to_owned());
+        }
         t.parked.remove(session_id)
     }
 
@@ -63,7 +73,7 @@ impl AcpHosts {
         let released = {
             let mut t = self.table();
             t.parked.insert(session_id.to_owned(), host);
-            t.released.contains(session_id)
+            !t.live.contains(session_id)
         };
         if released {
             self.stop_later(session_id);
@@ -71,10 +81,18 @@ impl AcpHosts {
     }
 
     /// `session_id` has no live incarnation any more: its process stops
-    /// after [`IDLE_GRACE`] unless a turn takes it again.
+    /// after [`IDLE_GRACE`] unless a turn takes it again. Without a parked
+    /// process nothing is kept: a turn that still holds one parks it as
+    /// released, which starts the grace then.
     pub fn release(self: &Arc<Self>, session_id: &str) {
-        self.table().released.insert(session_id.to_owned());
-        self.stop_later(session_id);
+        let parked = {
+            let mut t = self.table();
+            t.live.remove(session_id);
+            t.parked.contains_key(session_id)
+        };
+        if parked {
+            self.stop_later(session_id);
+        }
     }
 
     fn stop_later(self: &Arc<Self>, session_id: &str) {
@@ -87,7 +105,7 @@ impl AcpHosts {
             let Some(hosts) = hosts.upgrade() else { return };
             let host = {
                 let mut t = hosts.table();
-                if !t.released.contains(&id) {
+                if t.live.contains(&id) {
                     return;
                 }
                 t.parked.remove(&id)
@@ -102,5 +120,61 @@ impl AcpHosts {
     /// Processes parked now (tests, status).
     pub fn parked(&self) -> usize {
         self.table().parked.len()
+    }
+
+    /// Sessions remembered now, parked or live (tests).
+    #[cfg(test)]
+    fn remembered(&self) -> usize {
+        let t = self.table();
+        t.live.len() + t.parked.keys().filter(|k| !t.live.contains(*k)).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::future::BoxFuture;
+
+    use super::super::links::Link;
+    use super::*;
+
+    struct NoLinks;
+
+    impl LinkStore for NoLinks {
+        fn get<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<Link>, String>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn set<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: &'a str,
+            _: bool,
+        ) -> BoxFuture<'a, Result<(), String>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn sessions_without_a_process_leave_nothing_behind() {
+        let hosts = AcpHosts::new(Arc::new(NoLinks));
+        // Every live session is released when it ends, whatever its backend.
+        for i in 0..1000 {
+            hosts.release(&format!("s-{i}"));
+        }
+        assert_eq!(hosts.remembered(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_session_that_asked_for_a_process_is_forgotten_when_released() {
+        let hosts = AcpHosts::new(Arc::new(NoLinks));
+        for i in 0..1000 {
+            let id = format!("s-{i}");
+            // A turn that found no process (its start failed: nothing to put back).
+            assert!(hosts.take(&id).is_none());
+            assert_eq!(hosts.remembered(), 1);
+            hosts.release(&id);
+        }
+        assert_eq!(hosts.remembered(), 0);
+        assert_eq!(hosts.parked(), 0);
     }
 }
