@@ -33,6 +33,8 @@
 
 mod admission;
 mod dashboard;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http_json;
 mod pairing;
 mod routes;
