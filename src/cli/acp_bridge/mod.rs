@@ -23,6 +23,8 @@
 mod chunk_splice;
 mod daemon;
 mod editor;
+#[doc(hidden)]
+pub mod fuzzing;
 mod history;
 mod requests;
 mod to_acp;
