@@ -85,12 +85,19 @@ fn check_no_secret(text: &str, startup: &str, errors: &[String]) {
         {
             continue;
         }
-        assert!(
-            !startup.contains(&s),
-            "startup error quotes a secret: {startup}"
-        );
-        for e in errors {
-            assert!(!e.contains(&s), "reload error quotes a secret: {e}");
+        let quoted = startup.contains(&s) || errors.iter().any(|e| e.contains(&s));
+        // A secret that the message holds anyway, whatever the secret is
+        // (the fuzzer spells the message's own words), is not quoted:
+        // check by replacing it with other bytes of the same length.
+        if quoted && !holds_anyway(text, &s) {
+            panic!("an error quotes the secret {s:?}: {startup} / {errors:?}");
         }
     }
+}
+
+fn holds_anyway(text: &str, secret: &str) -> bool {
+    let other = text.replace(secret, &"Q".repeat(secret.len()));
+    let startup = Config::from_toml_str(&other).err().map(|e| e.to_string());
+    let reload = Config::check_toml_text(&other).err().unwrap_or_default();
+    startup.is_some_and(|e| e.contains(secret)) || reload.iter().any(|e| e.contains(secret))
 }
