@@ -71,11 +71,10 @@ fn check_line(line: &str) {
                         kind(id),
                         JsonKind::String | JsonKind::Number | JsonKind::Null
                     ),
-                    "answered with a non-id {}",
-                    id.get()
+                    "answered with a non-id {id}"
                 );
             }
-            let id_text = id.map(|i| i.get());
+            let id_text = *id;
             let out = error_frame(error, id_text);
             let text = std::str::from_utf8(&out).expect("error frames are UTF-8");
             let body = text.strip_suffix('\n').expect("one frame ends with \\n");

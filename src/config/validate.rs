@@ -147,8 +147,11 @@ fn check_gateway(r: &mut Report, config: &Config) {
     if g.port == 0 {
         r.fail("gateway.port".into(), "must be 1-65535");
     }
-    if let Some(bad) = g.paired_tokens.iter().find(|t| !is_digest(t)) {
-        let reason = format!("entry {bad:?} is not 64 hex digits");
+    if let Some(i) = g.paired_tokens.iter().position(|t| !is_digest(t)) {
+        // Named by position, never quoted: `config/get` masks every entry as
+        // a secret, and a wrong entry may be a token pasted in by hand;
+        // this message is logged and answered to clients.
+        let reason = format!("entry {} (counting from 1) is not 64 hex digits", i + 1);
         r.fail("gateway.paired_tokens".into(), reason);
     }
     if let Some(bad) = g.allowed_hosts.iter().find(|h| !is_host_name(h)) {

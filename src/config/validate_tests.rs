@@ -172,6 +172,21 @@ fn gateway() {
 }
 
 #[test]
+fn a_wrong_paired_token_is_named_by_position_not_quoted() {
+    // Found by the fuzz target `config_toml`: the refusal quoted the entry,
+    // which `config/get` masks as a secret.
+    let pasted = "zc_0123456789abcdef0123456789abcdef";
+    let good = "a".repeat(64);
+    let (path, reason) = failure(&format!(
+        "[gateway]\npaired_tokens = [\"{good}\", \"{pasted}\"]"
+    ))
+    .unwrap();
+    assert_eq!(path, "gateway.paired_tokens");
+    assert_eq!(reason, "entry 2 (counting from 1) is not 64 hex digits");
+    assert!(!reason.contains(pasted));
+}
+
+#[test]
 fn schema_version_must_be_one() {
     let table: toml::Table = toml::from_str("schema_version = 2").unwrap();
     let config: Config = table.try_into().unwrap();

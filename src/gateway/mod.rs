@@ -24,6 +24,7 @@
 //! | `admission.rs` | the bounds on connections without a credential, per source and in total, and eviction |
 //! | `ws_connection.rs` | one WebSocket connection on the shared driver: reading, the heartbeat, closing |
 //! | `ws_writer.rs` | the connection's write queue drained into WebSocket messages |
+//! | `fuzzing.rs` | entry points for the fuzz target `gateway_http` only (not an API) |
 //!
 //! Lifecycle: [`start`] binds after the local endpoint is claimed (a bind
 //! failure is a startup failure naming the address) and spawns the accept
@@ -33,6 +34,8 @@
 
 mod admission;
 mod dashboard;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http_json;
 mod pairing;
 mod routes;

@@ -75,7 +75,7 @@ impl WebGuard {
 }
 
 /// The host part of a `Host` value: `[::1]:80` → `[::1]`, `a.b:80` → `a.b`.
-fn host_name(host: &str) -> &str {
+pub(super) fn host_name(host: &str) -> &str {
     match host.rfind(':') {
         Some(i) if !host[i..].contains(']') => &host[..i],
         _ => host,

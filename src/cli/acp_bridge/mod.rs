@@ -11,6 +11,7 @@
 //! | `to_acp.rs` | daemon updates and transcript rows as ACP `session/update`s |
 //! | `to_daemon.rs` | `initialize`, prompt content, permission answers in our terms |
 //! | `history.rs` | `session/load`'s replay and `session/list`, read on a side connection |
+//! | `fuzzing.rs` | the editor-line parsing for the fuzz target `bridge_input` only (not an API) |
 //!
 //! One task owns everything (no locks): it waits for the next frame of
 //! either side, handles it to the end (queueing what the editor gets),
@@ -23,6 +24,8 @@
 mod chunk_splice;
 mod daemon;
 mod editor;
+#[doc(hidden)]
+pub mod fuzzing;
 mod history;
 mod requests;
 mod to_acp;

@@ -9,8 +9,10 @@ use super::editor::Gone;
 use super::history::{self, ReplayError};
 use super::{code, to_daemon, Asked, Bridge, NotSent, Pending};
 
-/// The members of an editor's message.
-fn split(line: &str) -> Option<(Option<String>, Option<Value>, Value, Value)> {
+/// The members of an editor's message: its method, its id, its params
+/// (`null` when absent) and, for an answer, `{"error": ..}` or
+/// `{"result": ..}`; `None` when the line is not a JSON object.
+pub(super) fn split(line: &str) -> Option<(Option<String>, Option<Value>, Value, Value)> {
     let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(line) else {
         return None;
     };
@@ -27,7 +29,26 @@ fn split(line: &str) -> Option<(Option<String>, Option<Value>, Value, Value)> {
     Some((method, id, params, outcome))
 }
 
-fn str_param<'a>(params: &'a Value, k: &str) -> Option<&'a str> {
+/// The prompt of a `session/prompt`'s params: its `prompt` blocks (none
+/// when absent or not an array) in our terms.
+pub(super) fn prompt_of(params: &Value) -> Result<to_daemon::Prompt, String> {
+    let blocks = params
+        .get("prompt")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    to_daemon::prompt(&blocks)
+}
+
+/// An editor's answer (the outcome of [`split`]) as a result or an error.
+pub(super) fn answer_of(outcome: &Value) -> Result<Value, Value> {
+    match outcome.get("error") {
+        Some(e) => Err(e.clone()),
+        None => Ok(outcome.get("result").cloned().unwrap_or(Value::Null)),
+    }
+}
+
+pub(super) fn str_param<'a>(params: &'a Value, k: &str) -> Option<&'a str> {
     params.get(k).and_then(Value::as_str)
 }
 
@@ -106,12 +127,7 @@ impl Bridge {
                 let sid = str_param(&params, "sessionId")
                     .unwrap_or_default()
                     .to_owned();
-                let blocks = params
-                    .get("prompt")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                let prompt = match to_daemon::prompt(&blocks) {
+                let prompt = match prompt_of(&params) {
                     Ok(p) => p,
                     Err(why) => return self.out.fail(&id, code::INVALID_PARAMS, &why).await,
                 };
@@ -189,10 +205,7 @@ impl Bridge {
         let Some(asked) = id.as_str().and_then(|k| self.asked.remove(k)) else {
             return Ok(());
         };
-        let outcome = match outcome.get("error") {
-            Some(e) => Err(e.clone()),
-            None => Ok(outcome.get("result").cloned().unwrap_or(Value::Null)),
-        };
+        let outcome = answer_of(&outcome);
         match asked {
             Asked::Permission { sid, request_id } => {
                 let decision = to_daemon::decision(&outcome);

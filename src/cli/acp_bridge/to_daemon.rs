@@ -67,7 +67,7 @@ pub fn prompt(blocks: &[Value]) -> Result<Prompt, String> {
                 attachments.push(entry);
             }
             "image" => {
-                let ext = s("mimeType").strip_prefix("image/").unwrap_or("png");
+                let ext = image_ext(s("mimeType"));
                 let name = match s("uri") {
                     "" => format!("image.{ext}"),
                     uri => file_name(uri),
@@ -83,6 +83,24 @@ pub fn prompt(blocks: &[Value]) -> Result<Prompt, String> {
         return Err("the prompt is empty".into());
     }
     Ok(Prompt { text, attachments })
+}
+
+/// The file extension of an image's MIME type (`image/png` → `png`): only
+/// a short run of letters, digits and `+.-` is taken from the editor's
+/// text, else `png`, so that the name made from it stays one short path
+/// segment (a `/` or a long subtype would make a name the daemon refuses).
+fn image_ext(mime: &str) -> &str {
+    match mime.strip_prefix("image/") {
+        Some(ext)
+            if (1..=16).contains(&ext.len())
+                && ext
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-')) =>
+        {
+            ext
+        }
+        _ => "png",
+    }
 }
 
 /// The last segment of a URI (`file:///a/b.rs` → `b.rs`), else `resource`.
@@ -155,6 +173,21 @@ mod tests {
         );
         assert!(prompt(&[json!({"type":"audio","data":"","mimeType":"audio/wav"})]).is_err());
         assert!(prompt(&[]).is_err());
+    }
+
+    #[test]
+    fn an_image_name_is_one_short_segment_whatever_its_mime_type() {
+        // Found by the fuzz target `bridge_input`: the extension was the
+        // whole subtype, `/` and length included.
+        let name = |mime: &str| {
+            let p = prompt(&[json!({"type":"image","mimeType":mime,"data":"AA=="})]).unwrap();
+            p.attachments[0]["filename"].as_str().unwrap().to_owned()
+        };
+        assert_eq!(name("image/png"), "image.png");
+        assert_eq!(name("image/svg+xml"), "image.svg+xml");
+        assert_eq!(name("image/a/../../b"), "image.png");
+        assert_eq!(name(&format!("image/{}", "x".repeat(300))), "image.png");
+        assert_eq!(name("text/plain"), "image.png");
     }
 
     #[test]
